@@ -1,0 +1,17 @@
+//! The `tessera` command line: parse arguments, run a subcommand, map its result to an exit code
+//! (0 success, 1 invalid input or a failed gate, 2 usage error).
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod cli;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let code = match cli::run(cli) {
+        cli::Exit::Ok => 0,
+        cli::Exit::Failed => 1,
+    };
+    std::process::exit(code)
+}

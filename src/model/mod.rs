@@ -1,0 +1,329 @@
+//! Validated model types: names resolved, units in SI, invariants checked. The engine reads only
+//! these. Lowering a spec collects every error of a file (with its location) instead of stopping at
+//! the first.
+
+// pub mod mapping;
+pub mod precision;
+pub mod system;
+// pub mod workload;
+
+use crate::diag::{Diagnostic, Path};
+use crate::spec::{Files, Q};
+use crate::units::{self, Dimension};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Reserved source tag for a figure the author guessed.
+pub const ASSUMED: &str = "assumed";
+
+/// Walks a spec collecting diagnostics; knows which file and path it is in and which source
+/// applies to figures that carry no `@key` of their own.
+pub struct Ctx<'a> {
+    pub files: &'a Files,
+    pub diags: Vec<Diagnostic>,
+    /// Source keys declared per file.
+    known: BTreeMap<usize, BTreeMap<String, String>>,
+    /// (file, path, default source)
+    frames: Vec<(usize, Path, Option<String>)>,
+    /// Source texts of figures marked fitted, for the validation summary.
+    pub fitted: BTreeSet<String>,
+    pub assumed: usize,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(files: &'a Files, file: usize) -> Self {
+        Ctx {
+            files,
+            diags: Vec::new(),
+            known: BTreeMap::new(),
+            frames: vec![(file, Path::root(), None)],
+            fitted: BTreeSet::new(),
+            assumed: 0,
+        }
+    }
+
+    pub fn file(&self) -> usize {
+        self.frames.last().map(|f| f.0).unwrap_or(0)
+    }
+    pub fn path(&self) -> &Path {
+        &self.frames.last().expect("frame").1
+    }
+    fn default_source(&self) -> Option<&String> {
+        let file = self.file();
+        self.frames
+            .iter()
+            .rev()
+            .take_while(|f| f.0 == file)
+            .find_map(|f| f.2.as_ref())
+    }
+
+    /// Declare the `sources` map of the current file.
+    pub fn declare_sources(&mut self, sources: &BTreeMap<String, String>) {
+        let file = self.file();
+        let entry = self.known.entry(file).or_default();
+        for (k, v) in sources {
+            entry.insert(k.clone(), v.clone());
+        }
+        let path = self.path().field("sources");
+        for (k, v) in sources {
+            if v.trim().is_empty() {
+                let d = self.files.at(file, &path.key(k), format!("source `{k}` has no citation"));
+                self.diags.push(d.with_hint(Some(
+                    "name the datasheet, paper (with table) or MLPerf result path".into(),
+                )));
+            }
+        }
+    }
+
+    /// Enter a child struct at `field` (same file), with its own default source.
+    pub fn enter(&mut self, seg: crate::diag::Seg, source: Option<&String>) {
+        let (file, path, _) = self.frames.last().cloned().expect("frame");
+        let mut p = path;
+        p.0.push(seg);
+        self.frames.push((file, p, source.cloned()));
+        if let Some(s) = source {
+            self.check_source_key(s, None);
+        }
+    }
+    pub fn enter_field(&mut self, name: &str, source: Option<&String>) {
+        self.enter(crate::diag::Seg::Field(name.to_string()), source);
+    }
+    /// Enter a part that lives at `path` of `file` (another file after a `Use`).
+    pub fn enter_part(&mut self, file: usize, path: Path, source: Option<&String>) {
+        self.frames.push((file, path, source.cloned()));
+        if let Some(s) = source {
+            self.check_source_key(s, None);
+        }
+    }
+    pub fn leave(&mut self) {
+        self.frames.pop();
+    }
+
+    pub fn error_at(&mut self, path: &Path, message: impl Into<String>, hint: Option<String>) {
+        let d = self.files.at(self.file(), path, message).with_hint(hint);
+        self.diags.push(d);
+    }
+    pub fn error(&mut self, field: &str, message: impl Into<String>, hint: Option<String>) {
+        let p = if field.is_empty() {
+            self.path().clone()
+        } else {
+            self.path().field(field)
+        };
+        self.error_at(&p, message, hint);
+    }
+    pub fn warn(&mut self, field: &str, message: impl Into<String>, hint: Option<String>) {
+        let p = if field.is_empty() {
+            self.path().clone()
+        } else {
+            self.path().field(field)
+        };
+        let mut d = self.files.at(self.file(), &p, message).with_hint(hint);
+        d.severity = crate::diag::Severity::Warning;
+        self.diags.push(d);
+    }
+
+    fn check_source_key(&mut self, key: &str, field: Option<&str>) -> bool {
+        if key == ASSUMED {
+            self.assumed += 1;
+            return true;
+        }
+        let file = self.file();
+        let known = self.known.get(&file);
+        if let Some(text) = known.and_then(|k| k.get(key)) {
+            if key.starts_with("fitted") {
+                self.fitted.insert(text.clone());
+            }
+            return true;
+        }
+        let keys: Vec<&str> = known
+            .map(|k| k.keys().map(|s| s.as_str()).collect())
+            .unwrap_or_default();
+        let hint = match crate::diag::did_you_mean(key, keys.iter().copied()) {
+            Some(s) => format!("did you mean `@{s}`? declare every key in this file's `sources`, or write `@assumed`"),
+            None => "declare the key in this file's `sources: { \"key\": \"citation\" }`, or write `@assumed`".into(),
+        };
+        let msg = format!("source `{key}` is not declared in `sources`");
+        match field {
+            Some(f) => self.error(f, msg, Some(hint)),
+            None => self.error("source", msg, Some(hint)),
+        }
+        false
+    }
+
+    /// Parse a quantity at `field`, check its source, and return its SI value.
+    pub fn q(&mut self, field: &str, q: &Q, dim: Dimension) -> Option<f64> {
+        self.q_at(&self.path().field(field), field, q, dim)
+    }
+
+    /// Like [`Ctx::q`] for a quantity inside a map (`peak: {"bf16": ...}`).
+    pub fn q_key(&mut self, field: &str, key: &str, q: &Q, dim: Dimension) -> Option<f64> {
+        let p = self.path().field(field).key(key);
+        self.q_at(&p, field, q, dim)
+    }
+
+    fn q_at(&mut self, path: &Path, field: &str, q: &Q, dim: Dimension) -> Option<f64> {
+        match units::parse(&q.0, dim) {
+            Ok(parsed) => {
+                match &parsed.source {
+                    Some(tag) => {
+                        if tag != ASSUMED {
+                            let file = self.file();
+                            let ok = self.known.get(&file).is_some_and(|k| k.contains_key(tag));
+                            if !ok {
+                                let keys: Vec<String> = self
+                                    .known
+                                    .get(&file)
+                                    .map(|k| k.keys().cloned().collect())
+                                    .unwrap_or_default();
+                                let hint = match crate::diag::did_you_mean(tag, keys.iter().map(|s| s.as_str())) {
+                                    Some(s) => format!("did you mean `@{s}`?"),
+                                    None => "declare it in this file's `sources`, or write `@assumed`".into(),
+                                };
+                                self.error_at(
+                                    path,
+                                    format!("source `{tag}` of `{field}` is not declared in `sources`"),
+                                    Some(hint),
+                                );
+                            } else if tag.starts_with("fitted") {
+                                let text = self.known[&file][tag].clone();
+                                self.fitted.insert(text);
+                            }
+                        } else {
+                            self.assumed += 1;
+                        }
+                    }
+                    None => {
+                        if self.default_source().is_none() {
+                            let d = self
+                                .files
+                                .at(self.file(), path, format!("`{field}` has no source"))
+                                .with_hint(Some(format!(
+                                    "append `@key` naming an entry of `sources` (e.g. \"{} @datasheet\"), or `@assumed`",
+                                    q.0.trim()
+                                )));
+                            let mut d = d;
+                            d.severity = crate::diag::Severity::Warning;
+                            self.diags.push(d);
+                        }
+                    }
+                }
+                let v = parsed.value;
+                if let Some((lo, hi)) = plausible_range(dim) {
+                    if v > hi {
+                        self.error_at(
+                            path,
+                            format!(
+                                "`{field}` = {} is absurdly large for {dim}",
+                                q.0.trim()
+                            ),
+                            Some(format!("expected at most {}", fmt_bound(hi, dim))),
+                        );
+                        return None;
+                    }
+                    let _ = lo;
+                }
+                Some(v)
+            }
+            Err(e) => {
+                self.error_at(path, format!("`{field}`: {}", e.message), e.hint);
+                None
+            }
+        }
+    }
+
+    /// A quantity that must be > 0.
+    pub fn positive(&mut self, field: &str, q: &Q, dim: Dimension) -> Option<f64> {
+        let v = self.q(field, q, dim)?;
+        if v <= 0.0 {
+            self.error(
+                field,
+                format!("`{field}` must be greater than zero, found `{}`", q.0.trim()),
+                Some(format!("e.g. \"{}\"", units::example(dim))),
+            );
+            return None;
+        }
+        Some(v)
+    }
+
+    /// A quantity that must be ≥ 0.
+    pub fn non_negative(&mut self, field: &str, q: &Q, dim: Dimension) -> Option<f64> {
+        let v = self.q(field, q, dim)?;
+        if v < 0.0 {
+            self.error(
+                field,
+                format!("`{field}` must not be negative, found `{}`", q.0.trim()),
+                None,
+            );
+            return None;
+        }
+        Some(v)
+    }
+
+    /// A fraction in (0, 1].
+    pub fn fraction(&mut self, field: &str, q: &Q) -> Option<f64> {
+        let v = self.q(field, q, Dimension::Ratio)?;
+        if !(v > 0.0 && v <= 1.0) {
+            self.error(
+                field,
+                format!("`{field}` must be a fraction in (0, 1], found `{}`", q.0.trim()),
+                Some("efficiencies are achieved / peak, e.g. \"0.7\" or \"70 %\"".into()),
+            );
+            return None;
+        }
+        Some(v)
+    }
+
+    /// A count that must be ≥ 1.
+    pub fn count(&mut self, field: &str, v: u64) -> Option<u64> {
+        if v == 0 {
+            self.error(field, format!("`{field}` must be at least 1"), None);
+            return None;
+        }
+        if v > 1_000_000_000_000 {
+            self.error(
+                field,
+                format!("`{field}` = {v} is absurdly large"),
+                Some("expected at most 10^12".into()),
+            );
+            return None;
+        }
+        Some(v)
+    }
+}
+
+/// Upper bounds beyond which a figure is surely a typo (an exaflop-scale single link, say).
+fn plausible_range(dim: Dimension) -> Option<(f64, f64)> {
+    Some(match dim {
+        Dimension::FlopRate => (0.0, 1e20),
+        Dimension::Bandwidth => (0.0, 1e18),
+        Dimension::Bytes => (0.0, 1e19),
+        Dimension::Power => (0.0, 1e9),
+        Dimension::Energy => (0.0, 1e16),
+        Dimension::Time => (0.0, 1e9),
+        Dimension::EnergyPerFlop => (0.0, 1e-6),
+        Dimension::EnergyPerByte => (0.0, 1e-6),
+        Dimension::Frequency => (0.0, 1e11),
+        Dimension::Area => (0.0, 1.0),
+        Dimension::Length => (0.0, 1.0),
+        Dimension::FlopsPerCycle => (0.0, 1e9),
+        Dimension::Ratio => (0.0, 1e9),
+    })
+}
+
+fn fmt_bound(v: f64, dim: Dimension) -> String {
+    let unit = match dim {
+        Dimension::FlopRate => "FLOP/s",
+        Dimension::Bandwidth => "B/s",
+        Dimension::Bytes => "B",
+        Dimension::Power => "W",
+        Dimension::Energy => "J",
+        Dimension::Time => "s",
+        Dimension::EnergyPerFlop => "J/FLOP",
+        Dimension::EnergyPerByte => "J/B",
+        Dimension::Frequency => "Hz",
+        Dimension::Area => "m2",
+        Dimension::Length => "m",
+        Dimension::FlopsPerCycle => "FLOP/cycle",
+        Dimension::Ratio => "",
+    };
+    units::fmt_si(v, unit)
+}

@@ -1,0 +1,173 @@
+//! What a system adds up to: device count, peak compute, memory, network and power, whole system.
+
+use crate::model::precision::Precision;
+use crate::model::system::System;
+use crate::units::fmt_si;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SystemSummary {
+    pub name: String,
+    pub description: String,
+    pub accelerator: String,
+    pub accelerators: u64,
+    pub nodes: u64,
+    pub devices_per_node: u32,
+    /// Precision → FLOP/s, dense, whole system.
+    pub peak_flops_per_s: BTreeMap<String, f64>,
+    /// Memory level → bytes, whole system.
+    pub memory_capacity_bytes: BTreeMap<String, f64>,
+    /// Memory level → B/s, whole system.
+    pub memory_bandwidth_bytes_per_s: BTreeMap<String, f64>,
+    pub scale_up: Option<LinkSummary>,
+    pub scale_out: Option<LinkSummary>,
+    /// Rated IT power of the whole system (devices at TDP + hosts, NICs, switches).
+    pub power_w: f64,
+    pub facility_power_w: f64,
+    pub power_limit_w: Option<f64>,
+    pub device_tdp_w: f64,
+    pub assumed_figures: usize,
+    pub fitted_figures: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkSummary {
+    pub name: String,
+    pub devices_per_domain: u64,
+    /// Per device, per direction (B/s).
+    pub bandwidth_per_device_bytes_per_s: f64,
+    /// Both directions, all devices (B/s): the figure vendors quote for NVL72 (130 TB/s).
+    pub aggregate_bytes_per_s: f64,
+    /// Bisection bandwidth of one domain (scale-up) or the whole network (scale-out), one direction.
+    pub bisection_bytes_per_s: f64,
+    pub latency_s: f64,
+    pub in_network_reduction: bool,
+}
+
+pub fn summarize(s: &System) -> SystemSummary {
+    let n = s.devices as f64;
+    let mut peak = BTreeMap::new();
+    for p in Precision::ALL {
+        let v = s.peak_flops()[p.index()];
+        if v > 0.0 {
+            peak.insert(p.name().to_string(), v);
+        }
+    }
+    let mut cap = BTreeMap::new();
+    let mut bw = BTreeMap::new();
+    for m in &s.device.memory {
+        *cap.entry(m.name.clone()).or_insert(0.0) += m.capacity * n;
+        *bw.entry(m.name.clone()).or_insert(0.0) += m.bandwidth * n;
+    }
+    for m in &s.node.memory {
+        *cap.entry(m.name.clone()).or_insert(0.0) += m.capacity * s.nodes as f64;
+        *bw.entry(m.name.clone()).or_insert(0.0) += m.bandwidth * s.nodes as f64;
+    }
+    if let Some(w) = &s.weight_store {
+        cap.insert(w.name.clone(), w.capacity);
+    }
+    let scale_up = s.scale_up.as_ref().map(|u| {
+        let size = u.size.min(s.devices);
+        let bisection = match u.topology {
+            crate::spec::arch::ScaleUpTopology::Torus | crate::spec::arch::ScaleUpTopology::Mesh
+                if !u.dims.is_empty() =>
+            {
+                // Cut across the longest dimension: 2 × (size / max_dim) links (wraparound),
+                // each link carrying bandwidth / (2 × dims) per direction.
+                let maxd = *u.dims.iter().max().unwrap_or(&1) as f64;
+                let links = (size as f64 / maxd) * if u.topology == crate::spec::arch::ScaleUpTopology::Torus { 2.0 } else { 1.0 };
+                links * u.bandwidth / (2.0 * u.dims.len() as f64)
+            }
+            _ => size as f64 / 2.0 * u.bandwidth,
+        };
+        LinkSummary {
+            name: u.name.clone(),
+            devices_per_domain: size,
+            bandwidth_per_device_bytes_per_s: u.bandwidth,
+            aggregate_bytes_per_s: 2.0 * u.bandwidth * size as f64,
+            bisection_bytes_per_s: bisection,
+            latency_s: u.latency,
+            in_network_reduction: u.in_network_reduction,
+        }
+    });
+    let scale_out = s.scale_out.as_ref().map(|o| LinkSummary {
+        name: o.name.clone(),
+        devices_per_domain: s.devices,
+        bandwidth_per_device_bytes_per_s: o.bandwidth,
+        aggregate_bytes_per_s: 2.0 * o.bandwidth * n,
+        bisection_bytes_per_s: n / 2.0 * o.bandwidth / o.oversubscription,
+        latency_s: o.latency,
+        in_network_reduction: o.in_network_reduction,
+    });
+    let power = s.rated_power();
+    SystemSummary {
+        name: s.name.clone(),
+        description: s.description.clone(),
+        accelerator: s.device.name.clone(),
+        accelerators: s.devices,
+        nodes: s.nodes,
+        devices_per_node: s.node.devices,
+        peak_flops_per_s: peak,
+        memory_capacity_bytes: cap,
+        memory_bandwidth_bytes_per_s: bw,
+        scale_up,
+        scale_out,
+        power_w: power,
+        facility_power_w: power * s.pue,
+        power_limit_w: s.power_limit,
+        device_tdp_w: s.device.tdp,
+        assumed_figures: s.assumed,
+        fitted_figures: s.fitted.len(),
+    }
+}
+
+/// Rows of (quantity, value) for a table.
+pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
+    let mut r = vec![
+        ("system".to_string(), s.name.clone()),
+        ("accelerator".into(), s.accelerator.clone()),
+        (
+            "accelerators".into(),
+            format!("{} ({} nodes × {})", s.accelerators, s.nodes, s.devices_per_node),
+        ),
+    ];
+    for (p, v) in &s.peak_flops_per_s {
+        r.push((format!("peak {p} (dense)"), fmt_si(*v, "FLOP/s")));
+    }
+    for (m, v) in &s.memory_capacity_bytes {
+        let bw = s
+            .memory_bandwidth_bytes_per_s
+            .get(m)
+            .map(|b| format!(", {}", fmt_si(*b, "B/s")))
+            .unwrap_or_default();
+        r.push((format!("memory {m}"), format!("{}{bw}", fmt_si(*v, "B"))));
+    }
+    for (label, l) in [("scale-up", &s.scale_up), ("scale-out", &s.scale_out)] {
+        if let Some(l) = l {
+            r.push((
+                label.to_string(),
+                format!(
+                    "{}: {} per device per direction, {} aggregate, {} bisection, {} latency{}",
+                    l.name,
+                    fmt_si(l.bandwidth_per_device_bytes_per_s, "B/s"),
+                    fmt_si(l.aggregate_bytes_per_s, "B/s"),
+                    fmt_si(l.bisection_bytes_per_s, "B/s"),
+                    fmt_si(l.latency_s, "s"),
+                    if l.in_network_reduction { ", in-network reduction" } else { "" }
+                ),
+            ));
+        }
+    }
+    r.push(("device TDP".into(), fmt_si(s.device_tdp_w, "W")));
+    r.push(("rated power (IT)".into(), fmt_si(s.power_w, "W")));
+    r.push(("facility power (× PUE)".into(), fmt_si(s.facility_power_w, "W")));
+    if let Some(l) = s.power_limit_w {
+        r.push(("power limit".into(), fmt_si(l, "W")));
+    }
+    r.push((
+        "figures assumed / fitted".into(),
+        format!("{} / {}", s.assumed_figures, s.fitted_figures),
+    ));
+    r
+}

@@ -1,0 +1,411 @@
+//! File-shaped types of architecture files: what an author writes, before names, units and
+//! references are resolved. Every struct denies unknown fields so a misspelt field is an error.
+//!
+//! Reuse: a `device`, `die` or `node` is either written inline (`device: Device(...)`) or taken from
+//! another file (`device: Use("parts/b200.ron")`), resolved relative to the file that names it.
+
+use super::Q;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A whole system: devices in nodes, joined by a scale-up domain and a scale-out network.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename = "System")]
+pub struct SystemSpec {
+    pub version: u32,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Citations by key; quantities name one with `@key`.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    /// Default source for the counts and figures of this struct that carry no `@key`.
+    #[serde(default)]
+    pub source: Option<String>,
+    pub device: DeviceRef,
+    pub node: NodeRef,
+    /// Number of nodes in the system.
+    pub nodes: u64,
+    #[serde(default)]
+    pub scale_up: Option<ScaleUpSpec>,
+    #[serde(default)]
+    pub scale_out: Option<ScaleOutSpec>,
+    /// An external store the weights stream from (Cerebras MemoryX).
+    #[serde(default)]
+    pub weight_store: Option<WeightStoreSpec>,
+    #[serde(default)]
+    pub facility: Option<FacilitySpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub enum DeviceRef {
+    Use(String),
+    Device(DeviceSpec),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub enum DieRef {
+    Use(String),
+    Die(DieSpec),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub enum NodeRef {
+    Use(String),
+    Node(NodeSpec),
+}
+
+/// The accelerator package: the unit the parallel mapping places work on (a GPU, a TPU chip, a
+/// wafer, a NorthPole card).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Device")]
+pub struct DeviceSpec {
+    #[serde(default)]
+    pub version: Option<u32>,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Number of compute dies in the package (a B200 has 2).
+    #[serde(default = "one")]
+    pub dies: u32,
+    pub die: DieRef,
+    /// Package-attached memory (HBM stacks), totals for the package.
+    #[serde(default)]
+    pub memory: Vec<MemorySpec>,
+    #[serde(default)]
+    pub die_to_die: Option<LinkSpec>,
+    pub tdp: Q,
+    #[serde(default)]
+    pub idle_power: Option<Q>,
+    pub efficiency: EfficiencySpec,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One die: compute engines, on-die SRAM, the on-chip network.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Die")]
+pub struct DieSpec {
+    #[serde(default)]
+    pub version: Option<u32>,
+    pub name: String,
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub process: Option<Q>,
+    #[serde(default)]
+    pub area: Option<Q>,
+    #[serde(default)]
+    pub clock: Option<Q>,
+    /// Cores (SMs, PEs, tiles) on the die.
+    #[serde(default)]
+    pub cores: Option<u64>,
+    pub compute: Vec<EngineSpec>,
+    /// On-die SRAM levels (per core or shared).
+    #[serde(default)]
+    pub sram: Vec<MemorySpec>,
+    #[serde(default)]
+    pub mesh: Option<MeshSpec>,
+    /// Dynamic energy per operation, by precision.
+    #[serde(default)]
+    pub energy_per_flop: BTreeMap<String, Q>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum EngineKind {
+    Matrix,
+    Vector,
+}
+
+/// A kind of compute engine with its dense peak rate per precision for the whole die, or the
+/// figures to derive it (`units` × `ops_per_cycle` × die clock).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSpec {
+    pub name: String,
+    pub kind: EngineKind,
+    #[serde(default)]
+    pub peak: BTreeMap<String, Q>,
+    #[serde(default)]
+    pub units: Option<u64>,
+    #[serde(default)]
+    pub ops_per_cycle: BTreeMap<String, Q>,
+    /// The `peak` figures include 2:4 structured sparsity (vendors' headline numbers); tessera
+    /// divides by `sparsity_factor` to get dense rates.
+    #[serde(default)]
+    pub sparse: bool,
+    #[serde(default)]
+    pub sparsity_factor: Option<Q>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum MemoryKind {
+    Sram,
+    Cache,
+    Hbm,
+    Dram,
+    External,
+    NearMemory,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum Attach {
+    Core,
+    Die,
+    Package,
+    Node,
+    External,
+}
+
+/// One memory level. `capacity` and `bandwidth` are per instance of what it attaches to (per core
+/// for `Core`, per die for `Die`, for the package for `Package`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    pub name: String,
+    pub kind: MemoryKind,
+    pub attach: Attach,
+    pub capacity: Q,
+    pub bandwidth: Q,
+    #[serde(default)]
+    pub latency: Option<Q>,
+    #[serde(default)]
+    pub energy_per_byte: Option<Q>,
+    /// Compute inside the memory (processing-in-memory), total for the level.
+    #[serde(default)]
+    pub compute: Option<Q>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum MeshTopology {
+    Mesh2D,
+    Torus2D,
+    Ring,
+    Crossbar,
+}
+
+/// The on-chip network. A wafer-scale engine is a die whose mesh spans all its cores.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeshSpec {
+    pub topology: MeshTopology,
+    pub dims: Vec<u64>,
+    /// Bandwidth of one link, per direction.
+    pub link_bandwidth: Q,
+    pub hop_latency: Q,
+    #[serde(default)]
+    pub energy_per_bit_hop: Option<Q>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub bandwidth: Q,
+    #[serde(default)]
+    pub latency: Option<Q>,
+    #[serde(default)]
+    pub energy_per_bit: Option<Q>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// Achievable fractions of peak: sourced, or marked as assumptions / fitted with `@key`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EfficiencySpec {
+    /// Fraction of dense matrix peak a large GEMM reaches.
+    pub matmul: Q,
+    /// Fraction of vector peak elementwise kernels reach.
+    #[serde(default)]
+    pub vector: Option<Q>,
+    /// Fraction of memory bandwidth a streaming kernel reaches.
+    pub memory: Q,
+    /// Fraction of link bandwidth a collective reaches (bus bandwidth / link bandwidth).
+    pub network: Q,
+    /// Fixed cost per kernel launch (or per layer step on dataflow devices).
+    #[serde(default)]
+    pub kernel_overhead: Option<Q>,
+    /// Fraction of peak reached with FP8 (or lower) GEMMs relative to `matmul`, when it differs.
+    #[serde(default)]
+    pub low_precision_matmul: Option<Q>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Node")]
+pub struct NodeSpec {
+    #[serde(default)]
+    pub version: Option<u32>,
+    pub name: String,
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Accelerator devices per node.
+    pub devices: u32,
+    #[serde(default)]
+    pub host: Option<HostSpec>,
+    #[serde(default)]
+    pub nics: Option<NicSpec>,
+    /// Node-attached memory (host DRAM, Grace LPDDR).
+    #[serde(default)]
+    pub memory: Vec<MemorySpec>,
+    /// Fans, storage, power conversion, board: power beyond devices, host and NICs.
+    #[serde(default)]
+    pub other_power: Option<Q>,
+    /// The node's rated maximum power; the sum of its parts may not exceed it.
+    #[serde(default)]
+    pub power_limit: Option<Q>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    pub cpus: u32,
+    #[serde(default)]
+    pub model: String,
+    pub cpu_tdp: Q,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicSpec {
+    pub count: u32,
+    /// Per NIC, per direction.
+    pub bandwidth: Q,
+    #[serde(default)]
+    pub power: Option<Q>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum ScaleUpTopology {
+    /// All-to-all through switches (NVSwitch).
+    Switched,
+    /// Direct links between every pair (xGMI, 8-GPU meshes).
+    FullMesh,
+    /// DGX-1 hybrid cube-mesh.
+    HybridCubeMesh,
+    Ring,
+    Torus,
+    Mesh,
+    /// The fabric of a wafer.
+    Wafer,
+    /// A PCIe tree through the host.
+    Pcie,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum Counted {
+    /// The figure adds both directions (NVIDIA's "1.8 TB/s per GPU").
+    BothDirections,
+    PerDirection,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleUpSpec {
+    pub name: String,
+    pub topology: ScaleUpTopology,
+    /// Devices in one domain.
+    pub size: u64,
+    #[serde(default)]
+    pub dims: Vec<u64>,
+    /// Bandwidth per device into the domain.
+    pub bandwidth: Q,
+    pub counted: Counted,
+    pub latency: Q,
+    #[serde(default)]
+    pub in_network_reduction: bool,
+    #[serde(default)]
+    pub energy_per_bit: Option<Q>,
+    #[serde(default)]
+    pub switches: Option<SwitchSpec>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum ScaleOutTopology {
+    FatTree,
+    RailOptimized,
+    Torus,
+    Dragonfly,
+    /// A broadcast/reduce tree (Cerebras SwarmX).
+    Tree,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleOutSpec {
+    pub name: String,
+    pub topology: ScaleOutTopology,
+    /// Per device, per direction.
+    pub bandwidth: Q,
+    pub latency: Q,
+    /// Ratio of downlink to uplink bandwidth at the first switch level (1 = non-blocking).
+    #[serde(default)]
+    pub oversubscription: Option<Q>,
+    #[serde(default)]
+    pub in_network_reduction: bool,
+    #[serde(default)]
+    pub energy_per_bit: Option<Q>,
+    /// Switches of the whole network.
+    #[serde(default)]
+    pub switches: Option<SwitchSpec>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSpec {
+    pub count: u64,
+    #[serde(default)]
+    pub radix: Option<u64>,
+    pub power: Q,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeightStoreSpec {
+    pub name: String,
+    pub capacity: Q,
+    /// Per device, per direction.
+    pub bandwidth: Q,
+    #[serde(default)]
+    pub latency: Option<Q>,
+    #[serde(default)]
+    pub power: Option<Q>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FacilitySpec {
+    /// Power usage effectiveness: facility power / IT power.
+    #[serde(default)]
+    pub pue: Option<Q>,
+    /// The power the system must stay within (a rack's budget).
+    #[serde(default)]
+    pub power_limit: Option<Q>,
+    #[serde(default)]
+    pub source: Option<String>,
+}

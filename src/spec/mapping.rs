@@ -1,0 +1,48 @@
+//! File-shaped type of a parallel mapping: how a workload is split over devices.
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields, rename = "Mapping")]
+pub struct MappingSpec {
+    #[serde(default)]
+    pub version: Option<u32>,
+    /// Data-parallel degree; by default the devices left after the other dimensions.
+    #[serde(default)]
+    pub dp: Option<u64>,
+    #[serde(default)]
+    pub tp: Option<u64>,
+    #[serde(default)]
+    pub pp: Option<u64>,
+    /// Expert parallelism (inside the data-parallel dimension, as in Megatron-LM).
+    #[serde(default)]
+    pub ep: Option<u64>,
+    /// Context parallelism: the sequence split across devices.
+    #[serde(default)]
+    pub cp: Option<u64>,
+    /// Megatron sequence parallelism alongside tensor parallelism.
+    #[serde(default)]
+    pub sp: Option<bool>,
+    /// ZeRO stage (0-3); FSDP is stage 3.
+    #[serde(default)]
+    pub zero: Option<u8>,
+    #[serde(default)]
+    pub micro_batch: Option<u64>,
+    /// Virtual pipeline stages per device (interleaved 1F1B).
+    #[serde(default)]
+    pub interleave: Option<u64>,
+    #[serde(default)]
+    pub recompute: Option<RecomputeSpec>,
+    /// Overlap the data-parallel gradient reduction with the backward pass.
+    #[serde(default)]
+    pub overlap_grad_reduce: Option<bool>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum RecomputeSpec {
+    None,
+    Selective,
+    Full,
+}

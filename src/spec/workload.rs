@@ -1,0 +1,283 @@
+//! File-shaped types of workload files: the model (transformer, CNN or operator graph), the task
+//! (training or inference) and, optionally, the mapping the source published.
+
+use super::mapping::MappingSpec;
+use super::Q;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Workload")]
+pub struct WorkloadSpec {
+    pub version: u32,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    pub model: ModelSpec,
+    pub task: TaskSpec,
+    /// The mapping the source used; `--mapping` overrides it.
+    #[serde(default)]
+    pub mapping: Option<MappingSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub enum ModelSpec {
+    Transformer(TransformerSpec),
+    Cnn(CnnSpec),
+    Graph(GraphSpec),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformerSpec {
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    /// Key/value heads (grouped-query attention); defaults to `heads`.
+    #[serde(default)]
+    pub kv_heads: Option<u64>,
+    /// FFN inner size; defaults to 4 × hidden.
+    #[serde(default)]
+    pub ffn: Option<u64>,
+    /// SwiGLU-style gated FFN (three matrices instead of two).
+    #[serde(default)]
+    pub gated_ffn: bool,
+    pub vocab: u64,
+    #[serde(default)]
+    pub experts: Option<ExpertsSpec>,
+    /// Input and output embeddings share one matrix.
+    #[serde(default)]
+    pub tied_embeddings: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpertsSpec {
+    pub count: u64,
+    pub top_k: u64,
+    /// FFN inner size of one expert; defaults to the model's `ffn`.
+    #[serde(default)]
+    pub ffn: Option<u64>,
+    /// Experts every token goes through besides the routed ones.
+    #[serde(default)]
+    pub shared: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CnnSpec {
+    pub family: CnnFamily,
+    /// Input image side in pixels.
+    pub image: u64,
+    pub classes: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub enum CnnFamily {
+    /// ResNet v1.5 with bottleneck blocks (depth 50, 101, 152) or basic blocks (18, 34).
+    ResNet(u64),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphSpec {
+    pub ops: Vec<OpSpec>,
+}
+
+/// One operator of a plain operator graph. `count` repeats it.
+#[derive(Debug, Clone, Deserialize)]
+pub enum OpSpec {
+    Matmul {
+        m: u64,
+        n: u64,
+        k: u64,
+        #[serde(default)]
+        precision: Option<String>,
+        #[serde(default)]
+        count: Option<u64>,
+    },
+    Conv {
+        batch: u64,
+        in_channels: u64,
+        out_channels: u64,
+        /// Output height and width.
+        out_size: u64,
+        kernel: u64,
+        #[serde(default)]
+        precision: Option<String>,
+        #[serde(default)]
+        count: Option<u64>,
+    },
+    Elementwise {
+        elements: u64,
+        #[serde(default)]
+        flops_per_element: Option<f64>,
+        #[serde(default)]
+        precision: Option<String>,
+        #[serde(default)]
+        count: Option<u64>,
+    },
+    Attention {
+        batch: u64,
+        seq: u64,
+        heads: u64,
+        head_dim: u64,
+        #[serde(default)]
+        causal: bool,
+        #[serde(default)]
+        precision: Option<String>,
+        #[serde(default)]
+        count: Option<u64>,
+    },
+    Embedding {
+        tokens: u64,
+        dim: u64,
+        #[serde(default)]
+        precision: Option<String>,
+        #[serde(default)]
+        count: Option<u64>,
+    },
+    Collective {
+        kind: CollectiveKind,
+        bytes: Q,
+        /// Devices taking part.
+        group: u64,
+        #[serde(default)]
+        count: Option<u64>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum CollectiveKind {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    Broadcast,
+    SendRecv,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub enum TaskSpec {
+    Training(TrainingSpec),
+    Inference(InferenceSpec),
+    /// Run an operator graph `steps` times (or once per step without a target).
+    Run(RunSpec),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingSpec {
+    /// Tokens per sample (transformers); ignored for CNNs.
+    #[serde(default)]
+    pub seq_len: Option<u64>,
+    /// Samples (sequences or images) per optimizer step.
+    pub global_batch: u64,
+    #[serde(default)]
+    pub precision: PrecisionSpec,
+    /// How much to train: tokens, samples, epochs or steps.
+    #[serde(default)]
+    pub target: Option<TargetSpec>,
+    #[serde(default)]
+    pub lora: Option<LoraSpec>,
+    /// Fused attention that skips masked blocks and keeps no score matrix (FlashAttention).
+    #[serde(default)]
+    pub flash_attention: bool,
+    /// Images in the data set, for `Epochs` targets.
+    #[serde(default)]
+    pub dataset_samples: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub enum TargetSpec {
+    Tokens(f64),
+    Samples(f64),
+    Epochs(f64),
+    Steps(f64),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoraSpec {
+    pub rank: u64,
+    /// Projections adapted per layer (4 = q, k, v, o).
+    #[serde(default = "four")]
+    pub adapted_per_layer: u64,
+}
+
+fn four() -> u64 {
+    4
+}
+
+/// Number formats per part of the computation.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrecisionSpec {
+    /// Format of the matrix multiplications (`bf16`, `fp8`, `fp4`, `int8` …).
+    #[serde(default = "bf16")]
+    pub compute: String,
+    /// Format weights are stored in.
+    #[serde(default = "bf16")]
+    pub weights: String,
+    /// Format of gradients.
+    #[serde(default = "bf16")]
+    pub gradients: String,
+    /// Bytes of optimizer state per parameter (Adam with fp32 master weights: 12).
+    #[serde(default = "twelve")]
+    pub optimizer_bytes: f64,
+    /// Format of activations kept for the backward pass.
+    #[serde(default = "bf16")]
+    pub activations: String,
+}
+
+impl Default for PrecisionSpec {
+    fn default() -> Self {
+        PrecisionSpec {
+            compute: bf16(),
+            weights: bf16(),
+            gradients: bf16(),
+            optimizer_bytes: 12.0,
+            activations: bf16(),
+        }
+    }
+}
+
+fn bf16() -> String {
+    "bf16".into()
+}
+fn twelve() -> f64 {
+    12.0
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InferenceSpec {
+    /// Prompt tokens per request.
+    pub prompt: u64,
+    /// Generated tokens per request.
+    pub output: u64,
+    /// Requests served together (concurrent users per model instance).
+    pub batch: u64,
+    #[serde(default = "bf16")]
+    pub weights: String,
+    #[serde(default = "bf16")]
+    pub compute: String,
+    #[serde(default = "bf16")]
+    pub kv_cache: String,
+    #[serde(default)]
+    pub flash_attention: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    #[serde(default)]
+    pub steps: Option<f64>,
+    /// Samples each step processes, for throughput.
+    #[serde(default)]
+    pub samples_per_step: Option<f64>,
+}
