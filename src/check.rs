@@ -5,25 +5,64 @@ use crate::diag::{Diagnostic, Pos};
 use crate::spec::{decode, Files, Fs};
 
 /// The kinds of file tessera reads, by their top-level struct name.
-pub const KINDS: &[&str] = &["System", "Device", "Die", "Node", "Workload", "Mapping", "Case", "Sweep"];
+pub const KINDS: &[&str] = &[
+    "System", "Device", "Die", "Node", "Workload", "Mapping", "Case", "Sweep",
+];
 
 /// The first identifier of the document (after comments and `#![enable(..)]` attributes).
 pub fn kind_of(text: &str) -> Option<String> {
-    let mut s = text;
+    let s = &text[value_start(text)..];
+    let ident: String = s
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!ident.is_empty()).then_some(ident)
+}
+
+/// Byte offset of the document's value: after blanks, comments and `#![enable(..)]` attributes.
+fn value_start(text: &str) -> usize {
+    let mut off = 0;
     loop {
-        s = s.trim_start();
-        if let Some(rest) = s.strip_prefix("//") {
-            s = rest.split_once('\n').map(|x| x.1).unwrap_or("");
-        } else if let Some(rest) = s.strip_prefix("/*") {
-            s = rest.split_once("*/").map(|x| x.1).unwrap_or("");
-        } else if s.starts_with("#!") || s.starts_with("#[") {
-            s = s.split_once(']').map(|x| x.1).unwrap_or("");
+        off = crate::diag::skip_trivia(text, off);
+        let rest = &text[off..];
+        if rest.starts_with("#!") || rest.starts_with("#[") {
+            off = match rest.find(']') {
+                Some(i) => off + i + 1,
+                None => text.len(),
+            };
         } else {
-            break;
+            return off;
         }
     }
-    let ident: String = s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-    (!ident.is_empty()).then_some(ident)
+}
+
+/// The kind of part an alias file (`Use("other.ron")`) stands for, following the chain of
+/// aliases; `None` when the chain is broken or circular (loading it then says why).
+fn alias_kind(name: &str, text: &str, fs: &dyn Fs) -> Option<&'static str> {
+    let mut seen = vec![name.to_string()];
+    let (mut name, mut text) = (name.to_string(), text.to_string());
+    loop {
+        match kind_of(&text).as_deref() {
+            Some("Device") => return Some("Device"),
+            Some("Die") => return Some("Die"),
+            Some("Node") => return Some("Node"),
+            Some("Use") => {}
+            _ => return None,
+        }
+        let Ok(crate::spec::arch::DeviceRef::Use(rel)) =
+            crate::spec::parse_ron::<crate::spec::arch::DeviceRef>(&name, &text)
+        else {
+            return None;
+        };
+        let next = crate::spec::join(&name, &rel);
+        if seen.contains(&next) || seen.len() > 64 {
+            return None;
+        }
+        let bytes = fs.read(&next).ok()?;
+        text = crate::spec::decode(&next, bytes).ok()?;
+        seen.push(next.clone());
+        name = next;
+    }
 }
 
 /// Check one file of any kind; returns the texts read and every diagnostic.
@@ -33,13 +72,23 @@ pub fn check_file(name: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
         Err(e) => {
             return (
                 Files::default(),
-                vec![Diagnostic::error(name, None, format!("cannot read the file: {e}"))],
+                vec![Diagnostic::error(
+                    name,
+                    None,
+                    format!("cannot read the file: {e}"),
+                )],
             )
         }
     };
-    let text = match decode(name, bytes) {
+    let text = match decode(name, bytes.clone()) {
         Ok(t) => t,
-        Err(d) => return (Files::default(), vec![d]),
+        Err(d) => {
+            let mut files = Files::default();
+            if let Some(t) = crate::spec::lossy_text(&bytes) {
+                files.add(name, t);
+            }
+            return (files, vec![d]);
+        }
     };
     let kind = kind_of(&text);
     match kind.as_deref() {
@@ -48,17 +97,43 @@ pub fn check_file(name: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
             (l.files, l.diagnostics)
         }
         Some(k @ ("Device" | "Die" | "Node")) => crate::model::system::check_part(name, k, fs),
+        Some("Workload") => {
+            let l = crate::model::workload::load_workload(name, fs);
+            (l.files, l.diagnostics)
+        }
+        Some("Mapping") => {
+            let l = crate::model::workload::load_mapping(name, fs);
+            (l.files, l.diagnostics)
+        }
+        // A part file that is an alias of another: check it as the kind it stands for (a broken
+        // or circular chain is reported by the loader, whichever kind it is read as).
+        Some("Use") => {
+            let k = alias_kind(name, &text, fs).unwrap_or("Device");
+            crate::model::system::check_part(name, k, fs)
+        }
         other => {
             let mut files = Files::default();
             files.add(name, text.clone());
+            let start = value_start(&text);
             let (msg, hint) = match other {
                 None if text.trim().is_empty() => (
                     "the file is empty".to_string(),
                     "run `tessera new --template gpu-node NAME` for a starter file".to_string(),
                 ),
+                None if start == text.len() => (
+                    "the file holds only comments".to_string(),
+                    format!(
+                        "a tessera file holds one value: one of {}",
+                        KINDS.join(", ")
+                    ),
+                ),
                 None => (
                     "the file does not start with a tessera value".to_string(),
                     format!("a tessera file starts with one of: {}", KINDS.join(", ")),
+                ),
+                Some(k) if KINDS.contains(&k) => (
+                    format!("`tessera check` cannot check `{k}` files yet"),
+                    "architecture files (System, Device, Die, Node) can be checked".to_string(),
                 ),
                 Some(k) => {
                     let hint = match crate::diag::did_you_mean(k, KINDS.iter().copied()) {
@@ -68,13 +143,15 @@ pub fn check_file(name: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
                     (format!("unknown kind of file `{k}`"), hint)
                 }
             };
-            let pos = first_token_pos(&text);
-            (files, vec![Diagnostic::error(name, Some(pos), msg).with_hint(Some(hint))])
+            let pos = if start >= text.trim_end().len() {
+                Pos { line: 1, col: 1 }
+            } else {
+                crate::diag::pos_of_offset(&text, start)
+            };
+            (
+                files,
+                vec![Diagnostic::error(name, Some(pos), msg).with_hint(Some(hint))],
+            )
         }
     }
-}
-
-fn first_token_pos(text: &str) -> Pos {
-    let off = text.len() - text.trim_start().len();
-    crate::diag::pos_of_offset(text, off)
 }

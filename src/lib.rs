@@ -4,10 +4,11 @@
 //! Data flows one way: file text → [`spec`] (file-shaped) → [`model`] (validated, SI) → engine →
 //! report. The library does no I/O; the `tessera` binary reads files and prints.
 
-pub mod diag;
-pub mod model;
-pub mod spec;
-pub mod units;
-pub mod report;
 pub mod check;
+pub mod diag;
+pub mod engine;
+pub mod model;
+pub mod report;
+pub mod spec;
 pub mod templates;
+pub mod units;

@@ -25,5 +25,9 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             writeln!(out, "{f}: ok")?;
         }
     }
-    Ok(if failed || (a.deny_warnings && warned) { Exit::Failed } else { Exit::Ok })
+    Ok(if failed || (a.deny_warnings && warned) {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    })
 }

@@ -2,6 +2,8 @@
 //! data on stdout, diagnostics and progress on stderr.
 
 mod check;
+mod common;
+mod estimate;
 mod new;
 mod show;
 
@@ -11,7 +13,11 @@ use tessera::diag::{Diagnostic, Severity};
 use tessera::spec::{Files, Fs};
 
 #[derive(Parser, Debug)]
-#[command(name = "tessera", version, about = "Model wafer-scale and multi-chip AI systems and compare them honestly")]
+#[command(
+    name = "tessera",
+    version,
+    about = "Model wafer-scale and multi-chip AI systems and compare them honestly"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -25,6 +31,8 @@ pub enum Command {
     Show(show::Args),
     /// Write a commented starter architecture file that passes `check`.
     New(new::Args),
+    /// Estimate a workload on a system: step time, throughput, MFU, power, energy, bottleneck.
+    Estimate(estimate::Args),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -48,6 +56,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Check(a) => check::run(a, out),
         Command::Show(a) => show::run(a, out),
         Command::New(a) => new::run(a, out),
+        Command::Estimate(a) => estimate::run(a, out),
     };
     match res {
         Ok(e) => e,

@@ -23,7 +23,13 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         let slug: String = a
             .name
             .chars()
-            .map(|c| if c.is_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+            .map(|c| {
+                if c.is_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
             .collect();
         format!("{slug}.ron")
     });

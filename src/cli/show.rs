@@ -18,17 +18,33 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     if let Err(e) = fail_on_errors(&loaded.diagnostics, &loaded.files) {
         return Ok(e);
     }
-    let Some(sys) = loaded.value else { return Ok(Exit::Failed) };
+    let Some(sys) = loaded.value else {
+        return Ok(Exit::Failed);
+    };
     let s = system::summarize(&sys);
     match a.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&s).expect("json"))?,
         Format::Markdown => {
-            let rows: Vec<Vec<String>> = system::rows(&s).into_iter().map(|(k, v)| vec![k, v]).collect();
-            writeln!(out, "{}", tessera::report::markdown_table(&["quantity".into(), "value".into()], &rows))?
+            let rows: Vec<Vec<String>> = system::rows(&s)
+                .into_iter()
+                .map(|(k, v)| vec![k, v])
+                .collect();
+            writeln!(
+                out,
+                "{}",
+                tessera::report::markdown_table(&["quantity".into(), "value".into()], &rows)
+            )?
         }
         Format::Csv => {
-            let rows: Vec<Vec<String>> = system::rows(&s).into_iter().map(|(k, v)| vec![k, v]).collect();
-            write!(out, "{}", tessera::report::csv(&["quantity".into(), "value".into()], &rows))?
+            let rows: Vec<Vec<String>> = system::rows(&s)
+                .into_iter()
+                .map(|(k, v)| vec![k, v])
+                .collect();
+            write!(
+                out,
+                "{}",
+                tessera::report::csv(&["quantity".into(), "value".into()], &rows)
+            )?
         }
         Format::Table => writeln!(out, "{}", kv_table(&system::rows(&s)))?,
     }

@@ -2,10 +2,10 @@
 //! these. Lowering a spec collects every error of a file (with its location) instead of stopping at
 //! the first.
 
-// pub mod mapping;
+pub mod mapping;
 pub mod precision;
 pub mod system;
-// pub mod workload;
+pub mod workload;
 
 use crate::diag::{Diagnostic, Path};
 use crate::spec::{Files, Q};
@@ -66,7 +66,9 @@ impl<'a> Ctx<'a> {
         let path = self.path().field("sources");
         for (k, v) in sources {
             if v.trim().is_empty() {
-                let d = self.files.at(file, &path.key(k), format!("source `{k}` has no citation"));
+                let d = self
+                    .files
+                    .at(file, &path.key(k), format!("source `{k}` has no citation"));
                 self.diags.push(d.with_hint(Some(
                     "name the datasheet, paper (with table) or MLPerf result path".into(),
                 )));
@@ -174,13 +176,21 @@ impl<'a> Ctx<'a> {
                                     .get(&file)
                                     .map(|k| k.keys().cloned().collect())
                                     .unwrap_or_default();
-                                let hint = match crate::diag::did_you_mean(tag, keys.iter().map(|s| s.as_str())) {
+                                let hint = match crate::diag::did_you_mean(
+                                    tag,
+                                    keys.iter().map(|s| s.as_str()),
+                                ) {
                                     Some(s) => format!("did you mean `@{s}`?"),
-                                    None => "declare it in this file's `sources`, or write `@assumed`".into(),
+                                    None => {
+                                        "declare it in this file's `sources`, or write `@assumed`"
+                                            .into()
+                                    }
                                 };
                                 self.error_at(
                                     path,
-                                    format!("source `{tag}` of `{field}` is not declared in `sources`"),
+                                    format!(
+                                        "source `{tag}` of `{field}` is not declared in `sources`"
+                                    ),
                                     Some(hint),
                                 );
                             } else if tag.starts_with("fitted") {
@@ -211,10 +221,7 @@ impl<'a> Ctx<'a> {
                     if v > hi {
                         self.error_at(
                             path,
-                            format!(
-                                "`{field}` = {} is absurdly large for {dim}",
-                                q.0.trim()
-                            ),
+                            format!("`{field}` = {} is absurdly large for {dim}", q.0.trim()),
                             Some(format!("expected at most {}", fmt_bound(hi, dim))),
                         );
                         return None;
@@ -236,7 +243,10 @@ impl<'a> Ctx<'a> {
         if v <= 0.0 {
             self.error(
                 field,
-                format!("`{field}` must be greater than zero, found `{}`", q.0.trim()),
+                format!(
+                    "`{field}` must be greater than zero, found `{}`",
+                    q.0.trim()
+                ),
                 Some(format!("e.g. \"{}\"", units::example(dim))),
             );
             return None;
@@ -264,7 +274,10 @@ impl<'a> Ctx<'a> {
         if !(v > 0.0 && v <= 1.0) {
             self.error(
                 field,
-                format!("`{field}` must be a fraction in (0, 1], found `{}`", q.0.trim()),
+                format!(
+                    "`{field}` must be a fraction in (0, 1], found `{}`",
+                    q.0.trim()
+                ),
                 Some("efficiencies are achieved / peak, e.g. \"0.7\" or \"70 %\"".into()),
             );
             return None;

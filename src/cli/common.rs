@@ -1,0 +1,61 @@
+//! Loading the inputs every analysis subcommand takes, with diagnostics on failure.
+
+use super::{report, DiskFs, Exit};
+use tessera::engine::{MappingChoice, Objective};
+use tessera::model::system::{load_system, System};
+use tessera::model::workload::{load_mapping, load_workload, Workload};
+
+pub fn system(path: &str) -> Result<System, Exit> {
+    let l = load_system(path, &DiskFs);
+    if report(&l.diagnostics, &l.files) {
+        return Err(Exit::Failed);
+    }
+    l.value.ok_or(Exit::Failed)
+}
+
+pub fn workload(path: &str) -> Result<Workload, Exit> {
+    let l = load_workload(path, &DiskFs);
+    if report(&l.diagnostics, &l.files) {
+        return Err(Exit::Failed);
+    }
+    l.value.ok_or(Exit::Failed)
+}
+
+/// `--mapping auto`, `--mapping FILE`, or (absent) the workload's published mapping, else auto.
+pub fn mapping(
+    arg: Option<&str>,
+    w: &Workload,
+    objective: Objective,
+) -> Result<MappingChoice, Exit> {
+    match arg {
+        Some("auto") => Ok(MappingChoice::Auto(objective)),
+        Some(path) => {
+            let l = load_mapping(path, &DiskFs);
+            if report(&l.diagnostics, &l.files) {
+                return Err(Exit::Failed);
+            }
+            l.value.map(MappingChoice::Given).ok_or(Exit::Failed)
+        }
+        None => Ok(match &w.mapping {
+            Some(m) => MappingChoice::Given(m.clone()),
+            None => MappingChoice::Auto(objective),
+        }),
+    }
+}
+
+/// Format an optional number with an SI prefix, or "—".
+pub fn si(v: Option<f64>, unit: &str) -> String {
+    v.map(|x| tessera::units::fmt_si(x, unit))
+        .unwrap_or_else(|| "—".into())
+}
+
+/// A duration in the largest sensible unit.
+pub fn duration(v: Option<f64>) -> String {
+    match v {
+        None => "—".into(),
+        Some(s) if s >= 86400.0 => format!("{:.2} d", s / 86400.0),
+        Some(s) if s >= 3600.0 => format!("{:.2} h", s / 3600.0),
+        Some(s) if s >= 60.0 => format!("{:.2} min", s / 60.0),
+        Some(s) => tessera::units::fmt_si(s, "s"),
+    }
+}

@@ -1,0 +1,198 @@
+//! `tessera estimate --arch A --workload W`: how fast, how efficient, at what power.
+
+use super::common::{self, duration, si};
+use super::{Exit, Format};
+use std::io::Write;
+use tessera::engine::{estimate, Estimate, MappingChoice, Objective};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(long)]
+    pub arch: String,
+    #[arg(long)]
+    pub workload: String,
+    /// A mapping file, or `auto` to search every legal mapping (default: the workload's published
+    /// mapping, else auto).
+    #[arg(long)]
+    pub mapping: Option<String>,
+    /// What `--mapping auto` minimises.
+    #[arg(long, value_enum, default_value = "time")]
+    pub objective: Objective,
+    /// Devices to use (default: all of the system).
+    #[arg(long)]
+    pub devices: Option<u64>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+pub fn rows(e: &Estimate) -> Vec<(String, String)> {
+    let mut r = vec![
+        ("system".to_string(), e.system.clone()),
+        ("workload".into(), e.workload.clone()),
+        ("devices".into(), e.devices.to_string()),
+        (
+            "feasible".into(),
+            if e.feasible {
+                "yes".into()
+            } else {
+                format!("no: {}", e.reason.clone().unwrap_or_default())
+            },
+        ),
+    ];
+    if let Some(m) = &e.mapping {
+        r.push((
+            "mapping".into(),
+            format!(
+                "dp {} × tp {} × pp {} × cp {} (ep {}, interleave {}, micro-batch {}, ZeRO {}, recompute {:?}{})",
+                m.dp, m.tp, m.pp, m.cp, m.ep, m.interleave, m.micro_batch, m.zero, m.recompute,
+                if m.sp { ", sequence parallel" } else { "" }
+            ),
+        ));
+    }
+    if e.feasible {
+        r.push(("step time".into(), si(e.step_time_s, "s")));
+        r.push((
+            "throughput".into(),
+            format!(
+                "{}/s",
+                si(e.throughput_per_s, "").trim_end().to_string() + " " + e.throughput_unit
+            ),
+        ));
+        r.push(("time to train".into(), duration(e.time_to_train_s)));
+        r.push((
+            "MFU".into(),
+            e.mfu
+                .map(|m| format!("{:.1}%", m * 100.0))
+                .unwrap_or_default(),
+        ));
+        r.push((
+            "average power (facility)".into(),
+            si(e.average_power_w, "W"),
+        ));
+        r.push((
+            if e.time_to_train_s.is_some() {
+                "energy (run)"
+            } else {
+                "energy (step)"
+            }
+            .into(),
+            format!(
+                "{} ({:.3} MWh)",
+                si(e.energy_j, "J"),
+                e.energy_j.unwrap_or(0.0) / 3.6e9
+            ),
+        ));
+        r.push((
+            "perf per watt".into(),
+            format!(
+                "{:.3} {}/s/W",
+                e.perf_per_watt.unwrap_or(0.0),
+                e.throughput_unit
+            ),
+        ));
+        if let Some(b) = &e.breakdown_s {
+            r.push((
+                "breakdown".into(),
+                format!(
+                    "compute {}, memory {}, communication {}, bubble {}, other {}",
+                    si(Some(b.compute), "s"),
+                    si(Some(b.memory), "s"),
+                    si(Some(b.communication), "s"),
+                    si(Some(b.bubble), "s"),
+                    si(Some(b.other), "s")
+                ),
+            ));
+        }
+        r.push((
+            "bottleneck".into(),
+            format!(
+                "{} — {}",
+                e.bottleneck.clone().unwrap_or_default(),
+                e.bottleneck_detail.clone().unwrap_or_default()
+            ),
+        ));
+        r.push((
+            "memory per device".into(),
+            si(e.memory_per_device_bytes, "B"),
+        ));
+        r.push(("placement".into(), e.placement.clone().unwrap_or_default()));
+    }
+    if let Some(s) = e.scaling_efficiency {
+        r.push(("scaling efficiency".into(), format!("{:.1}%", s * 100.0)));
+    }
+    r
+}
+
+pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
+    let (sys, w) = match (common::system(&a.arch), common::workload(&a.workload)) {
+        (Ok(s), Ok(w)) => (s, w),
+        _ => return Ok(Exit::Failed),
+    };
+    let choice = match common::mapping(a.mapping.as_deref(), &w, a.objective) {
+        Ok(c) => c,
+        Err(e) => return Ok(e),
+    };
+    let e = estimate(&sys, &w, &choice, a.devices);
+    match a.format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&e).expect("json"))?,
+        Format::Table => {
+            writeln!(out, "{}", tessera::report::kv_table(&rows(&e)))?;
+            if let MappingChoice::Auto(obj) = choice {
+                let n = a.devices.unwrap_or(sys.devices);
+                let res = tessera::engine::search::search(&sys, &w, n, obj);
+                let header: Vec<String> = [
+                    "rank",
+                    "dp",
+                    "tp",
+                    "pp",
+                    "cp",
+                    "v",
+                    "mb",
+                    "recompute",
+                    "step time",
+                    "throughput",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                let rows: Vec<Vec<String>> = res
+                    .ranked
+                    .iter()
+                    .take(5)
+                    .enumerate()
+                    .map(|(i, (m, ev))| {
+                        vec![
+                            (i + 1).to_string(),
+                            m.dp.to_string(),
+                            m.tp.to_string(),
+                            m.pp.to_string(),
+                            m.cp.to_string(),
+                            m.interleave.to_string(),
+                            m.micro_batch.to_string(),
+                            format!("{:?}", m.recompute),
+                            si(Some(ev.step_time), "s"),
+                            si(Some(ev.throughput), "/s"),
+                        ]
+                    })
+                    .collect();
+                writeln!(
+                    out,
+                    "\nbest mappings of {} tried ({} feasible):",
+                    res.tried,
+                    res.ranked.len()
+                )?;
+                writeln!(out, "{}", tessera::report::table(&header, &rows))?;
+            }
+        }
+        Format::Csv | Format::Markdown => {
+            let rows: Vec<Vec<String>> = rows(&e).into_iter().map(|(k, v)| vec![k, v]).collect();
+            let h = ["quantity".to_string(), "value".to_string()];
+            if a.format == Format::Csv {
+                write!(out, "{}", tessera::report::csv(&h, &rows))?;
+            } else {
+                writeln!(out, "{}", tessera::report::markdown_table(&h, &rows))?;
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}

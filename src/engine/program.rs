@@ -1,0 +1,251 @@
+//! The flat cost program and machine vector: the one form of the physics both backends evaluate.
+//!
+//! Lowering a workload under a mapping onto a system yields a [`Program`]: per-device work (FLOPs
+//! by precision, bytes by data class, collectives with their groups) and a few scalars (micro-batch
+//! count, bubble factor, memory footprint). A [`Machine`] holds every number of the system a sweep
+//! may vary. `eval` in `cpu.rs` and the WGSL kernel read exactly these two.
+
+use crate::model::precision::NPREC;
+use serde::Serialize;
+
+/// Where an operator's work is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[repr(u32)]
+pub enum Section {
+    /// Once per micro-batch on one pipeline stage (multiplied by the pipeline schedule).
+    MicroBatch = 0,
+    /// Once per step (optimizer update, gradient reduction).
+    Step = 1,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[repr(u32)]
+pub enum Phase {
+    Forward = 0,
+    Backward = 1,
+    Recompute = 2,
+    Update = 3,
+}
+
+/// One operator, per device.
+#[derive(Clone, Debug, Serialize)]
+pub struct Op {
+    pub name: String,
+    /// Runs on the matrix engines (else the vector engines).
+    pub matrix: bool,
+    pub precision: usize,
+    pub flops: f64,
+    /// Bytes of weights (or optimizer state) it reads or writes.
+    pub weight_bytes: f64,
+    /// Bytes of activations / KV cache it reads and writes.
+    pub act_bytes: f64,
+    /// Occurrences per section.
+    pub count: f64,
+    pub section: Section,
+    pub phase: Phase,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[repr(u32)]
+pub enum CollKind {
+    AllReduce = 0,
+    AllGather = 1,
+    ReduceScatter = 2,
+    AllToAll = 3,
+    Broadcast = 4,
+    SendRecv = 5,
+}
+
+/// Which part of its time a collective can hide behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[repr(u32)]
+pub enum Overlap {
+    None = 0,
+    /// Behind the backward compute of the last micro-batch (gradient reduction).
+    Backward = 1,
+    /// Behind all compute of the section (prefetched weight gathers).
+    Compute = 2,
+}
+
+/// One collective, per device. The group spans `inner` devices inside a scale-up domain and
+/// `outer` domains (ranks in different domains talk over the scale-out network).
+#[derive(Clone, Debug, Serialize)]
+pub struct Comm {
+    pub name: String,
+    pub kind: CollKind,
+    /// Payload: the full buffer size per device (all-reduce input, gathered output).
+    pub bytes: f64,
+    pub inner: f64,
+    pub outer: f64,
+    pub count: f64,
+    pub section: Section,
+    pub overlap: Overlap,
+    /// Goes to the external weight store rather than to peers.
+    pub weight_stream: bool,
+}
+
+/// Bytes per device that must fit in memory, by class.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Footprint {
+    pub weights: f64,
+    pub gradients: f64,
+    pub optimizer: f64,
+    pub activations: f64,
+    pub kv_cache: f64,
+}
+
+impl Footprint {
+    /// Model state: what a weight store could hold instead of the device.
+    pub fn state(&self) -> f64 {
+        self.weights + self.gradients + self.optimizer
+    }
+    pub fn working(&self) -> f64 {
+        self.activations + self.kv_cache
+    }
+    pub fn total(&self) -> f64 {
+        self.state() + self.working()
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Program {
+    pub ops: Vec<Op>,
+    pub comms: Vec<Comm>,
+    /// Micro-batches per step through one pipeline.
+    pub micro_batches: f64,
+    /// Pipeline bubble in units of one micro-batch's stage time: (pp − 1) / interleave.
+    pub bubble: f64,
+    pub footprint: Footprint,
+    /// Devices this program runs on.
+    pub devices: f64,
+    /// Work units per step for throughput (tokens, samples, output tokens).
+    pub units_per_step: f64,
+    pub unit: &'static str,
+    /// Model FLOPs per step over all devices (for MFU).
+    pub model_flops_per_step: f64,
+    /// Precision whose peak MFU is measured against.
+    pub mfu_precision: usize,
+    /// Steps to reach the training target, if one is set.
+    pub steps: Option<f64>,
+}
+
+/// Every system number a sweep may vary, flat. Per device unless noted.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    pub matrix_peak: [f64; NPREC],
+    pub vector_peak: [f64; NPREC],
+    pub eff_matmul: f64,
+    pub eff_low_precision: f64,
+    pub eff_vector: f64,
+    pub eff_memory: f64,
+    pub eff_network: f64,
+    pub kernel_overhead: f64,
+    /// On-chip storage (SRAM that holds data, not a cache).
+    pub sram_capacity: f64,
+    pub sram_bandwidth: f64,
+    pub sram_energy_per_byte: f64,
+    /// Device main memory (HBM, DRAM).
+    pub hbm_capacity: f64,
+    pub hbm_bandwidth: f64,
+    pub hbm_energy_per_byte: f64,
+    /// External weight store per device (0 = none).
+    pub ext_capacity: f64,
+    pub ext_bandwidth: f64,
+    pub ext_latency: f64,
+    /// Scale-up link: per device, per direction.
+    pub up_bandwidth: f64,
+    pub up_latency: f64,
+    pub up_in_network_reduction: bool,
+    pub up_energy_per_byte: f64,
+    /// Scale-out link: per device, per direction (already divided by oversubscription).
+    pub out_bandwidth: f64,
+    pub out_latency: f64,
+    pub out_in_network_reduction: bool,
+    pub out_energy_per_byte: f64,
+    pub tdp: f64,
+    pub idle_power: f64,
+    pub energy_per_flop: [f64; NPREC],
+    /// Hosts, NICs, switches, weight store: power per device of the system.
+    pub overhead_power: f64,
+    pub pue: f64,
+}
+
+/// Where a data class lives for one design point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Sram,
+    Hbm,
+    External,
+}
+
+/// Time split of a step (seconds); they add up to the step time.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct Breakdown {
+    pub compute: f64,
+    pub memory: f64,
+    pub communication: f64,
+    pub bubble: f64,
+    pub other: f64,
+}
+
+impl Breakdown {
+    pub fn total(&self) -> f64 {
+        self.compute + self.memory + self.communication + self.bubble + self.other
+    }
+    fn scaled(&self, k: f64) -> Breakdown {
+        Breakdown {
+            compute: self.compute * k,
+            memory: self.memory * k,
+            communication: self.communication * k,
+            bubble: self.bubble * k,
+            other: self.other * k,
+        }
+    }
+    pub fn add(&mut self, o: &Breakdown) {
+        self.compute += o.compute;
+        self.memory += o.memory;
+        self.communication += o.communication;
+        self.bubble += o.bubble;
+        self.other += o.other;
+    }
+    pub fn scale(&self, k: f64) -> Breakdown {
+        self.scaled(k)
+    }
+}
+
+/// What one evaluation of a program on a machine yields.
+#[derive(Clone, Debug, Serialize)]
+pub struct Eval {
+    pub feasible: bool,
+    /// Code of the infeasibility reason (0 = feasible): see [`infeasible_reason`].
+    pub reason_code: u32,
+    pub step_time: f64,
+    pub breakdown: Breakdown,
+    /// Energy of one step, all devices used plus their share of overheads, facility included (J).
+    pub energy_per_step: f64,
+    pub average_power: f64,
+    pub throughput: f64,
+    pub mfu: f64,
+    pub weights_tier: Tier,
+    pub working_tier: Tier,
+    /// Per-device bytes needed / available in the tier that binds, for messages.
+    pub needed_bytes: f64,
+    pub available_bytes: f64,
+}
+
+pub const REASON_MEMORY: u32 = 1;
+pub const REASON_NO_COMPUTE: u32 = 2;
+
+pub fn infeasible_reason(e: &Eval) -> String {
+    match e.reason_code {
+        0 => String::new(),
+        REASON_MEMORY => format!(
+            "does not fit in memory: needs {} per device, {} available",
+            crate::units::fmt_si(e.needed_bytes, "B"),
+            crate::units::fmt_si(e.available_bytes, "B")
+        ),
+        REASON_NO_COMPUTE => "the device has no compute rate for the workload's precision".into(),
+        _ => "infeasible".into(),
+    }
+}

@@ -1,0 +1,210 @@
+//! `--mapping auto`: enumerate every legal mapping of a workload on N devices, evaluate each, and
+//! keep the best by time or energy, with the runners-up and the most common reason others failed.
+
+use super::program::Eval;
+use super::{cpu, lower, Objective};
+use crate::model::mapping::{Mapping, Recompute};
+use crate::model::system::System;
+use crate::model::workload::{Model, Task, Workload};
+use std::collections::BTreeMap;
+
+pub struct SearchResult {
+    /// Feasible mappings, best first.
+    pub ranked: Vec<(Mapping, Eval)>,
+    pub tried: usize,
+    /// Reasons mappings were infeasible, with counts.
+    pub reasons: BTreeMap<String, usize>,
+}
+
+impl SearchResult {
+    pub fn best(&self) -> Option<&(Mapping, Eval)> {
+        self.ranked.first()
+    }
+    /// Why no mapping was feasible: the most common reason.
+    pub fn why_none(&self) -> String {
+        match self.reasons.iter().max_by_key(|(_, c)| **c) {
+            Some((r, c)) => format!(
+                "no feasible mapping among {} tried; most often: {r} ({c} mappings)",
+                self.tried
+            ),
+            None => "no mapping to try".into(),
+        }
+    }
+}
+
+fn pow2_upto(n: u64) -> Vec<u64> {
+    let mut v = vec![1];
+    while v.last().copied().unwrap_or(1) * 2 <= n {
+        let x = v.last().copied().unwrap_or(1) * 2;
+        v.push(x);
+    }
+    v
+}
+
+fn divisors(n: u64) -> Vec<u64> {
+    let mut d: Vec<u64> = (1..=((n as f64).sqrt() as u64))
+        .filter(|i| n % i == 0)
+        .flat_map(|i| [i, n / i])
+        .collect();
+    d.sort_unstable();
+    d.dedup();
+    d
+}
+
+/// Every candidate mapping of `w` on `n` devices worth evaluating.
+pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
+    let mut out = Vec::new();
+    let base = Mapping::single();
+    match (&w.model, &w.task) {
+        (Model::Transformer(t), Task::Training(tr)) => {
+            let dom = sys.scale_up_size().min(n).max(1);
+            let tps: Vec<u64> = pow2_upto(dom.min(t.heads))
+                .into_iter()
+                .filter(|tp| t.heads % tp == 0)
+                .collect();
+            let cps: Vec<u64> = if tr.seq >= 8192 {
+                vec![1, 2, 4, 8]
+            } else {
+                vec![1]
+            };
+            let eps: Vec<u64> = match &t.experts {
+                Some(e) => pow2_upto(e.count)
+                    .into_iter()
+                    .filter(|x| e.count % x == 0)
+                    .collect(),
+                None => vec![1],
+            };
+            for &tp in &tps {
+                for &cp in &cps {
+                    if n % (tp * cp) != 0 {
+                        continue;
+                    }
+                    for pp in divisors(n / (tp * cp)) {
+                        if pp > t.layers {
+                            continue;
+                        }
+                        let dp = n / (tp * cp * pp);
+                        if tr.global_batch % dp != 0 {
+                            continue;
+                        }
+                        let per_pipe = tr.global_batch / dp;
+                        for mb in [1u64, 2, 4, 8] {
+                            if per_pipe % mb != 0 {
+                                continue;
+                            }
+                            let vs: &[u64] = if pp > 1 { &[1, 2, 3, 4] } else { &[1] };
+                            for &v in vs {
+                                if pp * v > t.layers {
+                                    continue;
+                                }
+                                for rc in [Recompute::None, Recompute::Selective, Recompute::Full] {
+                                    if rc == Recompute::Selective && tr.flash_attention {
+                                        continue;
+                                    }
+                                    let zeros: &[u8] =
+                                        if pp == 1 && tp == 1 { &[1, 3] } else { &[1] };
+                                    for &zero in zeros {
+                                        for &ep in &eps {
+                                            if (dp * cp) % ep != 0 {
+                                                continue;
+                                            }
+                                            out.push(Mapping {
+                                                dp,
+                                                tp,
+                                                pp,
+                                                ep,
+                                                cp,
+                                                sp: tp > 1,
+                                                zero,
+                                                micro_batch: mb,
+                                                interleave: v,
+                                                recompute: rc,
+                                                overlap_grad_reduce: true,
+                                            });
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        (Model::Transformer(t), Task::Inference(_)) => {
+            let dom = sys.scale_up_size().min(n).max(1);
+            for tp in pow2_upto(dom.min(t.heads))
+                .into_iter()
+                .filter(|tp| t.heads % tp == 0)
+            {
+                if n % tp != 0 {
+                    continue;
+                }
+                for pp in divisors(n / tp) {
+                    if pp > t.layers {
+                        continue;
+                    }
+                    out.push(Mapping {
+                        dp: n / (tp * pp),
+                        tp,
+                        pp,
+                        ..base
+                    });
+                }
+            }
+        }
+        (Model::Cnn(_), Task::Training(tr)) => {
+            let local = tr.global_batch / n.max(1);
+            for mb in [local, 256, 128, 64, 32] {
+                if mb >= 1 && mb <= local && local % mb == 0 {
+                    out.push(Mapping {
+                        dp: n,
+                        micro_batch: mb,
+                        zero: 0,
+                        ..base
+                    });
+                }
+            }
+        }
+        _ => out.push(Mapping { dp: n, ..base }),
+    }
+    out
+}
+
+/// Seconds per unit of work (time) or joules per unit of work (energy): lower is better.
+pub fn cost(e: &Eval, obj: Objective) -> f64 {
+    match obj {
+        Objective::Time => 1.0 / e.throughput,
+        Objective::Energy => e.energy_per_step / (e.throughput * e.step_time),
+    }
+}
+
+/// Evaluate every candidate and rank the feasible ones.
+pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResult {
+    let mach = lower::machine(sys, n);
+    let cands = candidates(sys, w, n);
+    let mut ranked = Vec::new();
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let tried = cands.len();
+    for m in cands {
+        match lower::lower(sys, w, &m, n) {
+            Ok(p) => {
+                let e = cpu::eval(&p, &mach);
+                if e.feasible {
+                    ranked.push((m, e));
+                } else {
+                    let r = super::program::infeasible_reason(&e);
+                    // group memory reasons regardless of the exact byte counts
+                    let key = r.split(':').next().unwrap_or(&r).to_string();
+                    *reasons.entry(key).or_default() += 1;
+                }
+            }
+            Err(r) => *reasons.entry(r).or_default() += 1,
+        }
+    }
+    ranked.sort_by(|a, b| cost(&a.1, obj).total_cmp(&cost(&b.1, obj)));
+    SearchResult {
+        ranked,
+        tried,
+        reasons,
+    }
+}

@@ -1,0 +1,115 @@
+//! A parallel mapping: how a workload is split over devices (data, tensor, pipeline, expert and
+//! context parallelism, ZeRO stage, micro-batching, recomputation).
+
+use crate::spec::mapping::{MappingSpec, RecomputeSpec};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    None,
+    Selective,
+    Full,
+}
+
+impl From<RecomputeSpec> for Recompute {
+    fn from(r: RecomputeSpec) -> Self {
+        match r {
+            RecomputeSpec::None => Recompute::None,
+            RecomputeSpec::Selective => Recompute::Selective,
+            RecomputeSpec::Full => Recompute::Full,
+        }
+    }
+}
+
+/// A resolved mapping. Devices used = dp × tp × pp × cp; ep divides dp × cp (experts are sharded
+/// across the data-parallel ranks, as in Megatron-LM).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Mapping {
+    pub dp: u64,
+    pub tp: u64,
+    pub pp: u64,
+    pub ep: u64,
+    pub cp: u64,
+    pub sp: bool,
+    pub zero: u8,
+    pub micro_batch: u64,
+    pub interleave: u64,
+    pub recompute: Recompute,
+    pub overlap_grad_reduce: bool,
+}
+
+impl Mapping {
+    pub fn devices(&self) -> u64 {
+        self.dp * self.tp * self.pp * self.cp
+    }
+
+    /// A single-device mapping.
+    pub fn single() -> Self {
+        Mapping {
+            dp: 1,
+            tp: 1,
+            pp: 1,
+            ep: 1,
+            cp: 1,
+            sp: false,
+            zero: 0,
+            micro_batch: 1,
+            interleave: 1,
+            recompute: Recompute::None,
+            overlap_grad_reduce: true,
+        }
+    }
+
+    /// Resolve a spec for `devices` devices: `dp` fills the devices the other dimensions leave.
+    /// `Err` is the reason the mapping is infeasible (a result, not an input error).
+    pub fn resolve(
+        spec: &MappingSpec,
+        devices: u64,
+        default_micro_batch: u64,
+    ) -> Result<Mapping, String> {
+        let tp = spec.tp.unwrap_or(1).max(1);
+        let pp = spec.pp.unwrap_or(1).max(1);
+        let cp = spec.cp.unwrap_or(1).max(1);
+        let inner = tp * pp * cp;
+        let dp = match spec.dp {
+            Some(d) => d.max(1),
+            None => {
+                if devices % inner != 0 {
+                    return Err(format!(
+                        "tp × pp × cp = {tp} × {pp} × {cp} = {inner} does not divide {devices} devices"
+                    ));
+                }
+                devices / inner
+            }
+        };
+        let m = Mapping {
+            dp,
+            tp,
+            pp,
+            ep: spec.ep.unwrap_or(1).max(1),
+            cp,
+            sp: spec.sp.unwrap_or(tp > 1),
+            zero: spec.zero.unwrap_or(1),
+            micro_batch: spec.micro_batch.unwrap_or(default_micro_batch).max(1),
+            interleave: spec.interleave.unwrap_or(1).max(1),
+            recompute: spec.recompute.map(Into::into).unwrap_or(Recompute::None),
+            overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
+        };
+        if m.devices() != devices {
+            return Err(format!(
+                "dp × tp × pp × cp = {} × {} × {} × {} = {} devices, but {} are available",
+                m.dp,
+                m.tp,
+                m.pp,
+                m.cp,
+                m.devices(),
+                devices
+            ));
+        }
+        if m.zero > 3 {
+            return Err(format!("ZeRO stage {} does not exist (0-3)", m.zero));
+        }
+        Ok(m)
+    }
+}
