@@ -3,8 +3,10 @@
 
 mod check;
 mod common;
+mod compare;
 mod estimate;
 mod new;
+mod scale;
 mod show;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -33,6 +35,10 @@ pub enum Command {
     New(new::Args),
     /// Estimate a workload on a system: step time, throughput, MFU, power, energy, bottleneck.
     Estimate(estimate::Args),
+    /// Compare systems side by side on one workload, with ratios to the first.
+    Compare(compare::Args),
+    /// Throughput and scaling efficiency over device counts.
+    Scale(scale::Args),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -57,6 +63,8 @@ pub fn run(cli: Cli) -> Exit {
         Command::Show(a) => show::run(a, out),
         Command::New(a) => new::run(a, out),
         Command::Estimate(a) => estimate::run(a, out),
+        Command::Compare(a) => compare::run(a, out),
+        Command::Scale(a) => scale::run(a, out),
     };
     match res {
         Ok(e) => e,

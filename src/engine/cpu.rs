@@ -116,13 +116,14 @@ fn tier_energy(t: Tier, m: &Machine) -> f64 {
 /// Place model state and working data in the fastest tier they fit; `None` if nothing holds them.
 pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     let (s, w) = (f.state(), f.working());
-    if s + w <= m.sram_capacity {
+    let (sram, hbm) = (m.sram_capacity > 0.0, m.hbm_capacity > 0.0);
+    if sram && s + w <= m.sram_capacity {
         Some((Tier::Sram, Tier::Sram))
-    } else if m.ext_capacity > 0.0 && s <= m.ext_capacity && w <= m.sram_capacity {
+    } else if sram && m.ext_capacity > 0.0 && s <= m.ext_capacity && w <= m.sram_capacity {
         Some((Tier::External, Tier::Sram))
-    } else if s + w <= m.hbm_capacity {
+    } else if hbm && s + w <= m.hbm_capacity {
         Some((Tier::Hbm, Tier::Hbm))
-    } else if m.ext_capacity > 0.0 && s <= m.ext_capacity && w <= m.hbm_capacity {
+    } else if hbm && m.ext_capacity > 0.0 && s <= m.ext_capacity && w <= m.hbm_capacity {
         Some((Tier::External, Tier::Hbm))
     } else {
         None

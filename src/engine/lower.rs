@@ -608,8 +608,13 @@ fn transformer_training(
     let expert_layer = experts
         .map(|e| t.ffn_params(e.ffn) * e.count as f64)
         .unwrap_or(0.0);
-    let params_local = l * (dense_layer / tpf + expert_layer / (tpf * m.ep as f64))
-        + (t.vocab * t.hidden) as f64 / tpf;
+    // The last stage holds the output head; with one stage it holds the input embedding too.
+    let embed = if pp == 1 {
+        t.embedding_params()
+    } else {
+        (t.vocab * t.hidden) as f64
+    };
+    let params_local = l * (dense_layer / tpf + expert_layer / (tpf * m.ep as f64)) + embed / tpf;
     let trainable_local = match lora {
         Some(lr) => l * (lr.adapted_per_layer * 2 * lr.rank * t.hidden) as f64 / tpf,
         None => params_local,

@@ -51,3 +51,4 @@ pub fn csv(header: &[String], rows: &[Vec<String>]) -> String {
     }
     out
 }
+pub mod compare;

@@ -70,13 +70,19 @@ pub fn summarize(s: &System) -> SystemSummary {
     let scale_up = s.scale_up.as_ref().map(|u| {
         let size = u.size.min(s.devices);
         let bisection = match u.topology {
-            crate::spec::arch::ScaleUpTopology::Torus | crate::spec::arch::ScaleUpTopology::Mesh
+            crate::spec::arch::ScaleUpTopology::Torus
+            | crate::spec::arch::ScaleUpTopology::Mesh
                 if !u.dims.is_empty() =>
             {
                 // Cut across the longest dimension: 2 × (size / max_dim) links (wraparound),
                 // each link carrying bandwidth / (2 × dims) per direction.
                 let maxd = *u.dims.iter().max().unwrap_or(&1) as f64;
-                let links = (size as f64 / maxd) * if u.topology == crate::spec::arch::ScaleUpTopology::Torus { 2.0 } else { 1.0 };
+                let links = (size as f64 / maxd)
+                    * if u.topology == crate::spec::arch::ScaleUpTopology::Torus {
+                        2.0
+                    } else {
+                        1.0
+                    };
                 links * u.bandwidth / (2.0 * u.dims.len() as f64)
             }
             _ => size as f64 / 2.0 * u.bandwidth,
@@ -129,7 +135,10 @@ pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
         ("accelerator".into(), s.accelerator.clone()),
         (
             "accelerators".into(),
-            format!("{} ({} nodes × {})", s.accelerators, s.nodes, s.devices_per_node),
+            format!(
+                "{} ({} nodes × {})",
+                s.accelerators, s.nodes, s.devices_per_node
+            ),
         ),
     ];
     for (p, v) in &s.peak_flops_per_s {
@@ -154,14 +163,21 @@ pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
                     fmt_si(l.aggregate_bytes_per_s, "B/s"),
                     fmt_si(l.bisection_bytes_per_s, "B/s"),
                     fmt_si(l.latency_s, "s"),
-                    if l.in_network_reduction { ", in-network reduction" } else { "" }
+                    if l.in_network_reduction {
+                        ", in-network reduction"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }
     }
     r.push(("device TDP".into(), fmt_si(s.device_tdp_w, "W")));
     r.push(("rated power (IT)".into(), fmt_si(s.power_w, "W")));
-    r.push(("facility power (× PUE)".into(), fmt_si(s.facility_power_w, "W")));
+    r.push((
+        "facility power (× PUE)".into(),
+        fmt_si(s.facility_power_w, "W"),
+    ));
     if let Some(l) = s.power_limit_w {
         r.push(("power limit".into(), fmt_si(l, "W")));
     }

@@ -1,0 +1,65 @@
+//! One estimate of Llama 3.1 405B training on 8,192 H100s (lowering + evaluation), and the full
+//! `--mapping auto` search for it. Targets: ≤ 10 µs per estimate, ≤ 0.1 s per search.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::hint::black_box;
+use tessera::engine::{cpu, lower, search, MappingChoice, Objective};
+use tessera::model::mapping::Mapping;
+use tessera::spec::Fs;
+
+struct Disk;
+impl Fs for Disk {
+    fn read(&self, p: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(p).map_err(|e| e.to_string())
+    }
+}
+
+fn inputs() -> (
+    tessera::model::system::System,
+    tessera::model::workload::Workload,
+) {
+    let s = tessera::model::system::load_system("architectures/eos-h100.ron", &Disk);
+    let w = tessera::model::workload::load_workload("workloads/llama3.1-405b-pretrain.ron", &Disk);
+    (
+        s.value.expect("eos-h100 loads"),
+        w.value.expect("405B loads"),
+    )
+}
+
+fn bench(c: &mut Criterion) {
+    let (sys, w) = inputs();
+    let spec = w.mapping.clone().expect("published mapping");
+    let n = 8192;
+    let m = Mapping::resolve(&spec, n, 1).expect("mapping resolves");
+    c.bench_function("estimate/lower+eval 405B on 8192 H100", |b| {
+        b.iter(|| {
+            let mach = lower::machine(&sys, n);
+            let p = lower::lower(&sys, &w, &m, n).unwrap();
+            black_box(cpu::eval(&p, &mach))
+        })
+    });
+    let mach = lower::machine(&sys, n);
+    let p = lower::lower(&sys, &w, &m, n).unwrap();
+    c.bench_function("estimate/eval only 405B on 8192 H100", |b| {
+        b.iter(|| black_box(cpu::eval(black_box(&p), &mach)))
+    });
+    c.bench_function("estimate/full report 405B on 8192 H100", |b| {
+        b.iter(|| {
+            black_box(tessera::engine::estimate(
+                &sys,
+                &w,
+                &MappingChoice::Given(spec.clone()),
+                Some(n),
+            ))
+        })
+    });
+    let mut g = c.benchmark_group("search");
+    g.sample_size(10);
+    g.bench_function("auto mapping 405B on 8192 H100", |b| {
+        b.iter(|| black_box(search::search(&sys, &w, n, Objective::Time).ranked.len()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,136 @@
+//! `tessera compare A.ron B.ron ... --workload W`: systems side by side, with ratios to the first.
+
+use super::common::{self, duration, si};
+use super::{Exit, Format};
+use std::io::Write;
+use tessera::engine::{estimate, MappingChoice, Objective};
+use tessera::report::compare::{compare, Comparison};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Architecture files; the first is the baseline.
+    #[arg(required = true)]
+    pub systems: Vec<String>,
+    #[arg(long, required = true)]
+    pub workload: String,
+    /// A mapping file for every system, or `auto` (default: each system's best mapping).
+    #[arg(long)]
+    pub mapping: Option<String>,
+    #[arg(long, value_enum, default_value = "time")]
+    pub objective: Objective,
+    /// Devices per system (default: all of each system).
+    #[arg(long)]
+    pub devices: Option<u64>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "—".into())
+}
+
+pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
+    let header: Vec<String> = [
+        "system",
+        "devices",
+        "throughput",
+        "×",
+        "time to train",
+        "MFU",
+        "avg power",
+        "energy",
+        "×",
+        "perf/W",
+        "×",
+        "bottleneck",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rows = c
+        .systems
+        .iter()
+        .map(|r| {
+            let e = &r.estimate;
+            if !e.feasible {
+                let mut v = vec![
+                    e.system.clone(),
+                    e.devices.to_string(),
+                    format!("infeasible: {}", e.reason.clone().unwrap_or_default()),
+                ];
+                v.resize(header.len(), "—".into());
+                return v;
+            }
+            vec![
+                e.system.clone(),
+                e.devices.to_string(),
+                format!("{} {}/s", si(e.throughput_per_s, ""), e.throughput_unit),
+                ratio(r.ratio_to_baseline.throughput),
+                duration(e.time_to_train_s),
+                e.mfu
+                    .map(|m| format!("{:.1}%", m * 100.0))
+                    .unwrap_or_default(),
+                si(e.average_power_w, "W"),
+                si(e.energy_j, "J"),
+                ratio(r.ratio_to_baseline.energy),
+                format!("{:.3}", e.perf_per_watt.unwrap_or(0.0)),
+                ratio(r.ratio_to_baseline.perf_per_watt),
+                e.bottleneck.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
+    let w = match common::workload(&a.workload) {
+        Ok(w) => w,
+        Err(e) => return Ok(e),
+    };
+    let choice = match a.mapping.as_deref() {
+        None => MappingChoice::Auto(a.objective),
+        m => match common::mapping(m, &w, a.objective) {
+            Ok(c) => c,
+            Err(e) => return Ok(e),
+        },
+    };
+    let mut ests = Vec::new();
+    let mut failed = false;
+    for s in &a.systems {
+        match common::system(s) {
+            Ok(sys) => ests.push(estimate(
+                &sys,
+                &w,
+                &choice,
+                a.devices.map(|d| d.min(sys.devices)),
+            )),
+            Err(_) => failed = true,
+        }
+    }
+    if failed {
+        return Ok(Exit::Failed);
+    }
+    let c = compare(ests);
+    match a.format {
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&c).expect("json"))?,
+        Format::Table | Format::Markdown | Format::Csv => {
+            let (h, r) = table(&c);
+            match a.format {
+                Format::Table => {
+                    writeln!(out, "{} — baseline: {}", c.workload, c.baseline)?;
+                    writeln!(out, "{}", tessera::report::table(&h, &r))?;
+                    if matches!(choice, MappingChoice::Auto(_)) {
+                        writeln!(
+                            out,
+                            "each system with its best mapping (--mapping auto, objective: {:?})",
+                            a.objective
+                        )?;
+                    }
+                }
+                Format::Markdown => writeln!(out, "{}", tessera::report::markdown_table(&h, &r))?,
+                _ => write!(out, "{}", tessera::report::csv(&h, &r))?,
+            }
+        }
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,153 @@
+//! Side-by-side comparison of systems on one workload, each also as a ratio to the first
+//! (baseline) system, and scaling series over device counts.
+
+use crate::engine::Estimate;
+use serde::Serialize;
+
+/// Ratios of a system's figures to the baseline's (None where either side is infeasible).
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Ratios {
+    pub throughput: Option<f64>,
+    pub time_to_train: Option<f64>,
+    pub mfu: Option<f64>,
+    pub average_power: Option<f64>,
+    pub energy: Option<f64>,
+    pub perf_per_watt: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRow {
+    #[serde(flatten)]
+    pub estimate: Estimate,
+    pub ratio_to_baseline: Ratios,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub workload: String,
+    pub baseline: String,
+    pub systems: Vec<CompareRow>,
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+pub fn compare(estimates: Vec<Estimate>) -> Comparison {
+    let base = estimates.first().cloned();
+    let workload = base
+        .as_ref()
+        .map(|b| b.workload.clone())
+        .unwrap_or_default();
+    let baseline = base.as_ref().map(|b| b.system.clone()).unwrap_or_default();
+    let systems = estimates
+        .into_iter()
+        .map(|e| {
+            let r = match &base {
+                Some(b) => Ratios {
+                    throughput: ratio(e.throughput_per_s, b.throughput_per_s),
+                    time_to_train: ratio(e.time_to_train_s, b.time_to_train_s),
+                    mfu: ratio(e.mfu, b.mfu),
+                    average_power: ratio(e.average_power_w, b.average_power_w),
+                    energy: ratio(e.energy_j, b.energy_j),
+                    perf_per_watt: ratio(e.perf_per_watt, b.perf_per_watt),
+                },
+                None => Ratios::default(),
+            };
+            CompareRow {
+                estimate: e,
+                ratio_to_baseline: r,
+            }
+        })
+        .collect();
+    Comparison {
+        workload,
+        baseline,
+        systems,
+    }
+}
+
+/// One point of a scaling series.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScalePoint {
+    pub devices: u64,
+    #[serde(flatten)]
+    pub estimate: Estimate,
+    /// Throughput per device.
+    pub throughput_per_device: Option<f64>,
+    /// Why scaling efficiency exceeds 100%, when it does.
+    pub superlinear_cause: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Scaling {
+    pub system: String,
+    pub workload: String,
+    /// Device count the efficiency is measured against (smallest feasible).
+    pub baseline_devices: Option<u64>,
+    pub points: Vec<ScalePoint>,
+}
+
+/// Scaling efficiency = throughput(N) / (N × per-device throughput at the smallest feasible N),
+/// the way IBM reported 95% on 256 GPUs.
+pub fn scaling(system: &str, workload: &str, mut estimates: Vec<Estimate>) -> Scaling {
+    let base_est = estimates
+        .iter()
+        .filter(|e| e.feasible)
+        .min_by_key(|e| e.devices)
+        .cloned();
+    let base = base_est.as_ref().map(|e| {
+        (
+            e.devices,
+            e.throughput_per_s.unwrap_or(0.0) / e.devices as f64,
+        )
+    });
+    for e in estimates.iter_mut() {
+        if let (Some((_, per)), Some(t)) = (base, e.throughput_per_s) {
+            e.scaling_efficiency = Some(t / (e.devices as f64 * per));
+        }
+    }
+    Scaling {
+        system: system.to_string(),
+        workload: workload.to_string(),
+        baseline_devices: base.map(|b| b.0),
+        points: estimates
+            .into_iter()
+            .map(|e| ScalePoint {
+                devices: e.devices,
+                throughput_per_device: e.throughput_per_s.map(|t| t / e.devices as f64),
+                superlinear_cause: match (&base_est, e.scaling_efficiency) {
+                    (Some(b), Some(x)) if x > 1.0 + 1e-9 => Some(superlinear_cause(b, &e)),
+                    _ => None,
+                },
+                estimate: e,
+            })
+            .collect(),
+    }
+}
+
+/// Name what lets N devices do more than N times the work of the baseline: data that newly fits
+/// a faster memory, less recomputation, or a mapping the baseline could not use.
+fn superlinear_cause(base: &Estimate, e: &Estimate) -> String {
+    if base.placement != e.placement {
+        return format!(
+            "placement changes from ({}) to ({}): the model now fits a faster memory",
+            base.placement.clone().unwrap_or_default(),
+            e.placement.clone().unwrap_or_default()
+        );
+    }
+    match (&base.mapping, &e.mapping) {
+        (Some(a), Some(b)) if a.recompute != b.recompute => format!(
+            "more memory per device allows recompute {:?} instead of {:?}",
+            b.recompute, a.recompute
+        ),
+        (Some(a), Some(b)) => format!(
+            "a mapping the baseline could not use: dp {}×tp {}×pp {}×cp {} (micro-batch {}) against dp {}×tp {}×pp {}×cp {} (micro-batch {})",
+            b.dp, b.tp, b.pp, b.cp, b.micro_batch, a.dp, a.tp, a.pp, a.cp, a.micro_batch
+        ),
+        _ => "unexplained".into(),
+    }
+}

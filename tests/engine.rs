@@ -1,0 +1,398 @@
+//! Hand-checked engine cases (the arithmetic is written beside each assertion) and properties
+//! every estimate must satisfy.
+
+use approx::assert_relative_eq;
+use proptest::prelude::*;
+use tessera::engine::cpu::{collective, eval};
+use tessera::engine::lower::{lower, machine};
+use tessera::engine::program::*;
+use tessera::model::mapping::{Mapping, Recompute};
+use tessera::model::precision::{Precision, NPREC};
+use tessera::model::system::{load_system, MemFs, System};
+use tessera::model::workload::{load_workload, Workload};
+
+/// An H100 SXM reduced to the numbers these checks need: 989.4 TFLOP/s dense bf16, 3.35 TB/s
+/// HBM3, 900 GB/s NVLink (450 GB/s per direction), all efficiencies 1, no launch overhead.
+fn h100() -> Machine {
+    let mut peak = [0.0; NPREC];
+    peak[Precision::Bf16.index()] = 989.4e12;
+    let mut vec = [0.0; NPREC];
+    vec[Precision::Bf16.index()] = 133.8e12;
+    Machine {
+        matrix_peak: peak,
+        vector_peak: vec,
+        eff_matmul: 1.0,
+        eff_low_precision: 1.0,
+        eff_vector: 1.0,
+        eff_memory: 1.0,
+        eff_network: 1.0,
+        kernel_overhead: 0.0,
+        sram_capacity: 0.0,
+        sram_bandwidth: 0.0,
+        sram_energy_per_byte: 0.0,
+        hbm_capacity: 80e9,
+        hbm_bandwidth: 3.35e12,
+        hbm_energy_per_byte: 0.0,
+        ext_capacity: 0.0,
+        ext_bandwidth: 0.0,
+        ext_latency: 0.0,
+        up_bandwidth: 450e9,
+        up_latency: 0.0,
+        up_in_network_reduction: false,
+        up_energy_per_byte: 0.0,
+        out_bandwidth: 50e9,
+        out_latency: 0.0,
+        out_in_network_reduction: false,
+        out_energy_per_byte: 0.0,
+        tdp: 700.0,
+        idle_power: 100.0,
+        energy_per_flop: [0.0; NPREC],
+        overhead_power: 0.0,
+        pue: 1.0,
+    }
+}
+
+fn gemm_program(m: f64, n: f64, k: f64) -> Program {
+    Program {
+        ops: vec![Op {
+            name: "gemm".into(),
+            matrix: true,
+            precision: Precision::Bf16.index(),
+            flops: 2.0 * m * n * k,
+            weight_bytes: k * n * 2.0,
+            act_bytes: (m * k + m * n) * 2.0,
+            count: 1.0,
+            section: Section::MicroBatch,
+            phase: Phase::Forward,
+        }],
+        comms: vec![],
+        micro_batches: 1.0,
+        bubble: 0.0,
+        footprint: Footprint::default(),
+        devices: 1.0,
+        units_per_step: 1.0,
+        unit: "samples",
+        model_flops_per_step: 2.0 * m * n * k,
+        mfu_precision: Precision::Bf16.index(),
+        steps: None,
+    }
+}
+
+#[test]
+fn gemm_above_the_ridge_is_compute_bound() {
+    // Ridge point: 989.4e12 / 3.35e12 = 295 FLOP/B. An 8192³ GEMM does 2·8192³ = 1.0995e12 FLOP
+    // on 3·8192²·2 B = 402.7 MB: 2731 FLOP/B, far above the ridge, so t = 1.0995e12 / 989.4e12.
+    let e = eval(&gemm_program(8192.0, 8192.0, 8192.0), &h100());
+    assert_relative_eq!(
+        e.step_time,
+        2.0 * 8192f64.powi(3) / 989.4e12,
+        max_relative = 1e-12
+    );
+    assert_relative_eq!(e.breakdown.compute, e.step_time, max_relative = 1e-12);
+    assert_eq!(e.breakdown.memory, 0.0);
+    assert_relative_eq!(e.mfu, 1.0, max_relative = 1e-12);
+}
+
+#[test]
+fn gemm_below_the_ridge_is_memory_bound() {
+    // A 16×8192×8192 GEMM (decode-like): 2·16·8192² = 2.147e9 FLOP on
+    // (16·8192 + 8192² + 16·8192)·2 B = 134.7 MB: 15.9 FLOP/B, below the ridge, so
+    // t = 134.7e6 / 3.35e12 = 40.2 µs (compute alone would take 2.17 µs).
+    let e = eval(&gemm_program(16.0, 8192.0, 8192.0), &h100());
+    let bytes = (16.0 * 8192.0 + 8192.0 * 8192.0 + 16.0 * 8192.0) * 2.0;
+    assert_relative_eq!(e.step_time, bytes / 3.35e12, max_relative = 1e-12);
+    assert_relative_eq!(e.breakdown.memory, e.step_time, max_relative = 1e-12);
+    assert!(e.step_time > 40e-6 && e.step_time < 40.3e-6);
+}
+
+fn comm(kind: CollKind, bytes: f64, inner: f64, outer: f64) -> Comm {
+    Comm {
+        name: "c".into(),
+        kind,
+        bytes,
+        inner,
+        outer,
+        count: 1.0,
+        section: Section::MicroBatch,
+        overlap: Overlap::None,
+        weight_stream: false,
+    }
+}
+
+#[test]
+fn ring_all_reduce_time() {
+    // 1 GB over 8 GPUs at 450 GB/s per direction: 2·(8−1)/8 · 1e9 / 450e9 = 3.889 ms.
+    let mut m = h100();
+    let (t, up, _) = collective(&comm(CollKind::AllReduce, 1e9, 8.0, 1.0), &m);
+    assert_relative_eq!(t, 2.0 * 7.0 / 8.0 * 1e9 / 450e9, max_relative = 1e-12);
+    assert_relative_eq!(up, 1.75e9, max_relative = 1e-12);
+    // with 1 µs per step: + 2·(8−1)·1 µs = 14 µs
+    m.up_latency = 1e-6;
+    let (t2, _, _) = collective(&comm(CollKind::AllReduce, 1e9, 8.0, 1.0), &m);
+    assert_relative_eq!(t2 - t, 14e-6, max_relative = 1e-9);
+    // In-network reduction (NVLS/SHARP): each GPU sends and receives the buffer once: 1e9 / 450e9.
+    m.up_latency = 0.0;
+    m.up_in_network_reduction = true;
+    let (t3, _, _) = collective(&comm(CollKind::AllReduce, 1e9, 8.0, 1.0), &m);
+    assert_relative_eq!(t3, 1e9 / 450e9, max_relative = 1e-12);
+}
+
+#[test]
+fn hierarchical_all_reduce_time() {
+    // 1 GB over 8 GPUs × 4 nodes: ring in the node (2·7/8 · 1e9 / 450e9), then the 1/8 shard
+    // across 4 nodes over each GPU's own 50 GB/s NIC (2·3/4 · 125e6 / 50e9).
+    let (t, _, out) = collective(&comm(CollKind::AllReduce, 1e9, 8.0, 4.0), &h100());
+    let expect = 2.0 * 7.0 / 8.0 * 1e9 / 450e9 + 2.0 * 3.0 / 4.0 * 125e6 / 50e9;
+    assert_relative_eq!(t, expect, max_relative = 1e-12);
+    assert_relative_eq!(out, 2.0 * 3.0 / 4.0 * 125e6, max_relative = 1e-12);
+}
+
+#[test]
+fn pipeline_bubble() {
+    // 64 micro-batches through 8 stages (1F1B): the step is (64 + 8 − 1) micro-batch times and the
+    // bubble (8 − 1)/(64 + 7) = 9.9% of it. Interleaving 2 virtual stages halves the bubble.
+    let mut p = gemm_program(4096.0, 4096.0, 4096.0);
+    p.micro_batches = 64.0;
+    p.bubble = 7.0;
+    let e = eval(&p, &h100());
+    let t_mb = 2.0 * 4096f64.powi(3) / 989.4e12;
+    assert_relative_eq!(e.step_time, 71.0 * t_mb, max_relative = 1e-12);
+    assert_relative_eq!(
+        e.breakdown.bubble / e.step_time,
+        7.0 / 71.0,
+        max_relative = 1e-12
+    );
+
+    let (sys, w) = fixtures();
+    let m = Mapping {
+        dp: 1,
+        tp: 1,
+        pp: 8,
+        micro_batch: 1,
+        ..Mapping::single()
+    };
+    let p = lower(&sys, &w, &m, 8).unwrap();
+    assert_eq!(p.bubble, 7.0);
+    assert_eq!(p.micro_batches, 64.0);
+    let p2 = lower(&sys, &w, &Mapping { interleave: 2, ..m }, 8).unwrap();
+    assert_eq!(p2.bubble, 3.5);
+}
+
+const SYSTEM: &str = r#"System(
+    version: 1, name: "test cluster", source: "t", sources: { "t": "test fixture" },
+    device: Device(
+        name: "gpu", source: "t",
+        die: Die(name: "die", source: "t", compute: [(name: "tc", kind: Matrix, peak: { "bf16": "989.4 TFLOP/s", "fp8": "1978.9 TFLOP/s" })]),
+        memory: [(name: "HBM", kind: Hbm, attach: Package, capacity: "80 GB", bandwidth: "3.35 TB/s")],
+        tdp: "700 W", idle_power: "100 W",
+        efficiency: (matmul: "0.7", memory: "0.9", network: "0.8", kernel_overhead: "2 us"),
+    ),
+    node: Node(name: "node", source: "t", devices: 8, host: (cpus: 2, cpu_tdp: "350 W"), other_power: "1 kW"),
+    nodes: 64,
+    scale_up: (name: "nvlink", topology: Switched, size: 8, bandwidth: "900 GB/s", counted: BothDirections, latency: "2 us"),
+    scale_out: (name: "ib", topology: FatTree, bandwidth: "400 Gb/s", latency: "5 us"),
+    facility: (pue: "1.2"),
+)"#;
+
+const WORKLOAD: &str = r#"Workload(
+    version: 1, name: "gpt-like 13B", source: "t", sources: { "t": "test fixture" },
+    model: Transformer(layers: 40, hidden: 5120, heads: 40, vocab: 51200),
+    task: Training(seq_len: 2048, global_batch: 64, target: Tokens(1e9)),
+)"#;
+
+fn fixtures_with(workload: &str) -> (System, Workload) {
+    let mut fs = MemFs::default();
+    fs.0.insert("s.ron".into(), SYSTEM.as_bytes().to_vec());
+    fs.0.insert("w.ron".into(), workload.as_bytes().to_vec());
+    let s = load_system("s.ron", &fs);
+    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
+    let w = load_workload("w.ron", &fs);
+    assert!(w.diagnostics.is_empty(), "{:?}", w.diagnostics);
+    (s.value.unwrap(), w.value.unwrap())
+}
+
+fn fixtures() -> (System, Workload) {
+    fixtures_with(WORKLOAD)
+}
+
+#[test]
+fn mixed_precision_adam_is_16_bytes_per_parameter() {
+    // bf16 weights (2) + bf16 gradients (2) + fp32 master weights, momentum and variance (12).
+    let (sys, w) = fixtures();
+    let tessera::model::workload::Model::Transformer(t) = &w.model else {
+        panic!()
+    };
+    let m = Mapping {
+        zero: 0,
+        micro_batch: 1,
+        ..Mapping::single()
+    };
+    let mut big = sys.clone();
+    big.devices = 512;
+    let p = lower(&big, &w, &Mapping { dp: 1, ..m }, 1).unwrap();
+    let state = p.footprint.state();
+    assert_relative_eq!(state, 16.0 * t.params(), max_relative = 1e-12);
+}
+
+#[test]
+fn zero3_shards_all_state_over_data_parallel_ranks() {
+    // ZeRO-3 over dp = 8: weights, gradients and optimizer state are each 1/8 per device:
+    // 16 B × params / 8.
+    let (sys, w) = fixtures();
+    let tessera::model::workload::Model::Transformer(t) = &w.model else {
+        panic!()
+    };
+    let p = lower(
+        &sys,
+        &w,
+        &Mapping {
+            dp: 8,
+            zero: 3,
+            ..Mapping::single()
+        },
+        8,
+    )
+    .unwrap();
+    assert_relative_eq!(
+        p.footprint.state(),
+        16.0 * t.params() / 8.0,
+        max_relative = 1e-12
+    );
+    let p1 = lower(
+        &sys,
+        &w,
+        &Mapping {
+            dp: 8,
+            zero: 1,
+            ..Mapping::single()
+        },
+        8,
+    )
+    .unwrap();
+    // ZeRO-1 shards only the 12 optimizer bytes: (2 + 2 + 12/8) B per parameter
+    assert_relative_eq!(
+        p1.footprint.state(),
+        (4.0 + 1.5) * t.params(),
+        max_relative = 1e-12
+    );
+}
+
+#[test]
+fn infeasible_is_a_result_with_a_reason() {
+    // 13B with 16 B/param is 208 GB of state: one 80 GB device cannot hold it.
+    let (sys, w) = fixtures();
+    let e = tessera::engine::estimate(
+        &sys,
+        &w,
+        &tessera::engine::MappingChoice::Given(tessera::spec::mapping::MappingSpec {
+            zero: Some(0),
+            ..Default::default()
+        }),
+        Some(1),
+    );
+    assert!(!e.feasible);
+    assert!(e.reason.unwrap().contains("does not fit in memory"));
+}
+
+#[test]
+fn auto_mapping_finds_a_feasible_fast_mapping() {
+    let (sys, w) = fixtures();
+    let r = tessera::engine::search::search(&sys, &w, 64, tessera::engine::Objective::Time);
+    let (best, e) = r.best().expect("a feasible mapping");
+    assert!(e.feasible && best.devices() == 64);
+    // every ranked mapping is at least as slow as the best
+    assert!(r.ranked.iter().all(|(_, x)| x.step_time >= e.step_time));
+}
+
+fn base_eval(tp: u64, pp: u64, rec: Recompute) -> (Program, Machine) {
+    let (sys, w) = fixtures();
+    let m = Mapping {
+        dp: 64 / (tp * pp),
+        tp,
+        pp,
+        recompute: rec,
+        sp: tp > 1,
+        ..Mapping::single()
+    };
+    (lower(&sys, &w, &m, 64).unwrap(), machine(&sys, 64))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// More bandwidth or FLOP/s never makes a step slower.
+    #[test]
+    fn more_hardware_is_never_slower(
+        tp in prop::sample::select(vec![1u64, 2, 4, 8]),
+        pp in prop::sample::select(vec![1u64, 2, 4]),
+        flops in 1.0f64..4.0, hbm in 1.0f64..4.0, up in 1.0f64..4.0, out in 1.0f64..4.0,
+    ) {
+        let (p, m) = base_eval(tp, pp, Recompute::Full);
+        let e0 = eval(&p, &m);
+        prop_assume!(e0.feasible);
+        let mut m2 = m.clone();
+        for x in m2.matrix_peak.iter_mut() { *x *= flops; }
+        for x in m2.vector_peak.iter_mut() { *x *= flops; }
+        m2.hbm_bandwidth *= hbm;
+        m2.up_bandwidth *= up;
+        m2.out_bandwidth *= out;
+        let e1 = eval(&p, &m2);
+        prop_assert!(e1.feasible);
+        prop_assert!(e1.step_time <= e0.step_time * (1.0 + 1e-12), "{} > {}", e1.step_time, e0.step_time);
+    }
+
+    /// Energy is at least static power over the step.
+    #[test]
+    fn energy_at_least_static(tp in prop::sample::select(vec![1u64, 2, 4, 8]), pp in prop::sample::select(vec![1u64, 2, 4])) {
+        let (p, m) = base_eval(tp, pp, Recompute::Selective);
+        let e = eval(&p, &m);
+        prop_assume!(e.feasible);
+        let static_w = p.devices * (m.idle_power + m.overhead_power) * m.pue;
+        prop_assert!(e.energy_per_step >= static_w * e.step_time * (1.0 - 1e-12));
+        prop_assert!(e.average_power <= p.devices * (m.tdp + m.overhead_power) * m.pue * (1.0 + 1e-12));
+    }
+
+    /// A deeper or wider model takes longer per step under the same mapping.
+    #[test]
+    fn time_grows_with_model_size(layers in 8u64..64, extra in 1u64..16, hidden_mult in 1u64..3) {
+        let wl = |l: u64, h: u64| WORKLOAD.replace("layers: 40, hidden: 5120", &format!("layers: {l}, hidden: {h}"));
+        let (sys, w1) = fixtures_with(&wl(layers, 2560 * hidden_mult));
+        let (_, w2) = fixtures_with(&wl(layers + extra, 2560 * hidden_mult));
+        let (_, w3) = fixtures_with(&wl(layers, 2560 * (hidden_mult + 1)));
+        let m = Mapping { dp: 8, tp: 8, sp: true, recompute: Recompute::Full, ..Mapping::single() };
+        let mach = machine(&sys, 64);
+        let run = |w: &Workload| eval(&lower(&sys, w, &m, 64).unwrap(), &mach);
+        let (e1, e2, e3) = (run(&w1), run(&w2), run(&w3));
+        prop_assume!(e1.feasible && e2.feasible && e3.feasible);
+        prop_assert!(e2.step_time > e1.step_time);
+        prop_assert!(e3.step_time > e1.step_time);
+    }
+}
+
+#[test]
+fn scaling_efficiency_above_one_names_its_cause() {
+    let (sys, w) = fixtures();
+    let ests: Vec<_> = [8u64, 16, 32, 64]
+        .iter()
+        .map(|&n| {
+            tessera::engine::estimate(
+                &sys,
+                &w,
+                &tessera::engine::MappingChoice::Auto(tessera::engine::Objective::Time),
+                Some(n),
+            )
+        })
+        .collect();
+    let s = tessera::report::compare::scaling("s", "w", ests);
+    for p in &s.points {
+        if let Some(x) = p.estimate.scaling_efficiency {
+            if x > 1.0 + 1e-9 {
+                assert!(
+                    p.superlinear_cause.is_some(),
+                    "efficiency {x} at {} devices without a cause",
+                    p.devices
+                );
+            }
+        }
+    }
+}
