@@ -35,10 +35,10 @@ pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
         "devices",
         "throughput",
         "×",
-        "time to train",
+        "time to train (or per token)",
         "MFU",
         "avg power",
-        "energy",
+        "energy (run, or per unit)",
         "×",
         "perf/W",
         "×",
@@ -66,13 +66,26 @@ pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
                 e.devices.to_string(),
                 format!("{} {}/s", si(e.throughput_per_s, ""), e.throughput_unit),
                 ratio(r.ratio_to_baseline.throughput),
-                duration(e.time_to_train_s),
+                match e.latency_per_token_s {
+                    Some(l) => format!("{}/token", si(Some(l), "s")),
+                    None => duration(e.time_to_train_s),
+                },
                 e.mfu
                     .map(|m| format!("{:.1}%", m * 100.0))
                     .unwrap_or_default(),
                 si(e.average_power_w, "W"),
-                si(e.energy_j, "J"),
-                ratio(r.ratio_to_baseline.energy),
+                match e.time_to_train_s {
+                    Some(_) => si(e.energy_j, "J"),
+                    None => format!(
+                        "{}/{}",
+                        si(e.energy_per_unit_j, "J"),
+                        e.throughput_unit.trim_end_matches('s')
+                    ),
+                },
+                match e.time_to_train_s {
+                    Some(_) => ratio(r.ratio_to_baseline.energy),
+                    None => ratio(r.ratio_to_baseline.energy_per_unit),
+                },
                 format!("{:.3}", e.perf_per_watt.unwrap_or(0.0)),
                 ratio(r.ratio_to_baseline.perf_per_watt),
                 e.bottleneck.clone().unwrap_or_default(),

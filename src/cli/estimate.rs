@@ -59,6 +59,12 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
             ),
         ));
         r.push(("time to train".into(), duration(e.time_to_train_s)));
+        if let Some(l) = e.latency_per_token_s {
+            r.push((
+                "time per output token (per user)".into(),
+                format!("{} ({:.0} tokens/s per user)", si(Some(l), "s"), 1.0 / l),
+            ));
+        }
         r.push((
             "MFU".into(),
             e.mfu

@@ -91,6 +91,10 @@ pub struct Estimate {
     pub placement: Option<String>,
     pub memory_per_device_bytes: Option<f64>,
     pub perf_per_watt: Option<f64>,
+    /// Energy per unit of work (J per token or sample), facility included.
+    pub energy_per_unit_j: Option<f64>,
+    /// Inference: time between a user's output tokens (one decode round, prefill amortised).
+    pub latency_per_token_s: Option<f64>,
 }
 
 impl Estimate {
@@ -124,6 +128,8 @@ impl Estimate {
             placement: None,
             memory_per_device_bytes: None,
             perf_per_watt: None,
+            latency_per_token_s: None,
+            energy_per_unit_j: None,
         }
     }
 }
@@ -220,6 +226,8 @@ pub fn finish(
         )),
         memory_per_device_bytes: Some(p.footprint.total()),
         perf_per_watt: Some(e.throughput / e.average_power),
+        energy_per_unit_j: Some(e.average_power / e.throughput),
+        latency_per_token_s: matches!(w.task, Task::Inference(_)).then_some(e.step_time),
     }
 }
 

@@ -245,7 +245,7 @@ pub fn infeasible_reason(e: &Eval) -> String {
             crate::units::fmt_si(e.needed_bytes, "B"),
             crate::units::fmt_si(e.available_bytes, "B")
         ),
-        REASON_NO_COMPUTE => "the device has no compute rate for the workload's precision".into(),
+        REASON_NO_COMPUTE => "the device has no compute rate for the workload's number format (e.g. bf16 work on an int8-only chip)".into(),
         _ => "infeasible".into(),
     }
 }

@@ -12,6 +12,7 @@ pub struct Ratios {
     pub mfu: Option<f64>,
     pub average_power: Option<f64>,
     pub energy: Option<f64>,
+    pub energy_per_unit: Option<f64>,
     pub perf_per_watt: Option<f64>,
 }
 
@@ -53,6 +54,7 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
                     mfu: ratio(e.mfu, b.mfu),
                     average_power: ratio(e.average_power_w, b.average_power_w),
                     energy: ratio(e.energy_j, b.energy_j),
+                    energy_per_unit: ratio(e.energy_per_unit_j, b.energy_per_unit_j),
                     perf_per_watt: ratio(e.perf_per_watt, b.perf_per_watt),
                 },
                 None => Ratios::default(),
