@@ -45,7 +45,7 @@ pub fn mapping(
 
 /// Format an optional number with an SI prefix, or "—".
 pub fn si(v: Option<f64>, unit: &str) -> String {
-    v.map(|x| tessera::units::fmt_si(x, unit))
+    v.map(|x| tessera::units::fmt_si(x, unit).trim_end().to_string())
         .unwrap_or_else(|| "—".into())
 }
 
