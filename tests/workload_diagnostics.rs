@@ -193,7 +193,6 @@ fn bad_files_fail_with_a_located_error() {
 }
 
 #[test]
-#[ignore = "src: diagnostics for fields inside `Transformer(..)`, `Cnn(..)`, `Graph(..)` and `Training(..)` point at the variant, not the field"]
 fn errors_inside_enum_variants_point_at_the_field() {
     let mut wrong = Vec::new();
     for (stem, pos, _) in EXPECT.iter().filter(|(s, _, _)| INSIDE_VARIANT.contains(s)) {
