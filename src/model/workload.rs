@@ -38,6 +38,7 @@ pub struct Transformer {
     pub vocab: u64,
     pub experts: Option<Experts>,
     pub tied_embeddings: bool,
+    pub causal: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -467,6 +468,7 @@ fn lower_transformer(cx: &mut Ctx, t: &TransformerSpec) -> Option<Transformer> {
             None
         },
         tied_embeddings: t.tied_embeddings,
+        causal: t.causal,
     })
 }
 

@@ -52,6 +52,14 @@ pub struct TransformerSpec {
     /// Input and output embeddings share one matrix.
     #[serde(default)]
     pub tied_embeddings: bool,
+    /// Decoder (causal) attention; `false` for bidirectional encoders such as BERT. Fused
+    /// attention skips the masked half of the score matrix only when causal.
+    #[serde(default = "yes")]
+    pub causal: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Deserialize)]
