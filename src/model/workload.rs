@@ -271,7 +271,17 @@ pub fn load_mapping(name: &str, fs: &dyn Fs) -> Loaded<MappingSpec> {
                 Some(format!("this tessera reads version {FORMAT_VERSION}")),
             );
         }
+        cx.declare_sources(&spec.sources);
+        cx.enter_part(id, Path::root(), spec.source.as_ref());
+        if spec.source.is_none() {
+            cx.warn(
+                "",
+                "the mapping names no `source`",
+                Some("add `source: \"key\"` and `sources: { \"key\": \"paper, table\" }`, or `source: \"assumed\"`".into()),
+            );
+        }
         check_mapping(&mut cx, &spec);
+        cx.leave();
         diags.extend(cx.diags);
     }
     let ok = !diags.iter().any(|d| d.severity == Severity::Error);

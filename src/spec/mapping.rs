@@ -1,6 +1,7 @@
 //! File-shaped type of a parallel mapping: how a workload is split over devices.
 
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields, rename = "Mapping")]
@@ -38,6 +39,9 @@ pub struct MappingSpec {
     pub overlap_grad_reduce: Option<bool>,
     #[serde(default)]
     pub source: Option<String>,
+    /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
