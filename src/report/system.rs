@@ -20,6 +20,9 @@ pub struct SystemSummary {
     pub memory_capacity_bytes: BTreeMap<String, f64>,
     /// Memory level → B/s, whole system.
     pub memory_bandwidth_bytes_per_s: BTreeMap<String, f64>,
+    pub cores_per_device: u64,
+    /// The on-chip network of one device, if the file describes it.
+    pub mesh: Option<MeshSummary>,
     pub scale_up: Option<LinkSummary>,
     pub scale_out: Option<LinkSummary>,
     /// Rated IT power of the whole system (devices at TDP + hosts, NICs, switches).
@@ -29,6 +32,18 @@ pub struct SystemSummary {
     pub device_tdp_w: f64,
     pub assumed_figures: usize,
     pub fitted_figures: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MeshSummary {
+    pub topology: String,
+    pub dims: Vec<u64>,
+    /// Per link, per direction (B/s).
+    pub link_bandwidth_bytes_per_s: f64,
+    /// Links cut by a line across the longest dimension × link bandwidth, one direction (B/s).
+    pub bisection_bytes_per_s: f64,
+    /// Hops corner to corner × hop latency (s).
+    pub diameter_latency_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -106,6 +121,19 @@ pub fn summarize(s: &System) -> SystemSummary {
         latency_s: o.latency,
         in_network_reduction: o.in_network_reduction,
     });
+    let mesh = s.device.mesh.as_ref().map(|m| {
+        let maxd = m.dims.iter().copied().max().unwrap_or(1) as f64;
+        let prod: f64 = m.dims.iter().map(|d| *d as f64).product();
+        let wrap = matches!(m.topology, crate::spec::arch::MeshTopology::Torus2D) as u8 as f64 + 1.0;
+        let diameter: f64 = m.dims.iter().map(|d| (*d as f64 - 1.0) / wrap).sum();
+        MeshSummary {
+            topology: format!("{:?}", m.topology),
+            dims: m.dims.clone(),
+            link_bandwidth_bytes_per_s: m.link_bandwidth,
+            bisection_bytes_per_s: prod / maxd * wrap * m.link_bandwidth,
+            diameter_latency_s: diameter * m.hop_latency,
+        }
+    });
     let power = s.rated_power();
     SystemSummary {
         name: s.name.clone(),
@@ -117,6 +145,8 @@ pub fn summarize(s: &System) -> SystemSummary {
         peak_flops_per_s: peak,
         memory_capacity_bytes: cap,
         memory_bandwidth_bytes_per_s: bw,
+        cores_per_device: s.device.cores,
+        mesh,
         scale_up,
         scale_out,
         power_w: power,
@@ -151,6 +181,22 @@ pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
             .map(|b| format!(", {}", fmt_si(*b, "B/s")))
             .unwrap_or_default();
         r.push((format!("memory {m}"), format!("{}{bw}", fmt_si(*v, "B"))));
+    }
+    if s.cores_per_device > 1 {
+        r.push(("cores per device".into(), s.cores_per_device.to_string()));
+    }
+    if let Some(m) = &s.mesh {
+        r.push((
+            "on-chip mesh".into(),
+            format!(
+                "{} {:?}: {} per link per direction, {} bisection, {} corner to corner",
+                m.topology,
+                m.dims,
+                fmt_si(m.link_bandwidth_bytes_per_s, "B/s"),
+                fmt_si(m.bisection_bytes_per_s, "B/s"),
+                fmt_si(m.diameter_latency_s, "s")
+            ),
+        ));
     }
     for (label, l) in [("scale-up", &s.scale_up), ("scale-out", &s.scale_out)] {
         if let Some(l) = l {
