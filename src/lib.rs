@@ -8,6 +8,7 @@ pub mod check;
 pub mod diag;
 pub mod engine;
 pub mod model;
+pub mod plot;
 pub mod report;
 pub mod spec;
 pub mod templates;

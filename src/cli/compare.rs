@@ -1,6 +1,7 @@
 //! `tessera compare A.ron B.ron ... --workload W`: systems side by side, with ratios to the first.
 
 use super::common::{self, duration, si};
+use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::{estimate, MappingChoice, Objective};
@@ -23,6 +24,8 @@ pub struct Args {
     pub devices: Option<u64>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    #[command(flatten)]
+    pub plot: PlotArgs,
 }
 
 fn ratio(v: Option<f64>) -> String {
@@ -124,26 +127,41 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         return Ok(Exit::Failed);
     }
     let c = compare(ests);
-    match a.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&c).expect("json"))?,
-        Format::Table | Format::Markdown | Format::Csv => {
-            let (h, r) = table(&c);
-            match a.format {
-                Format::Table => {
-                    writeln!(out, "{} — baseline: {}", c.workload, c.baseline)?;
-                    writeln!(out, "{}", tessera::report::table(&h, &r))?;
-                    if matches!(choice, MappingChoice::Auto(_)) {
-                        writeln!(
-                            out,
-                            "each system with its best mapping (--mapping auto, objective: {:?})",
-                            a.objective
-                        )?;
+    a.plot
+        .draw(|size, o| tessera::plot::compare::compare(&c, size, o))?;
+    a.plot.output(out, |out| {
+        match a.format {
+            Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&c).expect("json"))?,
+            Format::Table | Format::Markdown | Format::Csv => {
+                let (h, r) = table(&c);
+                match a.format {
+                    Format::Table => {
+                        writeln!(out, "{} — baseline: {}", c.workload, c.baseline)?;
+                        writeln!(out, "{}", tessera::report::table(&h, &r))?;
+                        if matches!(choice, MappingChoice::Auto(_)) {
+                            writeln!(
+                                out,
+                                "each system with its best mapping (--mapping auto, objective: {:?})",
+                                a.objective
+                            )?;
+                        }
                     }
+                    Format::Markdown => {
+                        writeln!(out, "# {}\n", c.workload)?;
+                        writeln!(out, "Baseline: {}.\n", c.baseline)?;
+                        writeln!(out, "{}", tessera::report::markdown_table(&h, &r))?;
+                        if let Some(img) = a
+                            .plot
+                            .markdown_image(&format!("Comparison on {}", c.workload))
+                        {
+                            writeln!(out, "\n{img}")?;
+                        }
+                    }
+                    _ => write!(out, "{}", tessera::report::csv(&h, &r))?,
                 }
-                Format::Markdown => writeln!(out, "{}", tessera::report::markdown_table(&h, &r))?,
-                _ => write!(out, "{}", tessera::report::csv(&h, &r))?,
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(Exit::Ok)
 }

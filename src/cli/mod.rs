@@ -6,6 +6,8 @@ mod common;
 mod compare;
 mod estimate;
 mod new;
+mod plot;
+mod roofline;
 mod scale;
 mod show;
 
@@ -39,6 +41,8 @@ pub enum Command {
     Compare(compare::Args),
     /// Throughput and scaling efficiency over device counts.
     Scale(scale::Args),
+    /// The device's hierarchical roofline with every operator of a workload placed on it.
+    Roofline(roofline::Args),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -65,6 +69,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Estimate(a) => estimate::run(a, out),
         Command::Compare(a) => compare::run(a, out),
         Command::Scale(a) => scale::run(a, out),
+        Command::Roofline(a) => roofline::run(a, out),
     };
     match res {
         Ok(e) => e,

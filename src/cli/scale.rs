@@ -1,6 +1,8 @@
-//! `tessera scale --arch A --workload W --devices 4,8,...`: throughput and scaling efficiency.
+//! `tessera scale --arch A [--arch B …] --workload W --devices 4,8,...`: throughput and scaling
+//! efficiency, for one system or several on one chart.
 
 use super::common::{self, si};
+use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::{estimate, Objective};
@@ -8,8 +10,9 @@ use tessera::report::compare::{scaling, Scaling};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(long)]
-    pub arch: String,
+    /// Architecture file; give it more than once to scale several systems side by side.
+    #[arg(long, required = true)]
+    pub arch: Vec<String>,
     #[arg(long)]
     pub workload: String,
     /// Device counts, comma-separated.
@@ -22,6 +25,8 @@ pub struct Args {
     pub objective: Objective,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    #[command(flatten)]
+    pub plot: PlotArgs,
 }
 
 pub fn table(s: &Scaling) -> (Vec<String>, Vec<Vec<String>>) {
@@ -76,10 +81,17 @@ pub fn table(s: &Scaling) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
-    let (sys, w) = match (common::system(&a.arch), common::workload(&a.workload)) {
-        (Ok(s), Ok(w)) => (s, w),
-        _ => return Ok(Exit::Failed),
+    let w = match common::workload(&a.workload) {
+        Ok(w) => w,
+        Err(e) => return Ok(e),
     };
+    let mut systems = Vec::new();
+    for path in &a.arch {
+        match common::system(path) {
+            Ok(s) => systems.push(s),
+            Err(e) => return Ok(e),
+        }
+    }
     let choice = match a.mapping.as_deref() {
         None => tessera::engine::MappingChoice::Auto(a.objective),
         m => match common::mapping(m, &w, a.objective) {
@@ -87,33 +99,86 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             Err(e) => return Ok(e),
         },
     };
-    let ests = a
-        .devices
+    let series: Vec<Scaling> = systems
         .iter()
-        .map(|&n| estimate(&sys, &w, &choice, Some(n)))
+        .map(|sys| {
+            let ests = a
+                .devices
+                .iter()
+                .map(|&n| estimate(sys, &w, &choice, Some(n)))
+                .collect();
+            scaling(&sys.name, &w.name, ests)
+        })
         .collect();
-    let s = scaling(&sys.name, &w.name, ests);
-    match a.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&s).expect("json"))?,
-        f => {
-            let (h, r) = table(&s);
-            match f {
-                Format::Table => {
-                    writeln!(
-                        out,
-                        "{} on {} — efficiency against {} devices",
-                        s.workload,
-                        s.system,
-                        s.baseline_devices
-                            .map(|d| d.to_string())
-                            .unwrap_or("—".into())
-                    )?;
+    a.plot
+        .draw(|size, o| tessera::plot::scale::scale(&series, size, o))?;
+    let several = series.len() > 1;
+    a.plot.output(out, |out| {
+        match a.format {
+            // One system keeps the single-object shape; several give an array.
+            Format::Json if several => writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&series).expect("json")
+            )?,
+            Format::Json => writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&series[0]).expect("json")
+            )?,
+            Format::Csv => {
+                for (i, s) in series.iter().enumerate() {
+                    let (mut h, mut r) = table(s);
+                    if several {
+                        h.insert(0, "system".into());
+                        for row in &mut r {
+                            row.insert(0, s.system.clone());
+                        }
+                    }
+                    let text = tessera::report::csv(&h, &r);
+                    // One header for all systems.
+                    let body = if i > 0 {
+                        text.split_once('\n').map(|x| x.1).unwrap_or("")
+                    } else {
+                        &text
+                    };
+                    write!(out, "{body}")?;
+                }
+            }
+            Format::Table => {
+                for s in &series {
+                    let (h, r) = table(s);
+                    writeln!(out, "{}", title(s))?;
                     writeln!(out, "{}", tessera::report::table(&h, &r))?
                 }
-                Format::Markdown => writeln!(out, "{}", tessera::report::markdown_table(&h, &r))?,
-                _ => write!(out, "{}", tessera::report::csv(&h, &r))?,
+            }
+            Format::Markdown => {
+                writeln!(out, "# Scaling: {}\n", w.name)?;
+                for s in &series {
+                    let (h, r) = table(s);
+                    if several {
+                        writeln!(out, "## {}\n", s.system)?;
+                    }
+                    writeln!(out, "{}.\n", title(s))?;
+                    writeln!(out, "{}\n", tessera::report::markdown_table(&h, &r))?;
+                }
+                if let Some(img) = a.plot.markdown_image(&format!("Scaling of {}", w.name)) {
+                    writeln!(out, "{img}")?;
+                }
             }
         }
-    }
+        Ok(())
+    })?;
     Ok(Exit::Ok)
+}
+
+fn title(s: &Scaling) -> String {
+    format!(
+        "{} on {} — efficiency against {} devices",
+        s.workload,
+        s.system,
+        s.baseline_devices
+            .map(|d| d.to_string())
+            .unwrap_or("—".into())
+    )
 }

@@ -1,0 +1,190 @@
+//! `tessera roofline --arch A --workload W [--plot roofline.svg]`: the device's hierarchical
+//! roofline with every operator of the workload on it, as a table and optionally a picture.
+
+use super::common::{self, si};
+use super::plot::PlotArgs;
+use super::{Exit, Format};
+use std::io::Write;
+use tessera::engine::{default_micro_batch, lower, search, MappingChoice, Objective};
+use tessera::model::mapping::Mapping;
+use tessera::report::roofline::{roofline, Roofline};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(long)]
+    pub arch: String,
+    #[arg(long)]
+    pub workload: String,
+    /// A mapping file, or `auto` to search every legal mapping (default: the workload's published
+    /// mapping, else auto).
+    #[arg(long)]
+    pub mapping: Option<String>,
+    /// What `--mapping auto` minimises.
+    #[arg(long, value_enum, default_value = "time")]
+    pub objective: Objective,
+    /// Devices to use (default: all of the system).
+    #[arg(long)]
+    pub devices: Option<u64>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    #[command(flatten)]
+    pub plot: PlotArgs,
+}
+
+/// The per-operator table: one row per operator, numbered as on the plot.
+pub fn table(r: &Roofline) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "#",
+        "operator",
+        "phase",
+        "format",
+        "FLOPs",
+        "bytes",
+        "intensity (FLOP/B)",
+        "achieved",
+        "share of step",
+        "bound by",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rows = r
+        .ops
+        .iter()
+        .map(|o| {
+            vec![
+                o.index.to_string(),
+                o.name.clone(),
+                o.phase.to_string(),
+                format!("{} {}", o.precision, o.engine),
+                si(Some(o.flops), "FLOP"),
+                si(Some(o.bytes), "B"),
+                o.intensity
+                    .map(|i| format!("{i:.2}"))
+                    .unwrap_or_else(|| "—".into()),
+                si(o.achieved_flops_per_s, "FLOP/s"),
+                format!("{:.1}%", o.share_of_step * 100.0),
+                o.bound_by.clone(),
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Roofs and ceilings, one row each.
+pub fn limits(r: &Roofline) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = ["limit", "kind", "peak per device", "holds"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut rows: Vec<Vec<String>> = r
+        .roofs
+        .iter()
+        .map(|l| {
+            vec![
+                l.level.clone(),
+                if l.cache {
+                    "cache".into()
+                } else {
+                    l.kind.clone()
+                },
+                si(Some(l.bandwidth_bytes_per_s), "B/s"),
+                l.holds.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    rows.extend(r.ceilings.iter().map(|c| {
+        vec![
+            c.label.clone(),
+            format!("{} engine", c.engine),
+            si(Some(c.flops_per_s), "FLOP/s"),
+            String::new(),
+        ]
+    }));
+    (header, rows)
+}
+
+fn heading(r: &Roofline) -> String {
+    let m = &r.mapping;
+    format!(
+        "{} on {} ({}, {} devices, dp {} × tp {} × pp {} × cp {}, micro-batch {}): per device, per call",
+        r.workload, r.device, r.system, r.devices, m.dp, m.tp, m.pp, m.cp, m.micro_batch
+    )
+}
+
+pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
+    let (sys, w) = match (common::system(&a.arch), common::workload(&a.workload)) {
+        (Ok(s), Ok(w)) => (s, w),
+        _ => return Ok(Exit::Failed),
+    };
+    let choice = match common::mapping(a.mapping.as_deref(), &w, a.objective) {
+        Ok(c) => c,
+        Err(e) => return Ok(e),
+    };
+    let n = a.devices.unwrap_or(sys.devices).min(sys.devices).max(1);
+    let m: Mapping = match &choice {
+        MappingChoice::Given(spec) => match Mapping::resolve(spec, n, default_micro_batch(&w)) {
+            Ok(m) => m,
+            Err(r) => {
+                writeln!(std::io::stderr(), "error: infeasible mapping: {r}")?;
+                return Ok(Exit::Failed);
+            }
+        },
+        MappingChoice::Auto(obj) => {
+            let res = search::search(&sys, &w, n, *obj);
+            match res.best() {
+                Some((m, _)) => *m,
+                None => {
+                    writeln!(std::io::stderr(), "error: {}", res.why_none())?;
+                    return Ok(Exit::Failed);
+                }
+            }
+        }
+    };
+    let p = match lower::lower(&sys, &w, &m, n) {
+        Ok(p) => p,
+        Err(r) => {
+            writeln!(std::io::stderr(), "error: infeasible: {r}")?;
+            return Ok(Exit::Failed);
+        }
+    };
+    let mach = lower::machine(&sys, n);
+    let r = roofline(&sys, &w, &m, &p, &mach);
+    a.plot
+        .draw(|size, o| tessera::plot::roofline::roofline(&r, size, o))?;
+    a.plot.output(out, |out| {
+        match a.format {
+            Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&r).expect("json"))?,
+            Format::Csv => {
+                let (h, rows) = table(&r);
+                write!(out, "{}", tessera::report::csv(&h, &rows))?
+            }
+            Format::Table => {
+                writeln!(out, "{}", heading(&r))?;
+                if let Some(reason) = &r.reason {
+                    writeln!(out, "infeasible: {reason}")?;
+                }
+                let (h, rows) = limits(&r);
+                writeln!(out, "{}", tessera::report::table(&h, &rows))?;
+                let (h, rows) = table(&r);
+                writeln!(out, "{}", tessera::report::table(&h, &rows))?;
+            }
+            Format::Markdown => {
+                writeln!(out, "# Roofline: {} on {}\n", r.workload, r.device)?;
+                writeln!(out, "{}\n", heading(&r))?;
+                if let Some(img) = a.plot.markdown_image(&format!("Roofline of {}", r.device)) {
+                    writeln!(out, "{img}\n")?;
+                }
+                if let Some(reason) = &r.reason {
+                    writeln!(out, "Infeasible: {reason}\n")?;
+                }
+                let (h, rows) = limits(&r);
+                writeln!(out, "{}\n", tessera::report::markdown_table(&h, &rows))?;
+                let (h, rows) = table(&r);
+                writeln!(out, "{}", tessera::report::markdown_table(&h, &rows))?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,317 @@
+//! The hierarchical roofline of a device with a workload's operators placed on it: one roof per
+//! memory level of the device (caches and on-chip SRAM included, and the external weight store
+//! where there is one), one ceiling per number format the device computes in, and each operator
+//! at its arithmetic intensity (FLOP per byte of the traffic it makes to the memory its data
+//! lives in) and the rate it achieves in the evaluated step.
+
+use crate::engine::program::{Machine, Phase, Program, Tier};
+use crate::engine::{cpu, MappingReport};
+use crate::model::mapping::Mapping;
+use crate::model::precision::Precision;
+use crate::model::system::System;
+use crate::model::workload::Workload;
+use crate::spec::arch::MemoryKind;
+use serde::Serialize;
+
+/// A bandwidth roof: FLOP/s = intensity × bandwidth.
+#[derive(Debug, Clone, Serialize)]
+pub struct Roof {
+    pub level: String,
+    /// `sram`, `hbm`, `dram`, … or `weight store`.
+    pub kind: String,
+    pub cache: bool,
+    /// Peak B/s per device.
+    pub bandwidth_bytes_per_s: f64,
+    /// Where the workload's data lives in this level (model state and/or working data).
+    pub holds: Option<String>,
+}
+
+/// A compute ceiling: peak FLOP/s per device for one or more formats on one engine.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ceiling {
+    /// `bf16/fp16 matrix`, `fp32 vector`, …
+    pub label: String,
+    pub engine: &'static str,
+    pub precisions: Vec<String>,
+    pub flops_per_s: f64,
+    /// Not a figure of the architecture file: the vector rate assumed from the matrix rate.
+    pub derived: bool,
+}
+
+/// One operator of the program, per device and per call.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpPoint {
+    /// 1-based, as labelled on the plot.
+    pub index: usize,
+    pub name: String,
+    pub phase: &'static str,
+    pub precision: &'static str,
+    pub engine: &'static str,
+    pub flops: f64,
+    /// Bytes to and from the memory the operator's data lives in.
+    pub bytes: f64,
+    /// FLOP per byte; `None` without memory traffic.
+    pub intensity: Option<f64>,
+    /// FLOP/s over the time the call takes (launch overhead included); `None` without FLOPs.
+    pub achieved_flops_per_s: Option<f64>,
+    pub seconds_per_call: f64,
+    pub calls_per_step: f64,
+    /// Share of the step this operator's calls take.
+    pub share_of_step: f64,
+    /// `compute (bf16 matrix)`, a memory level's name, or `launch overhead`.
+    pub bound_by: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Roofline {
+    pub system: String,
+    pub device: String,
+    pub workload: String,
+    pub devices: u64,
+    pub mapping: MappingReport,
+    pub feasible: bool,
+    pub reason: Option<String>,
+    pub step_time_s: Option<f64>,
+    pub roofs: Vec<Roof>,
+    pub ceilings: Vec<Ceiling>,
+    pub ops: Vec<OpPoint>,
+}
+
+fn phase_name(p: Phase) -> &'static str {
+    match p {
+        Phase::Forward => "forward",
+        Phase::Backward => "backward",
+        Phase::Recompute => "recompute",
+        Phase::Update => "update",
+    }
+}
+
+fn kind_name(k: MemoryKind) -> String {
+    format!("{k:?}").to_lowercase()
+}
+
+/// Group equal peaks: `[(rate, [fp8, int8])]` in the order of [`Precision::ALL`], fastest first.
+fn group(peaks: impl Iterator<Item = (Precision, f64)>) -> Vec<(f64, Vec<Precision>)> {
+    let mut out: Vec<(f64, Vec<Precision>)> = Vec::new();
+    for (p, r) in peaks {
+        if r <= 0.0 {
+            continue;
+        }
+        match out.iter_mut().find(|(x, _)| ((x - r) / r).abs() < 1e-9) {
+            Some((_, v)) => v.push(p),
+            None => out.push((r, vec![p])),
+        }
+    }
+    out.sort_by(|a, b| b.0.total_cmp(&a.0));
+    out
+}
+
+/// Build the roofline of `sys`'s device with the operators of `p` (lowered from `w` under `m`)
+/// evaluated on `mach`.
+pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Machine) -> Roofline {
+    let d = &sys.device;
+    let mut trace = Vec::new();
+    let e = cpu::eval_traced(p, mach, Some(&mut trace));
+    let placed = cpu::place(&p.footprint, mach);
+
+    // Names of the tiers the engine places data in.
+    let sram_name = d
+        .memory
+        .iter()
+        .filter(|l| !l.cache && l.kind == MemoryKind::Sram)
+        .map(|l| l.name.clone())
+        .collect::<Vec<_>>()
+        .join("+");
+    let main_name = d
+        .memory
+        .iter()
+        .filter(|l| !l.cache && l.kind != MemoryKind::Sram)
+        .map(|l| l.name.clone())
+        .collect::<Vec<_>>()
+        .join("+");
+    let ext_name = sys
+        .weight_store
+        .as_ref()
+        .map(|w| w.name.clone())
+        .unwrap_or_else(|| "weight store".into());
+    let tier_name = |t: Tier| match t {
+        Tier::Sram => sram_name.clone(),
+        Tier::Hbm => main_name.clone(),
+        Tier::External => ext_name.clone(),
+    };
+    let holds = |is: &dyn Fn(Tier) -> bool| -> Option<String> {
+        let (wt, at) = placed?;
+        match (is(wt), is(at)) {
+            (true, true) => Some("model state and working data".into()),
+            (true, false) => Some("model state".into()),
+            (false, true) => Some("working data".into()),
+            _ => None,
+        }
+    };
+
+    let mut roofs: Vec<Roof> = d
+        .memory
+        .iter()
+        .map(|l| Roof {
+            level: l.name.clone(),
+            kind: kind_name(l.kind),
+            cache: l.cache,
+            bandwidth_bytes_per_s: l.bandwidth,
+            holds: if l.cache {
+                None
+            } else if l.kind == MemoryKind::Sram {
+                holds(&|t| t == Tier::Sram)
+            } else {
+                holds(&|t| t == Tier::Hbm)
+            },
+        })
+        .collect();
+    if let Some(ws) = &sys.weight_store {
+        roofs.push(Roof {
+            level: ws.name.clone(),
+            kind: "weight store".into(),
+            cache: false,
+            bandwidth_bytes_per_s: mach.ext_bandwidth,
+            holds: holds(&|t| t == Tier::External),
+        });
+    }
+    roofs.sort_by(|a, b| b.bandwidth_bytes_per_s.total_cmp(&a.bandwidth_bytes_per_s));
+
+    let mut ceilings = Vec::new();
+    for (r, ps) in group(
+        Precision::ALL
+            .into_iter()
+            .map(|p| (p, d.matrix_peak[p.index()])),
+    ) {
+        ceilings.push(Ceiling {
+            label: format!(
+                "{} matrix",
+                ps.iter().map(|p| p.name()).collect::<Vec<_>>().join("/")
+            ),
+            engine: "matrix",
+            precisions: ps.iter().map(|p| p.name().to_string()).collect(),
+            flops_per_s: r,
+            derived: false,
+        });
+    }
+    // Vector engines: every format the file gives a rate for, and the formats the workload's
+    // vector operators use (their rate may be assumed from the matrix rate).
+    let used: Vec<usize> = p
+        .ops
+        .iter()
+        .filter(|o| !o.matrix)
+        .map(|o| o.precision)
+        .collect();
+    let vec_peaks = Precision::ALL.into_iter().map(|p| {
+        let i = p.index();
+        let r = if d.vector_peak[i] > 0.0 || used.contains(&i) {
+            mach.vector_peak[i]
+        } else {
+            0.0
+        };
+        (p, r)
+    });
+    for (r, ps) in group(vec_peaks) {
+        let derived = ps.iter().all(|p| d.vector_peak[p.index()] <= 0.0);
+        ceilings.push(Ceiling {
+            label: format!(
+                "{} vector{}",
+                ps.iter().map(|p| p.name()).collect::<Vec<_>>().join("/"),
+                if derived { " (assumed)" } else { "" }
+            ),
+            engine: "vector",
+            precisions: ps.iter().map(|p| p.name().to_string()).collect(),
+            flops_per_s: r,
+            derived,
+        });
+    }
+    ceilings.sort_by(|a, b| b.flops_per_s.total_cmp(&a.flops_per_s));
+
+    let mut ops = Vec::new();
+    if e.feasible {
+        let (wt, at) = (e.weights_tier, e.working_tier);
+        // The same rates and bandwidths as `cpu::eval_traced`, to name what bounds each call.
+        let bw = |t: Tier| match t {
+            Tier::Sram => mach.sram_bandwidth * mach.eff_memory,
+            Tier::Hbm => mach.hbm_bandwidth * mach.eff_memory,
+            Tier::External => mach.ext_bandwidth * mach.eff_network,
+        };
+        for (i, op) in p.ops.iter().enumerate() {
+            let mult = if op.section as usize == 0 {
+                p.micro_batches
+            } else {
+                1.0
+            };
+            let calls = op.count * mult;
+            let t_total = trace.get(i).copied().unwrap_or(0.0);
+            let per_call = if calls > 0.0 { t_total / calls } else { 0.0 };
+            let rate = if op.matrix {
+                let eff = if op.precision >= 5 {
+                    mach.eff_matmul * mach.eff_low_precision
+                } else {
+                    mach.eff_matmul
+                };
+                mach.matrix_peak[op.precision] * eff
+            } else {
+                mach.vector_peak[op.precision] * mach.eff_vector
+            };
+            let t_c = if op.flops > 0.0 && rate > 0.0 {
+                op.flops / rate
+            } else {
+                0.0
+            };
+            let t_w = op.weight_bytes / bw(wt).max(f64::MIN_POSITIVE);
+            let t_a = op.act_bytes / bw(at).max(f64::MIN_POSITIVE);
+            let (t_m, mem_tier) = if wt == at {
+                (t_w + t_a, wt)
+            } else if t_w >= t_a {
+                (t_w, wt)
+            } else {
+                (t_a, at)
+            };
+            let prec = Precision::ALL[op.precision];
+            let engine = if op.matrix { "matrix" } else { "vector" };
+            let bound_by = if mach.kernel_overhead > t_c.max(t_m) {
+                "launch overhead".to_string()
+            } else if t_c >= t_m {
+                format!("compute ({} {engine})", prec.name())
+            } else {
+                tier_name(mem_tier)
+            };
+            let bytes = op.weight_bytes + op.act_bytes;
+            ops.push(OpPoint {
+                index: i + 1,
+                name: op.name.clone(),
+                phase: phase_name(op.phase),
+                precision: prec.name(),
+                engine,
+                flops: op.flops,
+                bytes,
+                intensity: (bytes > 0.0).then(|| op.flops / bytes),
+                achieved_flops_per_s: (op.flops > 0.0 && per_call > 0.0)
+                    .then(|| op.flops / per_call),
+                seconds_per_call: per_call,
+                calls_per_step: calls,
+                share_of_step: if e.step_time > 0.0 {
+                    t_total / e.step_time
+                } else {
+                    0.0
+                },
+                bound_by,
+            });
+        }
+    }
+    Roofline {
+        system: sys.name.clone(),
+        device: d.name.clone(),
+        workload: w.name.clone(),
+        devices: m.devices(),
+        mapping: m.into(),
+        feasible: e.feasible,
+        reason: (!e.feasible).then(|| crate::engine::program::infeasible_reason(&e)),
+        step_time_s: e.feasible.then_some(e.step_time),
+        roofs,
+        ceilings,
+        ops,
+    }
+}
