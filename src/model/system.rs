@@ -151,7 +151,10 @@ impl System {
 
     /// Devices that share the fastest link tier (1 without a scale-up domain).
     pub fn scale_up_size(&self) -> u64 {
-        self.scale_up.as_ref().map(|s| s.size.min(self.devices)).unwrap_or(1)
+        self.scale_up
+            .as_ref()
+            .map(|s| s.size.min(self.devices))
+            .unwrap_or(1)
     }
 
     /// Power of everything but the accelerators, whole system (W): hosts, NICs, other node parts,
@@ -288,11 +291,7 @@ fn lower(
 ) -> Option<System> {
     cx.declare_sources(&spec.sources);
     check_version(cx, Some(spec.version), true);
-    if let Some(s) = &spec.source {
-        cx.enter(crate::diag::Seg::Field(String::new()), Some(s));
-        cx.leave();
-    }
-    // The system's own default source applies to its counts.
+    // The system's own default source applies to its counts (entering checks it is declared).
     let sys_source = spec.source.clone();
     cx.enter_part(cx.file(), Path::root(), sys_source.as_ref());
     if spec.name.trim().is_empty() {
@@ -320,8 +319,14 @@ fn lower(
         cx.enter_field("weight_store", w.source.as_ref());
         let capacity = cx.positive("capacity", &w.capacity, D::Bytes);
         let bandwidth = cx.positive("bandwidth", &w.bandwidth, D::Bandwidth);
-        let latency = w.latency.as_ref().and_then(|q| cx.non_negative("latency", q, D::Time));
-        let power = w.power.as_ref().and_then(|q| cx.non_negative("power", q, D::Power));
+        let latency = w
+            .latency
+            .as_ref()
+            .and_then(|q| cx.non_negative("latency", q, D::Time));
+        let power = w
+            .power
+            .as_ref()
+            .and_then(|q| cx.non_negative("power", q, D::Power));
         cx.leave();
         Some(WeightStore {
             name: w.name.clone(),
@@ -344,19 +349,37 @@ fn lower(
                     );
                 }
             }
-            let lim = f.power_limit.as_ref().and_then(|q| cx.positive("power_limit", q, D::Power));
+            let lim = f
+                .power_limit
+                .as_ref()
+                .and_then(|q| cx.positive("power_limit", q, D::Power));
             cx.leave();
             (pue.unwrap_or(1.0), lim)
         }
         None => (1.0, None),
     };
-    let (nodes, device, node) = (nodes?, dev?, nd?);
-    let devices = nodes * node.devices as u64;
+    // Sizes are checked even when the device has errors, so all of them show at once.
+    let (nodes, node_spec, node) = (nodes?, node?, nd?);
+    let Some(devices) = nodes.checked_mul(node.devices as u64) else {
+        cx.error(
+            "nodes",
+            format!(
+                "{nodes} nodes × {} devices is absurdly many devices",
+                node.devices
+            ),
+            Some("expected at most 2^64 devices".into()),
+        );
+        return None;
+    };
 
     // Sizes that must multiply out.
     if let Some(su) = &scale_up {
         let nd = node.devices as u64;
-        let fits_nodes = if su.size >= nd { su.size % nd == 0 } else { nd % su.size == 0 };
+        let fits_nodes = if su.size >= nd {
+            su.size % nd == 0
+        } else {
+            nd % su.size == 0
+        };
         if !fits_nodes {
             cx.error_at(
                 &Path::root().field("scale_up").field("size"),
@@ -376,8 +399,11 @@ fn lower(
         } else if devices % su.size != 0 {
             cx.error_at(
                 &Path::root().field("scale_up").field("size"),
-                format!("{devices} devices ({nodes} nodes × {nd}) do not divide into domains of {}", su.size),
-                None,
+                format!(
+                    "{devices} devices ({nodes} nodes × {nd}) do not divide into domains of {}",
+                    su.size
+                ),
+                Some("every device belongs to a whole domain: change `size` or `nodes`".into()),
             );
         }
     }
@@ -388,6 +414,7 @@ fn lower(
             Some("add `scale_out: (...)` or make the scale-up domain span the system".into()),
         );
     }
+    let device = dev?;
 
     let sys = System {
         name: spec.name.clone(),
@@ -411,8 +438,10 @@ fn lower(
             + sys.node.nic_power
             + sys.node.other_power;
         if parts > lim * 1.0001 {
-            cx.error_at(
-                &node_path(node_loc(cx, &spec.node)),
+            // At the node's `power_limit`, in whichever file the node is written.
+            cx.enter_part(node_spec.file, node_spec.path.clone(), None);
+            cx.error(
+                "power_limit",
                 format!(
                     "node parts add up to {} but the node's `power_limit` is {}",
                     crate::units::fmt_si(parts, "W"),
@@ -420,6 +449,7 @@ fn lower(
                 ),
                 Some("devices × tdp + host + NICs + other_power must fit the node's rating".into()),
             );
+            cx.leave();
         }
     }
     if let Some(lim) = sys.power_limit {
@@ -432,19 +462,15 @@ fn lower(
                     crate::units::fmt_si(rated, "W"),
                     crate::units::fmt_si(lim, "W")
                 ),
-                Some("sum of component TDPs (devices, hosts, NICs, switches) exceeds the budget".into()),
+                Some(
+                    "sum of component TDPs (devices, hosts, NICs, switches) exceeds the budget"
+                        .into(),
+                ),
             );
         }
     }
     cx.leave();
     Some(sys)
-}
-
-fn node_loc(_cx: &Ctx, _n: &NodeRef) -> Path {
-    Path::root().field("node")
-}
-fn node_path(p: Path) -> Path {
-    p
 }
 
 fn lower_device(cx: &mut Ctx, d: &Located<DeviceSpec>, die: &Located<DieSpec>) -> Option<Device> {
@@ -463,7 +489,17 @@ fn lower_device(cx: &mut Ctx, d: &Located<DeviceSpec>, die: &Located<DieSpec>) -
     };
     if let (Some(t), Some(i)) = (tdp, idle) {
         if i > t {
-            cx.error("idle_power", "`idle_power` is above `tdp`", None);
+            cx.error(
+                "idle_power",
+                format!(
+                    "`idle_power` ({}) is above `tdp` ({})",
+                    crate::units::fmt_si(i, "W"),
+                    crate::units::fmt_si(t, "W")
+                ),
+                Some(
+                    "idle power is what the device draws doing nothing; it is below its TDP".into(),
+                ),
+            );
         }
     }
     // Die.
@@ -498,7 +534,7 @@ fn lower_device(cx: &mut Ctx, d: &Located<DeviceSpec>, die: &Located<DieSpec>) -
     for (i, m) in s.memory.iter().enumerate() {
         cx.enter(crate::diag::Seg::Field("memory".into()), None);
         cx.enter(crate::diag::Seg::Index(i), m.source.as_ref());
-        let lvl = lower_memory(cx, m, cores_per_die * dies as u64, dies);
+        let lvl = lower_memory(cx, m, cores_per_die.saturating_mul(dies as u64), dies);
         cx.leave();
         cx.leave();
         if let Some(l) = lvl {
@@ -540,7 +576,7 @@ fn lower_device(cx: &mut Ctx, d: &Located<DeviceSpec>, die: &Located<DieSpec>) -
     Some(Device {
         name: s.name.clone(),
         dies,
-        cores: cores_per_die * dies as u64,
+        cores: cores_per_die.saturating_mul(dies as u64),
         matrix_peak,
         vector_peak,
         memory,
@@ -582,14 +618,26 @@ fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
     cx.leave();
     cx.enter_part(die.file, die.path.clone(), s.source.as_ref());
     check_version(cx, s.version, top);
-    let clock = s.clock.as_ref().and_then(|q| cx.positive("clock", q, D::Frequency));
-    let area = s.area.as_ref().and_then(|q| cx.positive("area", q, D::Area));
-    let _process = s.process.as_ref().and_then(|q| cx.positive("process", q, D::Length));
+    let clock = s
+        .clock
+        .as_ref()
+        .and_then(|q| cx.positive("clock", q, D::Frequency));
+    let area = s
+        .area
+        .as_ref()
+        .and_then(|q| cx.positive("area", q, D::Area));
+    let _process = s
+        .process
+        .as_ref()
+        .and_then(|q| cx.positive("process", q, D::Length));
     if let Some(a) = area {
         if a > 0.0472 {
             cx.error(
                 "area",
-                format!("a die of {:.0} mm² is larger than a 300 mm wafer's largest square", a * 1e6),
+                format!(
+                    "a die of {:.0} mm² is larger than a 300 mm wafer's largest square",
+                    a * 1e6
+                ),
                 Some("a wafer-scale engine is 46,225 mm²".into()),
             );
         }
@@ -601,7 +649,11 @@ fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
     let mut matrix = [0.0; NPREC];
     let mut vector = [0.0; NPREC];
     if s.compute.is_empty() {
-        cx.error("compute", "the die has no compute engine", Some("add `compute: [(name: ..., kind: Matrix, peak: {\"bf16\": \"...\"})]`".into()));
+        cx.error(
+            "compute",
+            "the die has no compute engine",
+            Some("add `compute: [(name: ..., kind: Matrix, peak: {\"bf16\": \"...\"})]`".into()),
+        );
     }
     for (i, e) in s.compute.iter().enumerate() {
         cx.enter_field("compute", None);
@@ -623,20 +675,34 @@ fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
         }
         let mut rates = [0.0; NPREC];
         for (k, q) in &e.peak {
-            let Some(p) = precision_key(cx, "peak", k) else { continue };
+            let Some(p) = precision_key(cx, "peak", k) else {
+                continue;
+            };
             if let Some(v) = cx.q_key("peak", k, q, D::FlopRate) {
                 if v <= 0.0 {
-                    cx.error_at(&cx.path().field("peak").key(k), format!("peak `{k}` must be greater than zero"), None);
+                    cx.error_at(
+                        &cx.path().field("peak").key(k),
+                        format!("peak `{k}` must be greater than zero"),
+                        None,
+                    );
                 }
                 rates[p.index()] = v / sparsity;
             }
         }
         if let (Some(units), false) = (e.units, e.ops_per_cycle.is_empty()) {
             for (k, q) in &e.ops_per_cycle {
-                let Some(p) = precision_key(cx, "ops_per_cycle", k) else { continue };
-                let Some(opc) = cx.q_key("ops_per_cycle", k, q, D::FlopsPerCycle) else { continue };
+                let Some(p) = precision_key(cx, "ops_per_cycle", k) else {
+                    continue;
+                };
+                let Some(opc) = cx.q_key("ops_per_cycle", k, q, D::FlopsPerCycle) else {
+                    continue;
+                };
                 let Some(clk) = clock else {
-                    cx.error("ops_per_cycle", "deriving a peak from `ops_per_cycle` needs the die's `clock`", None);
+                    cx.error(
+                        "ops_per_cycle",
+                        "deriving a peak from `ops_per_cycle` needs the die's `clock`",
+                        Some("add the die's clock, e.g. `clock: \"1.98 GHz\"`, or give `peak` directly".into()),
+                    );
                     continue;
                 };
                 let derived = units as f64 * opc * clk;
@@ -680,12 +746,31 @@ fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
         cx.leave();
     }
     // Sparse figures written as dense: an fp8 rate 4x the bf16 rate (where 2x is the rule).
-    let (b, f8) = (matrix[Precision::Bf16.index()], matrix[Precision::Fp8.index()]);
+    let (b, f8) = (
+        matrix[Precision::Bf16.index()],
+        matrix[Precision::Fp8.index()],
+    );
     if b > 0.0 && f8 > 0.0 && (f8 / b - 4.0).abs() < 0.2 {
-        cx.error(
-            "compute",
+        // At the (first) fp8 matrix peak written, else at `compute`.
+        let at = s
+            .compute
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind == EngineKind::Matrix)
+            .find_map(|(i, e)| {
+                let k = e
+                    .peak
+                    .keys()
+                    .find(|k| Precision::parse(k) == Some(Precision::Fp8))?;
+                Some(cx.path().field("compute").index(i).field("peak").key(k))
+            })
+            .unwrap_or_else(|| cx.path().field("compute"));
+        cx.error_at(
+            &at,
             "the fp8 peak is 4x the bf16 peak: one of them is probably a 2:4 sparse figure",
-            Some("dense fp8 is 2x dense bf16 on every current tensor core; write both dense".into()),
+            Some(
+                "dense fp8 is 2x dense bf16 on every current tensor core; write both dense".into(),
+            ),
         );
     }
     let mut mem = Vec::new();
@@ -706,9 +791,17 @@ fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
             .energy_per_bit_hop
             .as_ref()
             .and_then(|q| cx.non_negative("energy_per_bit_hop", q, D::EnergyPerByte));
-        let product: u64 = m.dims.iter().product();
+        let product = m
+            .dims
+            .iter()
+            .try_fold(1u64, |a, d| a.checked_mul(*d))
+            .unwrap_or(u64::MAX);
         if m.dims.is_empty() || m.dims.contains(&0) {
-            cx.error("dims", "mesh `dims` must be non-empty and positive", Some("e.g. `dims: [750, 994]`".into()));
+            cx.error(
+                "dims",
+                "mesh `dims` must be non-empty and positive",
+                Some("e.g. `dims: [750, 994]`".into()),
+            );
         } else if s.cores.is_some() && product != cores && product != 0 {
             cx.error(
                 "dims",
@@ -730,7 +823,9 @@ fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
     });
     let mut epf = [0.0; NPREC];
     for (k, q) in &s.energy_per_flop {
-        let Some(p) = precision_key(cx, "energy_per_flop", k) else { continue };
+        let Some(p) = precision_key(cx, "energy_per_flop", k) else {
+            continue;
+        };
         if let Some(v) = cx.q_key("energy_per_flop", k, q, D::EnergyPerFlop) {
             epf[p.index()] = v;
         }
@@ -744,8 +839,14 @@ fn precision_key(cx: &mut Ctx, field: &str, k: &str) -> Option<Precision> {
         Some(p) => Some(p),
         None => {
             let hint = match crate::diag::did_you_mean(k, Precision::names()) {
-                Some(s) => format!("did you mean `{s}`? precisions: {}", Precision::names().collect::<Vec<_>>().join(", ")),
-                None => format!("precisions: {}", Precision::names().collect::<Vec<_>>().join(", ")),
+                Some(s) => format!(
+                    "did you mean `{s}`? precisions: {}",
+                    Precision::names().collect::<Vec<_>>().join(", ")
+                ),
+                None => format!(
+                    "precisions: {}",
+                    Precision::names().collect::<Vec<_>>().join(", ")
+                ),
             };
             let p = cx.path().field(field).key(k);
             cx.error_at(&p, format!("unknown precision `{k}`"), Some(hint));
@@ -757,12 +858,18 @@ fn precision_key(cx: &mut Ctx, field: &str, k: &str) -> Option<Precision> {
 fn lower_memory(cx: &mut Ctx, m: &MemorySpec, cores: u64, dies: u32) -> Option<MemLevel> {
     let cap = cx.positive("capacity", &m.capacity, D::Bytes);
     let bw = cx.positive("bandwidth", &m.bandwidth, D::Bandwidth);
-    let lat = m.latency.as_ref().and_then(|q| cx.non_negative("latency", q, D::Time));
+    let lat = m
+        .latency
+        .as_ref()
+        .and_then(|q| cx.non_negative("latency", q, D::Time));
     let e = m
         .energy_per_byte
         .as_ref()
         .and_then(|q| cx.non_negative("energy_per_byte", q, D::EnergyPerByte));
-    let compute = m.compute.as_ref().and_then(|q| cx.positive("compute", q, D::FlopRate));
+    let compute = m
+        .compute
+        .as_ref()
+        .and_then(|q| cx.positive("compute", q, D::FlopRate));
     let instances = match m.attach {
         Attach::Core => cores as f64,
         Attach::Die => dies as f64,
@@ -799,9 +906,16 @@ fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
         Some(nn) => {
             cx.enter_field("nics", nn.source.as_ref());
             let bw = cx.positive("bandwidth", &nn.bandwidth, D::Bandwidth);
-            let p = nn.power.as_ref().and_then(|q| cx.non_negative("power", q, D::Power));
+            let p = nn
+                .power
+                .as_ref()
+                .and_then(|q| cx.non_negative("power", q, D::Power));
             cx.leave();
-            (nn.count, bw.unwrap_or(0.0) * nn.count as f64, p.unwrap_or(0.0) * nn.count as f64)
+            (
+                nn.count,
+                bw.unwrap_or(0.0) * nn.count as f64,
+                p.unwrap_or(0.0) * nn.count as f64,
+            )
         }
         None => (0, 0.0, 0.0),
     };
@@ -846,14 +960,27 @@ fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {
         .as_ref()
         .and_then(|q| cx.non_negative("energy_per_bit", q, D::EnergyPerByte));
     if matches!(s.topology, ScaleUpTopology::Torus | ScaleUpTopology::Mesh) && s.dims.is_empty() {
-        cx.error("dims", "a torus or mesh needs `dims`", Some("e.g. `dims: [16, 16, 24]`".into()));
+        cx.error(
+            "topology",
+            "a torus or mesh needs `dims`",
+            Some(
+                "add `dims` that multiply out to `size`, e.g. `dims: [4, 4, 4]` for size 64".into(),
+            ),
+        );
     }
     if !s.dims.is_empty() {
-        let product: u64 = s.dims.iter().product();
-        if Some(product) != size {
+        let product = s.dims.iter().try_fold(1u64, |a, d| a.checked_mul(*d));
+        if product != size {
+            let product = match product {
+                Some(p) => p.to_string(),
+                None => "more than 2^64".into(),
+            };
             cx.error(
                 "dims",
-                format!("dims {:?} multiply to {product}, not the domain size {}", s.dims, s.size),
+                format!(
+                    "dims {:?} multiply to {product}, not the domain size {}",
+                    s.dims, s.size
+                ),
                 Some("`dims` must multiply out to `size`".into()),
             );
         }

@@ -37,18 +37,24 @@ pub struct SystemSpec {
     pub facility: Option<FacilitySpec>,
 }
 
+// Parsed once per file: the size difference between the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Deserialize)]
 pub enum DeviceRef {
     Use(String),
     Device(DeviceSpec),
 }
 
+// Parsed once per file: the size difference between the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Deserialize)]
 pub enum DieRef {
     Use(String),
     Die(DieSpec),
 }
 
+// Parsed once per file: the size difference between the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Deserialize)]
 pub enum NodeRef {
     Use(String),
