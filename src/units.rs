@@ -33,7 +33,9 @@ impl Dimension {
         match self {
             Dimension::Ratio => &["", "%"],
             Dimension::Time => &["s", "ms", "us", "ns", "min", "h", "d"],
-            Dimension::Bytes => &["B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "b"],
+            Dimension::Bytes => &[
+                "B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "b",
+            ],
             Dimension::Bandwidth => &["B/s", "GB/s", "TB/s", "PB/s", "Gb/s", "Tb/s", "GiB/s"],
             Dimension::FlopRate => &["FLOP/s", "TFLOP/s", "PFLOP/s", "OP/s", "TOP/s", "TOPS"],
             Dimension::Power => &["W", "kW", "MW"],
@@ -97,12 +99,7 @@ fn err(message: impl Into<String>, hint: Option<String>) -> UnitError {
 fn base_units(dim: Dimension) -> &'static [(&'static str, f64)] {
     match dim {
         Dimension::Ratio => &[("", 1.0), ("%", 0.01), ("x", 1.0)],
-        Dimension::Time => &[
-            ("s", 1.0),
-            ("min", 60.0),
-            ("h", 3600.0),
-            ("d", 86400.0),
-        ],
+        Dimension::Time => &[("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0)],
         Dimension::Bytes => &[("B", 1.0), ("b", 0.125), ("bit", 0.125)],
         Dimension::Bandwidth => &[
             ("B/s", 1.0),
@@ -110,12 +107,7 @@ fn base_units(dim: Dimension) -> &'static [(&'static str, f64)] {
             ("bit/s", 0.125),
             ("bps", 0.125),
         ],
-        Dimension::FlopRate => &[
-            ("FLOP/s", 1.0),
-            ("FLOPS", 1.0),
-            ("OP/s", 1.0),
-            ("OPS", 1.0),
-        ],
+        Dimension::FlopRate => &[("FLOP/s", 1.0), ("FLOPS", 1.0), ("OP/s", 1.0), ("OPS", 1.0)],
         Dimension::Power => &[("W", 1.0)],
         Dimension::Energy => &[("J", 1.0), ("Wh", 3600.0)],
         Dimension::EnergyPerFlop => &[("J/FLOP", 1.0), ("J/OP", 1.0)],
@@ -188,9 +180,7 @@ pub fn unit_factor(dim: Dimension, unit: &str) -> Option<f64> {
         for (p, pf) in table {
             if *p == prefix {
                 // Binary prefixes only make sense for bytes.
-                if p.ends_with('i')
-                    && !matches!(dim, Dimension::Bytes | Dimension::Bandwidth)
-                {
+                if p.ends_with('i') && !matches!(dim, Dimension::Bytes | Dimension::Bandwidth) {
                     return None;
                 }
                 let pf = if squared { pf * pf } else { *pf };
@@ -225,8 +215,10 @@ pub fn suggest_unit(dim: Dimension, unit: &str) -> Option<String> {
     let lower = unit.to_lowercase();
     let mut best: Option<(f64, String)> = None;
     for cand in candidate_spellings(dim) {
+        // Same letters in another case rank first; among those, the closest in case wins, so
+        // `Gb/S` suggests `Gb/s` (bits), not `GB/s` (bytes, 8× more).
         let score = if cand.to_lowercase() == lower {
-            1.0
+            1.0 + strsim::jaro_winkler(&cand, unit)
         } else {
             strsim::jaro_winkler(&cand, unit)
         };
@@ -245,7 +237,10 @@ pub fn parse(text: &str, dim: Dimension) -> Result<Parsed, UnitError> {
             if s.is_empty() || s.contains(char::is_whitespace) {
                 return Err(err(
                     format!("source tag in `{text}` must be one word after `@`"),
-                    Some("write the key of an entry in `sources`, e.g. \"700 W @nv-h100-datasheet\"".into()),
+                    Some(
+                        "write the key of an entry in `sources`, e.g. \"700 W @nv-h100-datasheet\""
+                            .into(),
+                    ),
                 ));
             }
             (b.trim(), Some(s.to_string()))
@@ -255,7 +250,10 @@ pub fn parse(text: &str, dim: Dimension) -> Result<Parsed, UnitError> {
     if body.is_empty() {
         return Err(err(
             "empty quantity",
-            Some(format!("write a number with a unit, e.g. \"{}\"", example(dim))),
+            Some(format!(
+                "write a number with a unit, e.g. \"{}\"",
+                example(dim)
+            )),
         ));
     }
     // Split the leading number from the unit.
@@ -265,9 +263,13 @@ pub fn parse(text: &str, dim: Dimension) -> Result<Parsed, UnitError> {
             !(c.is_ascii_digit()
                 || *c == '.'
                 || *c == '_'
-                || ((*c == '-' || *c == '+') && (*i == 0 || matches!(body.as_bytes()[i - 1], b'e' | b'E')))
-                || ((*c == 'e' || *c == 'E') && *i > 0 && body[..*i].chars().any(|d| d.is_ascii_digit())
-                    && body[i + 1..].starts_with(|n: char| n.is_ascii_digit() || n == '-' || n == '+')))
+                || ((*c == '-' || *c == '+')
+                    && (*i == 0 || matches!(body.as_bytes()[i - 1], b'e' | b'E')))
+                || ((*c == 'e' || *c == 'E')
+                    && *i > 0
+                    && body[..*i].chars().any(|d| d.is_ascii_digit())
+                    && body[i + 1..]
+                        .starts_with(|n: char| n.is_ascii_digit() || n == '-' || n == '+')))
         })
         .map(|(i, _)| i)
         .unwrap_or(body.len());
@@ -275,7 +277,8 @@ pub fn parse(text: &str, dim: Dimension) -> Result<Parsed, UnitError> {
     let num = num.replace('_', "");
     let unit = unit.trim();
     let lower_num = body.to_ascii_lowercase();
-    if lower_num.starts_with("nan") || lower_num.starts_with("inf") || lower_num.starts_with("-inf") {
+    if lower_num.starts_with("nan") || lower_num.starts_with("inf") || lower_num.starts_with("-inf")
+    {
         return Err(err(
             format!("`{body}` is not a finite number"),
             Some("quantities must be finite; write the measured or datasheet value".into()),
@@ -284,7 +287,10 @@ pub fn parse(text: &str, dim: Dimension) -> Result<Parsed, UnitError> {
     let value: f64 = num.parse().map_err(|_| {
         err(
             format!("`{body}` does not start with a number"),
-            Some(format!("write a number then a unit, e.g. \"{}\"", example(dim))),
+            Some(format!(
+                "write a number then a unit, e.g. \"{}\"",
+                example(dim)
+            )),
         )
     })?;
     if !value.is_finite() {
@@ -302,16 +308,23 @@ pub fn parse(text: &str, dim: Dimension) -> Result<Parsed, UnitError> {
                     Some(format!("units for {dim}: {}", units_list(dim))),
                 ));
             }
-            let hint = match suggest_unit(dim, unit) {
-                Some(s) => format!("did you mean `{s}`? units for {dim}: {}", units_list(dim)),
-                None => format!("units for {dim}: {}", units_list(dim)),
+            let hint = if unit.starts_with(',') {
+                "write the decimal separator as a point: \"1.15\", not \"1,15\"".to_string()
+            } else {
+                match suggest_unit(dim, unit) {
+                    Some(s) => format!("did you mean `{s}`? units for {dim}: {}", units_list(dim)),
+                    None => format!("units for {dim}: {}", units_list(dim)),
+                }
             };
             let what = if unit.is_empty() {
                 "missing unit".to_string()
             } else {
                 format!("unknown unit `{unit}`")
             };
-            return Err(err(format!("{what} in `{body}`; expected {dim}"), Some(hint)));
+            return Err(err(
+                format!("{what} in `{body}`; expected {dim}"),
+                Some(hint),
+            ));
         }
     };
     let si = value * factor;
@@ -324,7 +337,13 @@ pub fn parse(text: &str, dim: Dimension) -> Result<Parsed, UnitError> {
 fn units_list(dim: Dimension) -> String {
     dim.example_units()
         .iter()
-        .map(|u| if u.is_empty() { "(none)".to_string() } else { format!("`{u}`") })
+        .map(|u| {
+            if u.is_empty() {
+                "(none)".to_string()
+            } else {
+                format!("`{u}`")
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -423,6 +442,14 @@ mod tests {
         let e = parse("700 W", Dimension::Bandwidth).unwrap_err();
         assert!(e.message.contains("expected a bandwidth"), "{}", e.message);
         assert!(e.message.contains("a power"), "{}", e.message);
+    }
+
+    #[test]
+    fn suggestion_keeps_bits_and_bytes_apart() {
+        let e = parse("400 Gb/S", Dimension::Bandwidth).unwrap_err();
+        assert!(e.hint.unwrap().starts_with("did you mean `Gb/s`"));
+        let e = parse("1,15 W", Dimension::Power).unwrap_err();
+        assert!(e.hint.unwrap().contains("decimal"));
     }
 
     #[test]
