@@ -11,5 +11,6 @@ pub mod model;
 pub mod plot;
 pub mod report;
 pub mod spec;
+pub mod sweep;
 pub mod templates;
 pub mod units;

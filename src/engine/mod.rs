@@ -3,6 +3,8 @@
 //! feasibility, power and energy), and search mappings.
 
 pub mod cpu;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod lower;
 pub mod program;
 pub mod search;

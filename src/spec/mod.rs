@@ -5,6 +5,7 @@
 
 pub mod arch;
 pub mod mapping;
+pub mod sweep;
 pub mod workload;
 
 use crate::diag::{

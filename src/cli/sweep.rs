@@ -1,0 +1,626 @@
+//! `tessera sweep FILE | --arch A --workload W --vary PATH=VALUES...`: evaluate a design space on
+//! all CPU cores or the GPU; print the best points and the Pareto front; optionally stream every
+//! point to CSV or JSON Lines. `tessera sweep merge FILES...` joins shard summaries.
+
+use super::{report, DiskFs, Exit, Format};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
+use tessera::spec::{Files, Q};
+use tessera::sweep::plan::{self, AxisInput, Inputs, Loc};
+use tessera::sweep::report::{PointReport, RowFormat, Summary};
+use tessera::sweep::run::{self, Backend, Options};
+use tessera::sweep::space::Sampling;
+use tessera::units::fmt_si;
+
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// A sweep file (see architectures/sweeps/); options below override or extend it.
+    pub file: Option<String>,
+    /// Base architecture (without a sweep file).
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// Workload (without a sweep file).
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// `published` (default), `auto` (every legal mapping) or a mapping file.
+    #[arg(long)]
+    pub mapping: Option<String>,
+    /// A parameter and its values, repeatable: `device.memory.HBM3e.bandwidth=2 TB/s..8 TB/s step
+    /// 0.5 TB/s`, `scale_up.bandwidth=[0.9 TB/s, 1.8 TB/s]`, `devices=512,1024`, `mapping.tp=4,8`.
+    #[arg(long = "vary", value_name = "PATH=VALUES")]
+    pub vary: Vec<String>,
+    /// grid, random or lhs (Latin hypercube).
+    #[arg(long)]
+    pub sampling: Option<String>,
+    /// Machine points per program for random and lhs sampling.
+    #[arg(long)]
+    pub points: Option<u64>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Largest facility power of the devices used, e.g. "5 MW".
+    #[arg(long, value_name = "POWER")]
+    pub power_budget: Option<String>,
+    /// Memory each device must have free after placement, e.g. "10 GB".
+    #[arg(long, value_name = "BYTES")]
+    pub memory_floor: Option<String>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: Backend,
+    /// How many best points to report.
+    #[arg(long)]
+    pub top: Option<usize>,
+    /// Metric the best points are ranked by: throughput, step_time, power, energy,
+    /// perf_per_watt, mfu.
+    #[arg(long)]
+    pub objective: Option<String>,
+    /// The two metrics of the Pareto front, e.g. `throughput,power`.
+    #[arg(long, value_name = "A,B")]
+    pub pareto: Option<String>,
+    /// Stream every point to a `.csv` or `.jsonl` file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<String>,
+    /// Evaluate shard I of N (a contiguous slice of the points), e.g. `--shard 0/4`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Also write the JSON summary (what `sweep merge` joins) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<String>,
+    /// Also draw the sweep as an SVG picture: the two Pareto metrics, a sample of the points, the
+    /// front and the best point.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+    /// Size of the picture in pixels.
+    #[arg(long, value_name = "WIDTHxHEIGHT", default_value = "800x500")]
+    pub plot_size: tessera::plot::Size,
+    /// List every parameter path of the architecture and exit.
+    #[arg(long)]
+    pub list_paths: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Join the JSON summaries of shards (`--shard I/N --summary FILE`) into one result.
+    Merge(MergeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// Shard summaries.
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    #[arg(long)]
+    pub top: Option<usize>,
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<String>,
+    /// Draw the merged sweep as an SVG picture (from the shards' samples, if they kept any).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+    #[arg(long, value_name = "WIDTHxHEIGHT", default_value = "800x500")]
+    pub plot_size: tessera::plot::Size,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+}
+
+fn err(msg: impl std::fmt::Display) -> Exit {
+    let _ = writeln!(std::io::stderr(), "error: {msg}");
+    Exit::Failed
+}
+
+/// The progress bar on stderr (none when stderr is not a terminal, or for a quick sweep).
+struct Bar {
+    enabled: bool,
+    bar: OnceLock<ProgressBar>,
+}
+
+impl run::Progress for Bar {
+    fn start(&self, total: u64, backend: &str) {
+        let show = self.enabled && total >= 200_000;
+        let b = if show {
+            let b = ProgressBar::new(total);
+            if let Ok(s) = ProgressStyle::with_template(
+                "{spinner} {msg} [{bar:30}] {human_pos}/{human_len} points, {per_sec}, eta {eta}",
+            ) {
+                b.set_style(s.progress_chars("=> "));
+            }
+            b.set_message(backend.to_string());
+            b
+        } else {
+            ProgressBar::hidden()
+        };
+        let _ = self.bar.set(b);
+    }
+    fn advance(&self, n: u64) {
+        if let Some(b) = self.bar.get() {
+            b.inc(n);
+        }
+    }
+    fn note(&self, m: &str) {
+        let print = || {
+            let _ = writeln!(std::io::stderr(), "note: {m}");
+        };
+        match self.bar.get() {
+            Some(b) => b.suspend(print),
+            None => print(),
+        }
+    }
+}
+
+fn inputs(a: &Args) -> Result<(Inputs, Files), Exit> {
+    let (mut inp, files) = match &a.file {
+        Some(f) => {
+            let l = plan::read_file(f, &DiskFs);
+            if report(&l.diagnostics, &l.files) {
+                return Err(Exit::Failed);
+            }
+            match l.value {
+                Some(v) => (v, l.files),
+                None => return Err(Exit::Failed),
+            }
+        }
+        None => (Inputs::default(), Files::default()),
+    };
+    if let Some(x) = &a.arch {
+        inp.arch = Some((x.clone(), Loc::option("--arch")));
+    }
+    if let Some(x) = &a.workload {
+        inp.workload = Some((x.clone(), Loc::option("--workload")));
+    }
+    if let Some(x) = &a.mapping {
+        inp.mapping = Some((x.clone(), Loc::option("--mapping")));
+    }
+    for v in &a.vary {
+        let Some((path, values)) = tessera::sweep::expr::split_cli(v) else {
+            return Err(err(format!(
+                "--vary `{v}`: expected PATH=VALUES, e.g. `device.tdp=1000 W..1400 W step 100 W`"
+            )));
+        };
+        // An option replaces the file's axis of the same path.
+        inp.axes.retain(|x| x.path != path);
+        inp.axes.push(AxisInput {
+            path,
+            values,
+            at: Loc::option(&format!("--vary {v}")),
+        });
+    }
+    if a.sampling.is_some() || a.points.is_some() || a.seed.is_some() {
+        let (old_points, old_seed) = match inp.sampling {
+            Sampling::Grid => (None, None),
+            Sampling::Random { points, seed } | Sampling::LatinHypercube { points, seed } => {
+                (Some(points), Some(seed))
+            }
+        };
+        let kind = match a.sampling.as_deref() {
+            Some(s) => s.to_ascii_lowercase(),
+            None => match inp.sampling {
+                Sampling::Grid => "grid".into(),
+                Sampling::Random { .. } => "random".into(),
+                Sampling::LatinHypercube { .. } => "lhs".into(),
+            },
+        };
+        let points = a.points.or(old_points);
+        let seed = a.seed.or(old_seed).unwrap_or(0);
+        inp.sampling = match (kind.as_str(), points) {
+            ("grid", _) => Sampling::Grid,
+            ("random", Some(points)) => Sampling::Random { points, seed },
+            ("lhs" | "latin-hypercube" | "latin_hypercube", Some(points)) => {
+                Sampling::LatinHypercube { points, seed }
+            }
+            ("random" | "lhs" | "latin-hypercube" | "latin_hypercube", None) => {
+                return Err(err("random and lhs sampling need `--points N`"))
+            }
+            (other, _) => {
+                return Err(err(format!(
+                    "--sampling `{other}`: choose grid, random or lhs"
+                )))
+            }
+        };
+        inp.sampling_at = Loc::option("--sampling");
+    }
+    if let Some(x) = &a.power_budget {
+        inp.power_budget = Some((Q(x.clone()), Loc::option("--power-budget")));
+    }
+    if let Some(x) = &a.memory_floor {
+        inp.memory_floor = Some((Q(x.clone()), Loc::option("--memory-floor")));
+    }
+    if let Some(x) = &a.objective {
+        inp.objective = Some((x.clone(), Loc::option("--objective")));
+    }
+    if let Some(x) = &a.pareto {
+        inp.pareto = Some((
+            x.split(',').map(|s| s.trim().to_string()).collect(),
+            Loc::option("--pareto"),
+        ));
+    }
+    if let Some(t) = a.top {
+        inp.top = Some(t);
+    }
+    Ok((inp, files))
+}
+
+fn shard(s: &str) -> Option<(u64, u64)> {
+    let (i, n) = s.split_once('/')?;
+    let (i, n) = (i.trim().parse().ok()?, n.trim().parse().ok()?);
+    (n > 0 && i < n).then_some((i, n))
+}
+
+pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
+    if let Some(Command::Merge(m)) = a.command {
+        return merge(m, out);
+    }
+    let (inp, files) = match inputs(&a) {
+        Ok(x) => x,
+        Err(e) => return Ok(e),
+    };
+    if a.list_paths {
+        let Some((arch, _)) = &inp.arch else {
+            return Ok(err("--list-paths needs `--arch FILE` or a sweep file"));
+        };
+        let l = tessera::model::system::load_system(arch, &DiskFs);
+        if report(&l.diagnostics, &l.files) {
+            return Ok(Exit::Failed);
+        }
+        let Some(sys) = l.value else {
+            return Ok(Exit::Failed);
+        };
+        for p in tessera::sweep::paths::known(&sys) {
+            writeln!(out, "{p}")?;
+        }
+        return Ok(Exit::Ok);
+    }
+    if inp.axes.is_empty() && a.file.is_none() && inp.arch.is_none() {
+        return Ok(err(
+            "nothing to sweep: give a sweep file, or `--arch FILE --workload FILE --vary PATH=VALUES`",
+        ));
+    }
+    let l = plan::build(&inp, &DiskFs, files, Vec::new());
+    if report(&l.diagnostics, &l.files) {
+        return Ok(Exit::Failed);
+    }
+    let Some(plan) = l.value else {
+        return Ok(Exit::Failed);
+    };
+    let mut opts = Options::new(&plan);
+    opts.backend = a.backend;
+    if a.plot.is_some() {
+        opts.sample = tessera::plot::sweep::MAX_POINTS as u64;
+    }
+    if let Some(s) = &a.shard {
+        match shard(s) {
+            Some(x) => opts.shard = Some(x),
+            None => return Ok(err(format!("--shard `{s}`: expected I/N with 0 ≤ I < N"))),
+        }
+    }
+    let mut file = match &a.out {
+        Some(p) => {
+            let Some(fmt) = RowFormat::from_path(p) else {
+                return Ok(err(format!("--out `{p}`: name a `.csv` or `.jsonl` file")));
+            };
+            match std::fs::File::create(p) {
+                Ok(f) => Some((std::io::BufWriter::with_capacity(1 << 20, f), fmt)),
+                Err(e) => return Ok(err(format!("cannot create `{p}`: {e}"))),
+            }
+        }
+        None => None,
+    };
+    let bar = Bar {
+        enabled: !a.quiet && std::io::stderr().is_terminal(),
+        bar: OnceLock::new(),
+    };
+    let started = std::time::Instant::now();
+    let rows = file.as_mut().map(|(w, f)| (w as &mut dyn Write, *f));
+    let summary = match run::run(&plan, &opts, rows, &bar) {
+        Ok(s) => s,
+        Err(e) => return Ok(err(e)),
+    };
+    if let Some(b) = bar.bar.get() {
+        b.finish_and_clear();
+    }
+    if let Some((mut w, _)) = file {
+        w.flush()?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: {} points in {:.2} s ({}) on {}",
+        summary.evaluated,
+        secs,
+        rate(summary.evaluated as f64 / secs.max(1e-9)),
+        summary.backend
+    );
+    if let Some(p) = &a.summary {
+        let text = serde_json::to_string_pretty(&summary).expect("summary serialises");
+        if let Err(e) = std::fs::write(p, text + "\n") {
+            return Ok(err(format!("cannot write `{p}`: {e}")));
+        }
+    }
+    if let Some(p) = &a.plot {
+        if let Err(e) = plot(&summary, p, a.plot_size) {
+            return Ok(err(format!("cannot write `{}`: {e}", p.display())));
+        }
+    }
+    print(&summary, a.format, out)?;
+    Ok(Exit::Ok)
+}
+
+fn metric_title(m: tessera::sweep::Metric, unit: &str) -> String {
+    use tessera::sweep::Metric as M;
+    let u = match m {
+        M::Throughput => format!("{unit}/s"),
+        M::StepTime => "s".into(),
+        M::Power => "W".into(),
+        M::Energy => format!("J/{}", unit.trim_end_matches('s')),
+        M::PerfPerWatt => format!("{unit}/s/W"),
+        M::Mfu => "fraction".into(),
+    };
+    format!("{} ({u})", m.name().replace('_', " "))
+}
+
+/// The sweep's picture: its sample, front and top on the two Pareto metrics.
+fn plot(s: &Summary, path: &std::path::Path, size: tessera::plot::Size) -> std::io::Result<()> {
+    use tessera::plot::sweep::{Dim, SweepPlot, SweepPoint};
+    let [ma, mb] = s.pareto;
+    let mut all: Vec<&PointReport> = s.sample.iter().chain(&s.front).chain(&s.top).collect();
+    all.sort_by_key(|p| p.index);
+    all.dedup_by_key(|p| p.index);
+    let label = |p: &PointReport| {
+        let mut parts: Vec<String> = s
+            .axes
+            .iter()
+            .zip(&p.values)
+            .map(|(a, v)| {
+                // the last two segments name it well enough: `HBM3e.bandwidth`, `peak.fp8`
+                let segs: Vec<&str> = a.path.rsplitn(3, '.').take(2).collect();
+                let name: String = segs.into_iter().rev().collect::<Vec<_>>().join(".");
+                if a.unit.is_empty() {
+                    format!("{name} {v:.3}")
+                } else {
+                    format!("{name} {}", fmt_si(*v, &a.unit))
+                }
+            })
+            .collect();
+        if s.programs.len() > 1 {
+            parts.push(s.programs.get(p.program).cloned().unwrap_or_default());
+        }
+        parts.join(", ")
+    };
+    let pos = |i: u64| all.iter().position(|p| p.index == i);
+    let picture = SweepPlot {
+        title: s.name.clone(),
+        x: Dim {
+            title: metric_title(ma, &s.unit),
+            higher_is_better: ma.higher_is_better(),
+            log: false,
+        },
+        y: Dim {
+            title: metric_title(mb, &s.unit),
+            higher_is_better: mb.higher_is_better(),
+            log: false,
+        },
+        points: all
+            .iter()
+            .map(|p| SweepPoint {
+                label: label(p),
+                x: ma.value(&p.outcome()),
+                y: mb.value(&p.outcome()),
+            })
+            .collect(),
+        front: Some(s.front.iter().filter_map(|p| pos(p.index)).collect()),
+        best: s
+            .top
+            .first()
+            .and_then(|p| pos(p.index))
+            .map(|i| (i, s.objective.name().to_string())),
+    };
+    let mut buf = Vec::new();
+    tessera::plot::sweep::sweep(&picture, size, &mut buf)?;
+    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d)?;
+    }
+    std::fs::write(path, buf)?;
+    let _ = writeln!(std::io::stderr(), "wrote {}", path.display());
+    Ok(())
+}
+
+fn rate(r: f64) -> String {
+    format!("{} points/s", fmt_si(r, "").trim_end())
+}
+
+fn merge(m: MergeArgs, out: &mut dyn Write) -> std::io::Result<Exit> {
+    let mut parts = Vec::new();
+    for f in &m.files {
+        let text = match std::fs::read_to_string(f) {
+            Ok(t) => t,
+            Err(e) => return Ok(err(format!("cannot read `{f}`: {e}"))),
+        };
+        match serde_json::from_str::<Summary>(&text) {
+            Ok(s) => parts.push(s),
+            Err(e) => {
+                return Ok(err(format!(
+                    "{f}:{}:{}: not a sweep summary: {e}",
+                    e.line(),
+                    e.column()
+                )))
+            }
+        }
+    }
+    let (s, warnings) = match tessera::sweep::report::merge(parts, m.top) {
+        Ok(x) => x,
+        Err(e) => return Ok(err(e)),
+    };
+    for w in warnings {
+        let _ = writeln!(std::io::stderr(), "warning: {w}");
+    }
+    if let Some(p) = &m.summary {
+        let text = serde_json::to_string_pretty(&s).expect("summary serialises");
+        if let Err(e) = std::fs::write(p, text + "\n") {
+            return Ok(err(format!("cannot write `{p}`: {e}")));
+        }
+    }
+    if let Some(p) = &m.plot {
+        if let Err(e) = plot(&s, p, m.plot_size) {
+            return Ok(err(format!("cannot write `{}`: {e}", p.display())));
+        }
+    }
+    print(&s, m.format, out)?;
+    Ok(Exit::Ok)
+}
+
+/// Rows of the Pareto front a table shows.
+const FRONT_ROWS: usize = 25;
+
+fn points_table(s: &Summary, pts: &[(usize, &PointReport)]) -> (Vec<String>, Vec<Vec<String>>) {
+    let many = s.programs.len() > 1;
+    let mut h = vec!["#".to_string()];
+    for a in &s.axes {
+        h.push(a.path.clone());
+    }
+    if many {
+        h.push("devices, mapping".into());
+    }
+    for x in [
+        "step time",
+        "throughput",
+        "power",
+        "energy per unit",
+        "MFU",
+        "free memory",
+    ] {
+        h.push(x.into());
+    }
+    let rows = pts
+        .iter()
+        .map(|(i, p)| {
+            let mut r = vec![(i + 1).to_string()];
+            for (a, v) in s.axes.iter().zip(&p.values) {
+                r.push(if a.unit.is_empty() {
+                    format!("{v:.4}")
+                } else {
+                    fmt_si(*v, &a.unit)
+                });
+            }
+            if many {
+                r.push(s.programs.get(p.program).cloned().unwrap_or_default());
+            }
+            r.push(fmt_si(p.step_time_s, "s"));
+            r.push(format!(
+                "{} {}/s",
+                fmt_si(p.throughput_per_s, "").trim_end(),
+                s.unit
+            ));
+            r.push(fmt_si(p.average_power_w, "W"));
+            r.push(fmt_si(p.energy_per_unit_j, "J"));
+            r.push(format!("{:.1}%", p.mfu * 100.0));
+            r.push(fmt_si(p.memory_headroom_bytes, "B"));
+            r
+        })
+        .collect();
+    (h, rows)
+}
+
+fn print(s: &Summary, format: Format, out: &mut dyn Write) -> std::io::Result<()> {
+    if format == Format::Json {
+        return writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(s).expect("summary serialises")
+        );
+    }
+    let render = |h: &[String], r: &[Vec<String>]| match format {
+        Format::Csv => tessera::report::csv(h, r),
+        Format::Markdown => tessera::report::markdown_table(h, r) + "\n",
+        _ => tessera::report::table(h, r) + "\n",
+    };
+    if format == Format::Table || format == Format::Markdown {
+        writeln!(out, "sweep: {} ({} on {})", s.name, s.workload, s.system)?;
+        let shards = if s.shards.len() == 1 && s.shards[0].count > 1 {
+            format!(
+                ", shard {}/{} (points {}..{})",
+                s.shards[0].index, s.shards[0].count, s.shards[0].start, s.shards[0].end
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{} points: {} program(s) × {} machine points ({}){shards}",
+            s.total_points,
+            s.programs.len(),
+            s.points_per_program,
+            match s.sampling {
+                Sampling::Grid => "grid".to_string(),
+                Sampling::Random { seed, .. } => format!("random, seed {seed}"),
+                Sampling::LatinHypercube { seed, .. } => format!("Latin hypercube, seed {seed}"),
+            }
+        )?;
+        let inf: Vec<String> = s
+            .infeasible
+            .iter()
+            .map(|(r, n)| format!("{n} {r}"))
+            .collect();
+        writeln!(
+            out,
+            "evaluated {}: {} feasible{}",
+            s.evaluated,
+            s.feasible,
+            if inf.is_empty() {
+                String::new()
+            } else {
+                format!("; infeasible: {}", inf.join(", "))
+            }
+        )?;
+        if !s.skipped_programs.is_empty() {
+            writeln!(
+                out,
+                "{} program(s) skipped, e.g. {}: {}",
+                s.skipped_programs.len(),
+                s.skipped_programs[0].label,
+                s.skipped_programs[0].reason
+            )?;
+        }
+        writeln!(out, "\nbest {} by {}:", s.top.len(), s.objective)?;
+    }
+    let top: Vec<(usize, &PointReport)> = s.top.iter().enumerate().collect();
+    let (h, r) = points_table(s, &top);
+    write!(out, "{}", render(&h, &r))?;
+    if format == Format::Table || format == Format::Markdown {
+        writeln!(
+            out,
+            "\nPareto front, {} vs {} ({} points):",
+            s.pareto[0],
+            s.pareto[1],
+            s.front.len()
+        )?;
+    } else {
+        writeln!(out)?;
+    }
+    // A long front is summarised in tables by rows spread evenly along it; CSV and JSON carry
+    // all of it.
+    let n = s.front.len();
+    let pick: Vec<(usize, &PointReport)> = if format == Format::Csv || n <= FRONT_ROWS {
+        s.front.iter().enumerate().collect()
+    } else {
+        let mut v: Vec<usize> = (0..FRONT_ROWS)
+            .map(|i| i * (n - 1) / (FRONT_ROWS - 1))
+            .collect();
+        v.dedup();
+        v.into_iter().map(|i| (i, &s.front[i])).collect()
+    };
+    let (h, r) = points_table(s, &pick);
+    write!(out, "{}", render(&h, &r))?;
+    if pick.len() < n {
+        writeln!(
+            out,
+            "{} of {n} front points shown, spread along it (`--format json` or `--format csv` lists all)",
+            pick.len()
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,480 @@
+// The flat cost program interpreted for many machine vectors at once, in f32.
+//
+// One invocation = one design point: it builds its machine vector from the program's base fields
+// and the sweep axes (generating the point from its index exactly as `sweep/space.rs` does), then
+// evaluates the program's ops and collectives. This is a line-for-line port of `engine/cpu.rs`
+// (`collective`, `place`, `eval_traced`) and must stay one; `tests/gpu_parity.rs` checks it
+// against the f64 CPU evaluator on random design points.
+//
+// The field indices (F_*), NX, NPREC and MAX_AXES are prepended by the host from
+// `sweep/fields.rs`, so the layout has one source.
+//
+// Where the CPU divides by a zero bandwidth (an infinite time, hence an infeasible point) the
+// kernel sets `bad` instead of producing an infinity, which WGSL implementations need not honour.
+
+struct Params {
+    start_prog: u32,
+    start_mi: u32,
+    count: u32,
+    points: u32,
+    n_axes: u32,
+    axis_start: u32,
+    n_targets: u32,
+    target_start: u32,
+    sampling: u32,
+    seed: u32,
+    rederive: u32,
+    divide: u32,
+}
+
+// Ops, collectives, axes and axis targets share one record shape.
+//   op:     u = (matrix, precision, section, phase)       f = (flops, weight bytes, act bytes, count)
+//   comm:   u = (kind, section, overlap, weight stream)   f = (bytes, inner, outer, count)
+//   axis:   u = (kind 0 list 1 linear 2 log, count, list offset, 0)  f = (lo, hi, ln(hi/lo), 0)
+//   target: u = (axis, field, op 0 set 1 divide, 0)       f = (scale, offset, floor, 0)
+struct Rec {
+    u: vec4<u32>,
+    f: vec4<f32>,
+}
+
+struct Prog {
+    op_start: u32,
+    n_ops: u32,
+    comm_start: u32,
+    n_comms: u32,
+    base: u32,
+    mfu_prec: u32,
+    pad0: u32,
+    pad1: u32,
+    micro_batches: f32,
+    bubble: f32,
+    devices: f32,
+    units: f32,
+    model_flops: f32,
+    state: f32,
+    working: f32,
+    total: f32,
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> progs: array<Prog>;
+@group(0) @binding(2) var<storage, read> recs: array<Rec>;
+@group(0) @binding(3) var<storage, read> vals: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
+
+var<private> X: array<f32, NX>;
+var<private> V: array<f32, MAX_AXES>;
+var<private> bad: bool;
+
+const REASON_MEMORY: f32 = 1.0;
+const REASON_NO_COMPUTE: f32 = 2.0;
+
+// ---- sampler (sweep/space.rs) ----
+
+fn mix(x0: u32) -> u32 {
+    var x = x0;
+    x ^= x >> 16u;
+    x *= 0x7feb352du;
+    x ^= x >> 15u;
+    x *= 0x846ca68bu;
+    x ^= x >> 16u;
+    return x;
+}
+
+fn axis_key(seed: u32, axis: u32, salt: u32) -> u32 {
+    return mix(mix(seed ^ 0x9e3779b9u) ^ (axis * 0x85ebca6bu) ^ (salt * 0xc2b2ae35u));
+}
+
+fn permute(i: u32, n: u32, key: u32) -> u32 {
+    if (n <= 1u) {
+        return 0u;
+    }
+    let bits = 32u - countLeadingZeros(n - 1u);
+    var mask = 0xffffffffu;
+    if (bits < 32u) {
+        mask = (1u << bits) - 1u;
+    }
+    let half = (bits + 1u) / 2u;
+    var muls = array<u32, 3>(0x2c1b3c6du, 0x297a2d39u, 0x7feb352du);
+    var x = i;
+    loop {
+        for (var r = 0u; r < 3u; r++) {
+            x ^= (key ^ (r * 0x9e3779b9u)) & mask;
+            x = (x * muls[r]) & mask;
+            x ^= x >> half;
+        }
+        if (x < n) {
+            break;
+        }
+    }
+    return x;
+}
+
+fn unit(h: u32) -> f32 {
+    return f32(h >> 8u) * (1.0 / 16777216.0);
+}
+
+fn sample(mi: u32) {
+    let na = P.n_axes;
+    if (P.sampling == 0u) {
+        var rest = mi;
+        for (var k = na; k > 0u; k--) {
+            let a = recs[P.axis_start + k - 1u];
+            let n = max(a.u.y, 1u);
+            V[k - 1u] = vals[a.u.z + rest % n];
+            rest = rest / n;
+        }
+        return;
+    }
+    for (var k = 0u; k < na; k++) {
+        let a = recs[P.axis_start + k];
+        let h = mix(axis_key(P.seed, k, 0u) ^ mi);
+        let n = max(a.u.y, 1u);
+        var u: f32;
+        var j: u32;
+        if (P.sampling == 1u) {
+            u = unit(h);
+            j = h % n;
+        } else {
+            let s = permute(mi, P.points, axis_key(P.seed, k, 1u));
+            u = (f32(s) + unit(h)) / f32(P.points);
+            j = s % n;
+        }
+        if (a.u.x == 0u) {
+            V[k] = vals[a.u.z + j];
+        } else if (a.u.x == 1u) {
+            V[k] = a.f.x + u * (a.f.y - a.f.x);
+        } else {
+            V[k] = a.f.x * exp(u * a.f.z);
+        }
+    }
+}
+
+fn apply() {
+    for (var t = 0u; t < P.n_targets; t++) {
+        let r = recs[P.target_start + t];
+        let v = V[r.u.x];
+        if (r.u.z == 0u) {
+            X[r.u.y] = max(v * r.f.x + r.f.y, r.f.z);
+        } else {
+            X[r.u.y] = X[r.u.y] * r.f.x / v;
+        }
+    }
+    // energy per FLOP: `sweep::space::derive`
+    let both = P.rederive | P.divide;
+    if (both != 0u) {
+        for (var i = 0u; i < NPREC; i++) {
+            let bit = 1u << i;
+            if ((both & bit) == 0u) {
+                continue;
+            }
+            var e = X[F_RAW_EPF + i];
+            if ((P.rederive & bit) != 0u) {
+                let peak = max(X[F_RAW_MATRIX + i], X[F_RAW_VECTOR + i]);
+                if (peak > 0.0) {
+                    e = (X[F_TDP] - X[F_IDLE_POWER]) / peak;
+                }
+            }
+            if ((P.divide & bit) != 0u) {
+                var eff = X[F_EFF_VECTOR];
+                if (X[F_RAW_MATRIX + i] > 0.0) {
+                    eff = X[F_EFF_MATMUL];
+                    if (i >= 5u) {
+                        eff = X[F_EFF_MATMUL] * X[F_EFF_LOW_PRECISION];
+                    }
+                }
+                if (eff > 0.0) {
+                    e = e / eff;
+                }
+            }
+            X[F_ENERGY_PER_FLOP + i] = e;
+        }
+    }
+}
+
+// ---- evaluator (engine/cpu.rs) ----
+
+fn div(a: f32, b: f32) -> f32 {
+    if (b <= 0.0) {
+        bad = true;
+        return 0.0;
+    }
+    return a / b;
+}
+
+// (time, bytes over scale-up, bytes over scale-out) of one collective: `cpu::collective`.
+fn collective(c: Rec) -> vec3<f32> {
+    let kind = c.u.x;
+    let s = c.f.x;
+    if (c.u.w != 0u) {
+        let bw = X[F_EXT_BANDWIDTH] * X[F_EFF_NETWORK];
+        return vec3<f32>(div(s, bw) + X[F_EXT_LATENCY], 0.0, 0.0);
+    }
+    let u = max(c.f.y, 1.0);
+    let o = max(c.f.z, 1.0);
+    if (u <= 1.0 && o <= 1.0) {
+        return vec3<f32>(0.0);
+    }
+    let bu = X[F_UP_BANDWIDTH] * X[F_EFF_NETWORK];
+    let bo = X[F_OUT_BANDWIDTH] * X[F_EFF_NETWORK];
+    let lu = X[F_UP_LATENCY];
+    let lo = X[F_OUT_LATENCY];
+    let log2o = max(log2(o), 1.0);
+    if (kind == 0u) {
+        // all-reduce: reduce-scatter + all-reduce across domains + all-gather
+        var t_in = 0.0;
+        var b_in = 0.0;
+        if (u > 1.0) {
+            if (X[F_UP_INR] != 0.0) {
+                t_in = div(s, bu) + 2.0 * lu;
+                b_in = s;
+            } else {
+                t_in = div(2.0 * (u - 1.0) / u * s, bu) + 2.0 * (u - 1.0) * lu;
+                b_in = 2.0 * (u - 1.0) / u * s;
+            }
+        }
+        let shard = s / u;
+        var t_out = 0.0;
+        var b_out = 0.0;
+        if (o > 1.0) {
+            if (X[F_OUT_INR] != 0.0) {
+                t_out = div(shard, bo) + 2.0 * lo * log2o;
+                b_out = shard;
+            } else {
+                t_out = div(2.0 * (o - 1.0) / o * shard, bo) + 2.0 * lo * log2o;
+                b_out = 2.0 * (o - 1.0) / o * shard;
+            }
+        }
+        return vec3<f32>(t_in + t_out, b_in, b_out);
+    }
+    if (kind == 1u || kind == 2u) {
+        // all-gather, reduce-scatter
+        var t_out = 0.0;
+        var b_out = 0.0;
+        if (o > 1.0) {
+            let part = s / u;
+            t_out = div((o - 1.0) / o * part, bo) + lo * log2o;
+            b_out = (o - 1.0) / o * part;
+        }
+        var t_in = 0.0;
+        var b_in = 0.0;
+        if (u > 1.0) {
+            t_in = div((u - 1.0) / u * s, bu) + (u - 1.0) * lu;
+            b_in = (u - 1.0) / u * s;
+        }
+        return vec3<f32>(t_in + t_out, b_in, b_out);
+    }
+    if (kind == 3u) {
+        // all-to-all
+        let n = u * o;
+        let b_in = (u - 1.0) / n * s;
+        let b_out = (n - u) / n * s;
+        var t_in = 0.0;
+        if (u > 1.0) {
+            t_in = div(b_in, bu) + lu;
+        }
+        var t_out = 0.0;
+        if (o > 1.0) {
+            t_out = div(b_out, bo) + lo;
+        }
+        return vec3<f32>(max(t_in, t_out), b_in, b_out);
+    }
+    if (kind == 4u) {
+        // broadcast
+        if (o > 1.0) {
+            return vec3<f32>(div(s, bo) + lo * log2o, 0.0, s);
+        }
+        return vec3<f32>(div(s, bu) + lu * max(log2(u), 1.0), s, 0.0);
+    }
+    // send/receive
+    if (o > 1.0) {
+        return vec3<f32>(div(s, bo) + lo, 0.0, s);
+    }
+    return vec3<f32>(div(s, bu) + lu, s, 0.0);
+}
+
+fn tier_bandwidth(t: u32) -> f32 {
+    if (t == 0u) {
+        return X[F_SRAM_BANDWIDTH] * X[F_EFF_MEMORY];
+    }
+    if (t == 1u) {
+        return X[F_HBM_BANDWIDTH] * X[F_EFF_MEMORY];
+    }
+    return X[F_EXT_BANDWIDTH] * X[F_EFF_NETWORK];
+}
+
+fn tier_energy(t: u32) -> f32 {
+    if (t == 0u) {
+        return X[F_SRAM_ENERGY];
+    }
+    if (t == 1u) {
+        return X[F_HBM_ENERGY];
+    }
+    return X[F_OUT_ENERGY];
+}
+
+fn infeasible(li: u32, reason: f32, head: f32) {
+    out[2u * li] = vec4<f32>(0.0);
+    out[2u * li + 1u] = vec4<f32>(0.0, head, reason, 0.0);
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let li = gid.y * nwg.x * 256u + gid.x;
+    if (li >= P.count) {
+        return;
+    }
+    let t = P.start_mi + li;
+    let pr = progs[P.start_prog + t / P.points];
+    let mi = t % P.points;
+    for (var i = 0u; i < NX; i++) {
+        X[i] = vals[pr.base + i];
+    }
+    sample(mi);
+    apply();
+    bad = false;
+
+    // Placement: `cpu::place`. Tiers: 0 SRAM, 1 HBM, 2 external.
+    let st = pr.state;
+    let wk = pr.working;
+    let tot = pr.total;
+    let sram = X[F_SRAM_CAPACITY];
+    let hbm = X[F_HBM_CAPACITY];
+    let ext = X[F_EXT_CAPACITY];
+    var wt = 0u;
+    var at = 0u;
+    var head = 0.0;
+    if (tot <= sram) {
+        wt = 0u;
+        at = 0u;
+        head = sram - tot;
+    } else if (ext > 0.0 && st <= ext && wk <= sram) {
+        wt = 2u;
+        at = 0u;
+        head = sram - wk;
+    } else if (tot <= hbm) {
+        wt = 1u;
+        at = 1u;
+        head = hbm - tot;
+    } else if (ext > 0.0 && st <= ext && wk <= hbm) {
+        wt = 2u;
+        at = 1u;
+        head = hbm - wk;
+    } else {
+        infeasible(li, REASON_MEMORY, max(sram, hbm) - tot);
+        return;
+    }
+    let bw_w = tier_bandwidth(wt);
+    let bw_a = tier_bandwidth(at);
+    let e_w = tier_energy(wt);
+    let e_a = tier_energy(at);
+
+    // per section [micro-batch, step]
+    var comp = array<f32, 2>(0.0, 0.0);
+    var mem = array<f32, 2>(0.0, 0.0);
+    var comm = array<f32, 2>(0.0, 0.0);
+    var oth = array<f32, 2>(0.0, 0.0);
+    var busy = array<f32, 2>(0.0, 0.0);
+    var bwd_mb = 0.0;
+    var dyn_energy = 0.0;
+    let mb_mult = pr.micro_batches;
+    let ko = X[F_KERNEL_OVERHEAD];
+    for (var i = 0u; i < pr.n_ops; i++) {
+        let op = recs[pr.op_start + i];
+        let prec = op.u.y;
+        let flops = op.f.x;
+        let wb = op.f.y;
+        let ab = op.f.z;
+        let count = op.f.w;
+        var rate: f32;
+        if (op.u.x != 0u) {
+            var eff = X[F_EFF_MATMUL];
+            if (prec >= 5u) {
+                eff = X[F_EFF_MATMUL] * X[F_EFF_LOW_PRECISION];
+            }
+            rate = X[F_MATRIX_PEAK + prec] * eff;
+        } else {
+            rate = X[F_VECTOR_PEAK + prec] * X[F_EFF_VECTOR];
+        }
+        if (flops > 0.0 && rate <= 0.0) {
+            infeasible(li, REASON_NO_COMPUTE, head);
+            return;
+        }
+        var t_c = 0.0;
+        if (flops > 0.0) {
+            t_c = flops / rate;
+        }
+        var t_w = 0.0;
+        if (wb > 0.0) {
+            t_w = div(wb, bw_w);
+        }
+        var t_a = 0.0;
+        if (ab > 0.0) {
+            t_a = div(ab, bw_a);
+        }
+        var t_m: f32;
+        if (wt == at) {
+            t_m = t_w + t_a;
+        } else {
+            t_m = max(t_w, t_a);
+        }
+        let s = op.u.z;
+        if (t_c >= t_m) {
+            comp[s] += t_c * count;
+        } else {
+            mem[s] += t_m * count;
+        }
+        oth[s] += ko * count;
+        let tt = (max(t_c, t_m) + ko) * count;
+        busy[s] += tt;
+        if (s == 0u && op.u.w == 1u) {
+            bwd_mb += tt;
+        }
+        var mult = 1.0;
+        if (s == 0u) {
+            mult = mb_mult;
+        }
+        dyn_energy += mult * count * (flops * X[F_ENERGY_PER_FLOP + prec] + wb * e_w + ab * e_a);
+    }
+    for (var i = 0u; i < pr.n_comms; i++) {
+        let c = recs[pr.comm_start + i];
+        let r = collective(c);
+        let s = c.u.y;
+        let tt = r.x * c.f.w;
+        var exposed = tt;
+        if (c.u.z == 1u) {
+            exposed = max(tt - bwd_mb, 0.0);
+        } else if (c.u.z == 2u) {
+            exposed = max(tt - busy[s], 0.0);
+        }
+        comm[s] += exposed;
+        var mult = 1.0;
+        if (s == 0u) {
+            mult = mb_mult;
+        }
+        dyn_energy += mult * c.f.w * (r.y * X[F_UP_ENERGY] + r.z * X[F_OUT_ENERGY]);
+    }
+    let t_mb = comp[0] + mem[0] + comm[0] + 0.0 + oth[0];
+    let mb = pr.micro_batches;
+    let tc = comp[0] * mb + comp[1];
+    let tm = mem[0] * mb + mem[1];
+    let tk = comm[0] * mb + comm[1];
+    let tb = (0.0 * mb + pr.bubble * t_mb) + 0.0;
+    let to = oth[0] * mb + oth[1];
+    let t_step = tc + tm + tk + tb + to;
+    if (bad || !(t_step > 0.0 && t_step < 3.0e38)) {
+        infeasible(li, REASON_NO_COMPUTE, head);
+        return;
+    }
+    let dev_power = min(X[F_IDLE_POWER] + dyn_energy / t_step, X[F_TDP]);
+    let power = pr.devices * (dev_power + X[F_OVERHEAD_POWER]) * X[F_PUE];
+    let energy = power * t_step;
+    let throughput = pr.units / t_step;
+    let peak = X[F_MATRIX_PEAK + pr.mfu_prec] * pr.devices;
+    var mfu = 0.0;
+    if (peak > 0.0) {
+        mfu = pr.model_flops / (t_step * peak);
+    }
+    out[2u * li] = vec4<f32>(t_step, energy, power, throughput);
+    out[2u * li + 1u] = vec4<f32>(mfu, head, 0.0, energy / pr.units);
+}

@@ -1,0 +1,110 @@
+//! Design-space sweeps: many machine vectors (and device counts, mappings) evaluated on one flat
+//! cost program each, on every CPU core (rayon) or on the GPU (wgpu), with the same answers.
+//!
+//! - [`plan`] resolves a sweep file or `--vary` options into programs and a machine-vector
+//!   [`space::Space`]; [`paths`] maps parameter paths onto machine fields; [`expr`] parses values.
+//! - Points are generated from their index alone ([`space`]), so a sweep streams in chunks in
+//!   bounded memory, and `--shard I/N` is a contiguous slice of indices.
+//! - [`accumulate`] keeps a top-K heap and an incremental Pareto front; both merge exactly, so
+//!   shards and batches give the answer one pass would.
+//! - [`run`] drives the backends; the GPU backend screens in f32 and re-evaluates its candidates
+//!   with `cpu::eval` in f64, so both backends report the same best points and front.
+//! - [`report`] holds the summary (what `sweep merge` joins) and the per-point CSV / JSON Lines.
+
+pub mod accumulate;
+pub mod expr;
+pub mod fields;
+pub mod metric;
+pub mod paths;
+pub mod plan;
+pub mod report;
+pub mod run;
+pub mod space;
+
+pub use metric::Metric;
+pub use plan::Plan;
+pub use report::Summary;
+pub use run::{run, Backend, Options, Progress};
+
+use crate::engine::program::{Eval, Machine, Program, Tier, REASON_MEMORY, REASON_NO_COMPUTE};
+
+/// Why a point is not feasible (0 = feasible).
+pub mod reason {
+    pub const OK: u8 = 0;
+    /// Does not fit in memory.
+    pub const MEMORY: u8 = 1;
+    /// No compute rate for a precision, or a zero bandwidth where data must move.
+    pub const NO_COMPUTE: u8 = 2;
+    /// Over the power budget.
+    pub const POWER: u8 = 3;
+    /// Less free memory per device than the floor.
+    pub const MEMORY_FLOOR: u8 = 4;
+    pub const COUNT: usize = 5;
+
+    pub fn name(r: u8) -> &'static str {
+        match r {
+            OK => "feasible",
+            MEMORY => "does not fit in memory",
+            NO_COMPUTE => "no compute rate or no bandwidth",
+            POWER => "over the power budget",
+            MEMORY_FLOOR => "below the memory floor",
+            _ => "infeasible",
+        }
+    }
+}
+
+/// The figures of one evaluated design point (SI units).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outcome {
+    pub index: u64,
+    pub reason: u8,
+    pub step_time: f64,
+    pub energy_per_step: f64,
+    /// Average facility power of the devices used (W).
+    pub power: f64,
+    pub throughput: f64,
+    pub mfu: f64,
+    /// Bytes free per device where the working set lives (negative when it does not fit).
+    pub headroom: f64,
+    /// Energy per unit of work (J per token or sample).
+    pub energy_per_unit: f64,
+}
+
+impl Outcome {
+    pub fn feasible(&self) -> bool {
+        self.reason == reason::OK
+    }
+
+    /// From a `cpu::eval` result of program `p` on machine `m`.
+    #[inline]
+    pub fn from_eval(index: u64, p: &Program, m: &Machine, e: &Eval) -> Outcome {
+        let f = &p.footprint;
+        let headroom = if e.reason_code == REASON_MEMORY {
+            e.available_bytes - e.needed_bytes
+        } else {
+            match (e.weights_tier, e.working_tier) {
+                (Tier::External, Tier::Sram) => m.sram_capacity - f.working(),
+                (Tier::External, _) => m.hbm_capacity - f.working(),
+                (_, Tier::Sram) => m.sram_capacity - f.total(),
+                _ => m.hbm_capacity - f.total(),
+            }
+        };
+        let reason = match e.reason_code {
+            0 => reason::OK,
+            REASON_MEMORY => reason::MEMORY,
+            REASON_NO_COMPUTE => reason::NO_COMPUTE,
+            _ => reason::NO_COMPUTE,
+        };
+        Outcome {
+            index,
+            reason,
+            step_time: e.step_time,
+            energy_per_step: e.energy_per_step,
+            power: e.average_power,
+            throughput: e.throughput,
+            mfu: e.mfu,
+            headroom,
+            energy_per_unit: e.energy_per_step / p.units_per_step,
+        }
+    }
+}

@@ -1,0 +1,632 @@
+//! Parameter paths a sweep may vary, mapped onto the machine vector.
+//!
+//! A path names a number of the architecture the way its file does (`scale_up.bandwidth` as
+//! counted in the file, `scale_out.bandwidth` before oversubscription, `energy_per_bit` per bit)
+//! or, under `device.`, per device as `tessera show` reports it (peaks of all dies together).
+//! Each path resolves to the machine fields it sets, with the same conversions
+//! `engine::lower::machine` applies, so a point equals the base system with that number edited
+//! (tested in `tests/sweep_paths.rs`). Dependent quantities move with it: a vector rate the device
+//! derives from a matrix peak, and energy per FLOP the loader derives from (TDP − idle) / peak.
+//!
+//! Also: `machine.<field>` sets any machine-vector field directly (per device, SI), and
+//! `devices` / `mapping.<dim>` are program axes (see `plan.rs`).
+
+use super::fields as f;
+use super::space::{Op, Target};
+use crate::model::precision::{Precision, NPREC};
+use crate::model::system::System;
+use crate::spec::arch::MemoryKind;
+use crate::units::Dimension;
+
+/// What a machine path resolves to.
+#[derive(Clone, Debug)]
+pub struct Knob {
+    pub dimension: Dimension,
+    pub targets: Vec<Target>,
+    /// It moves a quantity a derived energy per FLOP depends on (TDP, idle power, a peak, an
+    /// efficiency, the model's energy per FLOP).
+    pub derive: bool,
+    /// `device.energy_per_flop.<p>`: the model's figure for this precision (not re-derived from
+    /// TDP, still divided by efficiency where the engine does that).
+    pub device_energy: Option<usize>,
+    /// `machine.energy_per_flop.<p>`: the machine's figure itself (nothing derived).
+    pub machine_energy: Option<usize>,
+    /// Smallest value that makes sense (oversubscription ≥ 1).
+    pub min: f64,
+}
+
+/// Facts about the base system the paths need beyond the model: how its file counts scale-up
+/// bandwidth.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileFacts {
+    pub scale_up_both_directions: bool,
+}
+
+fn set(field: usize) -> Target {
+    scaled(field, 1.0)
+}
+fn scaled(field: usize, scale: f64) -> Target {
+    Target {
+        field,
+        op: Op::Set {
+            scale,
+            offset: 0.0,
+            floor: f64::NEG_INFINITY,
+        },
+    }
+}
+
+fn knob(dimension: Dimension, targets: Vec<Target>) -> Knob {
+    Knob {
+        dimension,
+        targets,
+        derive: false,
+        device_energy: None,
+        machine_energy: None,
+        min: 0.0,
+    }
+}
+
+/// Which peak the device's vector rate for `q` comes from: (true = a vector peak, precision), or
+/// a matrix peak divided by 16 — the rule of `Device::vector_rate`.
+fn vector_source(sys: &System, q: Precision) -> Option<(bool, usize)> {
+    let d = &sys.device;
+    for fb in q.fallbacks() {
+        if d.vector_peak[fb.index()] > 0.0 {
+            return Some((true, fb.index()));
+        }
+    }
+    let (r, p) = d.matmul_rate(q);
+    (r > 0.0 && d.matrix_peak[p.index()] > 0.0).then_some((false, p.index()))
+}
+
+/// Every machine path of `sys`, for did-you-mean hints and `tessera sweep --list-paths`.
+pub fn known(sys: &System) -> Vec<String> {
+    let mut v = Vec::new();
+    for p in Precision::ALL {
+        if sys.device.matrix_peak[p.index()] > 0.0 {
+            v.push(format!("device.peak.{p}"));
+        }
+        if sys.device.vector_peak[p.index()] > 0.0 {
+            v.push(format!("device.vector_peak.{p}"));
+        }
+        v.push(format!("device.energy_per_flop.{p}"));
+    }
+    for s in ["tdp", "idle_power"] {
+        v.push(format!("device.{s}"));
+    }
+    for s in [
+        "matmul",
+        "low_precision_matmul",
+        "vector",
+        "memory",
+        "network",
+        "kernel_overhead",
+    ] {
+        v.push(format!("device.efficiency.{s}"));
+    }
+    for m in sys.device.memory.iter().filter(|m| !m.cache) {
+        for s in ["capacity", "bandwidth", "energy_per_byte"] {
+            v.push(format!("device.memory.{}.{s}", m.name));
+        }
+    }
+    for t in ["hbm", "sram"] {
+        for s in ["capacity", "bandwidth", "energy_per_byte"] {
+            v.push(format!("{t}.{s}"));
+        }
+    }
+    for s in [
+        "bandwidth",
+        "latency",
+        "energy_per_bit",
+        "in_network_reduction",
+    ] {
+        v.push(format!("scale_up.{s}"));
+        v.push(format!("scale_out.{s}"));
+    }
+    v.push("scale_out.oversubscription".into());
+    for s in ["capacity", "bandwidth", "latency"] {
+        v.push(format!("weight_store.{s}"));
+    }
+    v.push("facility.pue".into());
+    v.push("overhead_power".into());
+    for i in 0..f::NF {
+        v.push(format!("machine.{}", f::name(i)));
+    }
+    v.push("devices".into());
+    for s in super::plan::MAPPING_AXES {
+        v.push(format!("mapping.{s}"));
+    }
+    v
+}
+
+/// Paths that change the cost program itself rather than the machine vector.
+const STRUCTURAL: &[(&str, &str)] = &[
+    (
+        "scale_up.size",
+        "the scale-up domain size decides which collectives cross the scale-out network",
+    ),
+    (
+        "nodes",
+        "the node count decides the devices available; vary `devices` instead",
+    ),
+    ("node.devices", "devices per node change the system's shape"),
+    (
+        "device.dies",
+        "the die count is folded into every per-device figure",
+    ),
+];
+
+fn precision(word: &str) -> Result<Precision, (String, Option<String>)> {
+    Precision::parse(word).ok_or_else(|| {
+        let names: Vec<&str> = Precision::names().collect();
+        (
+            format!("unknown precision `{word}`"),
+            Some(
+                match crate::diag::did_you_mean(word, names.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`? precisions: {}", names.join(", ")),
+                    None => format!("precisions: {}", names.join(", ")),
+                },
+            ),
+        )
+    })
+}
+
+/// Resolve a machine path of `sys`. `Err` carries a message and a hint.
+pub fn resolve(
+    path: &str,
+    sys: &System,
+    facts: FileFacts,
+) -> Result<Knob, (String, Option<String>)> {
+    use Dimension as D;
+    let parts: Vec<&str> = path.split('.').collect();
+    if let Some((_, why)) = STRUCTURAL.iter().find(|(p, _)| *p == path) {
+        return Err((
+            format!("`{path}` changes the cost program, not the machine vector: {why}"),
+            Some(
+                "sweep axes vary numbers of the machine vector, `devices`, and `mapping.*`".into(),
+            ),
+        ));
+    }
+    let d = &sys.device;
+    let k = match parts.as_slice() {
+        ["device", "peak" | "matrix_peak", p] => {
+            let p = precision(p)?;
+            let i = p.index();
+            if d.matrix_peak[i] <= 0.0 {
+                return Err((
+                    format!("the device has no {p} matrix peak to vary"),
+                    Some("varying it would change which format the workload runs in; add the peak to the architecture first".into()),
+                ));
+            }
+            let mut t = vec![set(f::MATRIX_PEAK + i), set(f::RAW_MATRIX + i)];
+            for q in Precision::ALL {
+                if vector_source(sys, q) == Some((false, i)) {
+                    t.push(scaled(f::VECTOR_PEAK + q.index(), 1.0 / 16.0));
+                }
+            }
+            Knob {
+                derive: true,
+                ..knob(D::FlopRate, t)
+            }
+        }
+        ["device", "vector_peak", p] => {
+            let p = precision(p)?;
+            let i = p.index();
+            if d.vector_peak[i] <= 0.0 {
+                return Err((
+                    format!("the device has no {p} vector peak to vary"),
+                    Some("vary `machine.vector_peak.<precision>` to set the rate the model uses directly".into()),
+                ));
+            }
+            let mut t = vec![set(f::RAW_VECTOR + i)];
+            for q in Precision::ALL {
+                if vector_source(sys, q) == Some((true, i)) {
+                    t.push(set(f::VECTOR_PEAK + q.index()));
+                }
+            }
+            // Where the engine runs matrix products on the vector units for want of a matrix rate
+            // (as `lower::machine` does now), the matrix rate follows.
+            if d.matrix_peak[i] == 0.0
+                && crate::engine::lower::machine(sys, sys.devices).matrix_peak[i]
+                    == d.vector_peak[i]
+            {
+                t.push(set(f::MATRIX_PEAK + i));
+            }
+            Knob {
+                derive: true,
+                ..knob(D::FlopRate, t)
+            }
+        }
+        ["device", "energy_per_flop", p] => {
+            let i = precision(p)?.index();
+            Knob {
+                derive: true,
+                device_energy: Some(i),
+                ..knob(
+                    D::EnergyPerFlop,
+                    vec![set(f::RAW_EPF + i), set(f::ENERGY_PER_FLOP + i)],
+                )
+            }
+        }
+        ["device", "tdp"] => Knob {
+            derive: true,
+            ..knob(D::Power, vec![set(f::TDP)])
+        },
+        ["device", "idle_power"] => Knob {
+            derive: true,
+            ..knob(D::Power, vec![set(f::IDLE_POWER)])
+        },
+        ["device", "efficiency", e] => {
+            let (field, dim) = match *e {
+                "matmul" => (f::EFF_MATMUL, D::Ratio),
+                "low_precision_matmul" => (f::EFF_LOW_PRECISION, D::Ratio),
+                "vector" => (f::EFF_VECTOR, D::Ratio),
+                "memory" => (f::EFF_MEMORY, D::Ratio),
+                "network" => (f::EFF_NETWORK, D::Ratio),
+                "kernel_overhead" => (f::KERNEL_OVERHEAD, D::Time),
+                _ => return Err(unknown(path, sys)),
+            };
+            Knob {
+                // derived energy per FLOP is taken against the achievable rate
+                derive: matches!(*e, "matmul" | "low_precision_matmul" | "vector"),
+                ..knob(dim, vec![set(field)])
+            }
+        }
+        ["device", "memory", rest @ ..] if rest.len() >= 2 => {
+            let name = rest[..rest.len() - 1].join(".");
+            let what = rest[rest.len() - 1];
+            memory_level(sys, &name, what).map_err(|e| match e {
+                Some(e) => e,
+                None => unknown(path, sys),
+            })?
+        }
+        [tier @ ("hbm" | "sram"), what] => {
+            let sram = *tier == "sram";
+            let (field, dim) = match (*what, sram) {
+                ("capacity", true) => (f::SRAM_CAPACITY, D::Bytes),
+                ("bandwidth", true) => (f::SRAM_BANDWIDTH, D::Bandwidth),
+                ("energy_per_byte", true) => (f::SRAM_ENERGY, D::EnergyPerByte),
+                ("capacity", false) => (f::HBM_CAPACITY, D::Bytes),
+                ("bandwidth", false) => (f::HBM_BANDWIDTH, D::Bandwidth),
+                ("energy_per_byte", false) => (f::HBM_ENERGY, D::EnergyPerByte),
+                _ => return Err(unknown(path, sys)),
+            };
+            knob(dim, vec![set(field)])
+        }
+        ["scale_up", what] => {
+            if sys.scale_up.is_none() {
+                return Err((
+                    format!("`{path}`: the system has no scale_up network"),
+                    Some("add a `scale_up` section to the architecture, or vary `machine.up_bandwidth`".into()),
+                ));
+            }
+            match *what {
+                "bandwidth" => {
+                    let s = if facts.scale_up_both_directions {
+                        0.5
+                    } else {
+                        1.0
+                    };
+                    knob(D::Bandwidth, vec![scaled(f::UP_BANDWIDTH, s)])
+                }
+                "latency" => knob(D::Time, vec![set(f::UP_LATENCY)]),
+                "energy_per_bit" => knob(D::EnergyPerByte, vec![scaled(f::UP_ENERGY, 8.0)]),
+                "in_network_reduction" => knob(D::Ratio, vec![set(f::UP_INR)]),
+                _ => return Err(unknown(path, sys)),
+            }
+        }
+        ["scale_out", what] => {
+            let Some(so) = &sys.scale_out else {
+                return Err((
+                    format!("`{path}`: the system has no scale_out network"),
+                    Some("add a `scale_out` section to the architecture, or vary `machine.out_bandwidth`".into()),
+                ));
+            };
+            match *what {
+                "bandwidth" => knob(
+                    D::Bandwidth,
+                    vec![scaled(f::OUT_BANDWIDTH, 1.0 / so.oversubscription)],
+                ),
+                "oversubscription" => Knob {
+                    min: 1.0,
+                    ..knob(
+                        D::Ratio,
+                        vec![Target {
+                            field: f::OUT_BANDWIDTH,
+                            op: Op::DivBy {
+                                scale: so.oversubscription,
+                            },
+                        }],
+                    )
+                },
+                "latency" => knob(D::Time, vec![set(f::OUT_LATENCY)]),
+                "energy_per_bit" => knob(D::EnergyPerByte, vec![scaled(f::OUT_ENERGY, 8.0)]),
+                "in_network_reduction" => knob(D::Ratio, vec![set(f::OUT_INR)]),
+                _ => return Err(unknown(path, sys)),
+            }
+        }
+        ["weight_store", what] => match *what {
+            "capacity" => knob(D::Bytes, vec![set(f::EXT_CAPACITY)]),
+            "bandwidth" => knob(D::Bandwidth, vec![set(f::EXT_BANDWIDTH)]),
+            "latency" => knob(D::Time, vec![set(f::EXT_LATENCY)]),
+            _ => return Err(unknown(path, sys)),
+        },
+        ["facility", "pue"] => Knob {
+            min: 1.0,
+            ..knob(D::Ratio, vec![set(f::PUE)])
+        },
+        ["overhead_power"] => knob(D::Power, vec![set(f::OVERHEAD_POWER)]),
+        ["machine", rest @ ..] if !rest.is_empty() => {
+            let name = rest.join(".");
+            let Some(i) = (0..f::NF).find(|i| f::name(*i) == name) else {
+                return Err(unknown(path, sys));
+            };
+            // Exactly this field: nothing derived from it moves.
+            let mut k = knob(f::dimension(i), vec![set(i)]);
+            if (f::ENERGY_PER_FLOP..f::ENERGY_PER_FLOP + NPREC).contains(&i) {
+                k.machine_energy = Some(i - f::ENERGY_PER_FLOP);
+            }
+            k
+        }
+        _ => return Err(unknown(path, sys)),
+    };
+    Ok(k)
+}
+
+/// `device.memory.<name>.<what>`. `Err(None)` = not a known path.
+fn memory_level(
+    sys: &System,
+    name: &str,
+    what: &str,
+) -> Result<Knob, Option<(String, Option<String>)>> {
+    use Dimension as D;
+    let d = &sys.device;
+    let Some(level) = d.memory.iter().position(|m| m.name == name) else {
+        let names: Vec<&str> = d
+            .memory
+            .iter()
+            .filter(|m| !m.cache)
+            .map(|m| m.name.as_str())
+            .collect();
+        let hint = match crate::diag::did_you_mean(name, names.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`? memory levels: {}", names.join(", ")),
+            None => format!("memory levels: {}", names.join(", ")),
+        };
+        return Err(Some((
+            format!("the device has no memory level `{name}`"),
+            Some(hint),
+        )));
+    };
+    let m = &d.memory[level];
+    if m.cache {
+        return Err(Some((
+            format!("`{name}` is a cache; the model places no data in caches"),
+            Some("vary a level that holds data (HBM, DRAM, SRAM)".into()),
+        )));
+    }
+    let sram = m.kind == MemoryKind::Sram;
+    // The other data-holding levels of the same class, which `lower::machine` combines with it.
+    let others: Vec<&crate::model::system::MemLevel> = d
+        .memory
+        .iter()
+        .enumerate()
+        .filter(|(i, o)| *i != level && !o.cache && (o.kind == MemoryKind::Sram) == sram)
+        .map(|(_, o)| o)
+        .collect();
+    let k = match what {
+        "capacity" => {
+            let field = if sram {
+                f::SRAM_CAPACITY
+            } else {
+                f::HBM_CAPACITY
+            };
+            let offset: f64 = others.iter().map(|o| o.capacity).sum();
+            knob(
+                D::Bytes,
+                vec![Target {
+                    field,
+                    op: Op::Set {
+                        scale: 1.0,
+                        offset,
+                        floor: f64::NEG_INFINITY,
+                    },
+                }],
+            )
+        }
+        "bandwidth" => {
+            let t = if sram {
+                // the fastest SRAM level sets the rate
+                let floor = others.iter().map(|o| o.bandwidth).fold(0.0, f64::max);
+                Target {
+                    field: f::SRAM_BANDWIDTH,
+                    op: Op::Set {
+                        scale: 1.0,
+                        offset: 0.0,
+                        floor,
+                    },
+                }
+            } else {
+                let offset: f64 = others.iter().map(|o| o.bandwidth).sum();
+                Target {
+                    field: f::HBM_BANDWIDTH,
+                    op: Op::Set {
+                        scale: 1.0,
+                        offset,
+                        floor: f64::NEG_INFINITY,
+                    },
+                }
+            };
+            knob(D::Bandwidth, vec![t])
+        }
+        "energy_per_byte" => {
+            // `lower::machine` takes the energy of the last level of the class (levels are
+            // ordered fastest first).
+            let last = d
+                .memory
+                .iter()
+                .rposition(|o| !o.cache && (o.kind == MemoryKind::Sram) == sram);
+            if last != Some(level) {
+                let used = last.map(|i| d.memory[i].name.clone()).unwrap_or_default();
+                return Err(Some((
+                    format!("the energy per byte of `{name}` is not used by the model"),
+                    Some(format!(
+                        "traffic to this class of memory is charged at `{used}`'s energy; vary `device.memory.{used}.energy_per_byte`"
+                    )),
+                )));
+            }
+            let field = if sram { f::SRAM_ENERGY } else { f::HBM_ENERGY };
+            knob(D::EnergyPerByte, vec![set(field)])
+        }
+        _ => return Err(None),
+    };
+    Ok(k)
+}
+
+fn unknown(path: &str, sys: &System) -> (String, Option<String>) {
+    let known = known(sys);
+    let hint = match crate::diag::did_you_mean(path, known.iter().map(|s| s.as_str())) {
+        Some(s) => format!("did you mean `{s}`? run `tessera sweep --list-paths --arch FILE` for every path"),
+        None => "paths look like `device.memory.<level>.bandwidth`, `device.peak.fp8`, `scale_up.bandwidth`, `device.tdp`; run `tessera sweep --list-paths --arch FILE` for every path".into(),
+    };
+    (format!("unknown parameter path `{path}`"), Some(hint))
+}
+
+/// How energy per FLOP must be recomputed per point when axes move what it derives from, given
+/// the precisions whose figure an axis sets in the model (`device`) or in the machine
+/// (`machine`) (bit masks).
+pub fn derivation(sys: &System, device: u32, machine: u32) -> super::space::Derive {
+    super::space::Derive {
+        rederive: derived_energy(sys) & !device & !machine,
+        divide: divided_energy(sys) & !machine,
+    }
+}
+
+/// Precisions whose energy per FLOP `lower::machine` divides by the engines' efficiency (found by
+/// asking it: halve the efficiencies and see which figures move), bit mask.
+pub fn divided_energy(sys: &System) -> u32 {
+    use crate::engine::lower::machine;
+    let mut base = sys.clone();
+    for e in base
+        .device
+        .energy_per_flop
+        .iter_mut()
+        .filter(|e| **e == 0.0)
+    {
+        *e = 1.0;
+    }
+    let a = machine(&base, sys.devices);
+    let mut s = base.clone();
+    s.device.efficiency.matmul *= 0.5;
+    s.device.efficiency.vector *= 0.5;
+    let b = machine(&s, sys.devices);
+    let mut mask = 0;
+    for i in 0..NPREC {
+        if a.energy_per_flop[i] != b.energy_per_flop[i] {
+            mask |= 1 << i;
+        }
+    }
+    mask
+}
+
+/// Precisions whose energy per FLOP the loader derived from (tdp − idle) / peak (bit mask).
+pub fn derived_energy(sys: &System) -> u32 {
+    let d = &sys.device;
+    let mut mask = 0;
+    for i in 0..NPREC {
+        let peak = d.matrix_peak[i].max(d.vector_peak[i]);
+        if peak > 0.0 && d.energy_per_flop[i] == (d.tdp - d.idle_power) / peak {
+            mask |= 1 << i;
+        }
+    }
+    mask
+}
+
+/// The reference meaning of a path: edit the validated model `sys` as the architecture file
+/// edited at that number would lower to. `None` for paths that name the machine vector directly
+/// (`hbm.*`, `sram.*`, `overhead_power`, `machine.*`) or that `sys` lacks.
+///
+/// Sweeps never call this per point; `plan` checks the fast path against it when a sweep is built,
+/// and `tests/sweep_paths.rs` for every path of every shipped architecture.
+pub fn edit_system(sys: &mut System, path: &str, v: f64, facts: FileFacts) -> Option<()> {
+    let parts: Vec<&str> = path.split('.').collect();
+    let d = &mut sys.device;
+    match parts.as_slice() {
+        ["device", "peak" | "matrix_peak", p] => d.matrix_peak[Precision::parse(p)?.index()] = v,
+        ["device", "vector_peak", p] => d.vector_peak[Precision::parse(p)?.index()] = v,
+        ["device", "energy_per_flop", p] => d.energy_per_flop[Precision::parse(p)?.index()] = v,
+        ["device", "tdp"] => d.tdp = v,
+        ["device", "idle_power"] => d.idle_power = v,
+        ["device", "efficiency", e] => {
+            let f = &mut d.efficiency;
+            match *e {
+                "matmul" => f.matmul = v,
+                "low_precision_matmul" => f.low_precision_matmul = v,
+                "vector" => f.vector = v,
+                "memory" => f.memory = v,
+                "network" => f.network = v,
+                "kernel_overhead" => f.kernel_overhead = v,
+                _ => return None,
+            }
+        }
+        ["device", "memory", rest @ ..] if rest.len() >= 2 => {
+            let name = rest[..rest.len() - 1].join(".");
+            let m = d.memory.iter_mut().find(|m| m.name == name)?;
+            match rest[rest.len() - 1] {
+                "capacity" => m.capacity = v,
+                "bandwidth" => m.bandwidth = v,
+                "energy_per_byte" => m.energy_per_byte = v,
+                _ => return None,
+            }
+        }
+        ["scale_up", w] => {
+            let u = sys.scale_up.as_mut()?;
+            match *w {
+                // the model holds it per direction
+                "bandwidth" if facts.scale_up_both_directions => u.bandwidth = v / 2.0,
+                "bandwidth" => u.bandwidth = v,
+                "latency" => u.latency = v,
+                "energy_per_bit" => u.energy_per_bit = v,
+                "in_network_reduction" => u.in_network_reduction = v != 0.0,
+                _ => return None,
+            }
+        }
+        ["scale_out", w] => {
+            let o = sys.scale_out.as_mut()?;
+            match *w {
+                "bandwidth" => o.bandwidth = v,
+                "latency" => o.latency = v,
+                "energy_per_bit" => o.energy_per_bit = v,
+                "oversubscription" => o.oversubscription = v,
+                "in_network_reduction" => o.in_network_reduction = v != 0.0,
+                _ => return None,
+            }
+        }
+        ["weight_store", w] => {
+            let s = sys.weight_store.as_mut()?;
+            match *w {
+                "capacity" => s.capacity = v,
+                "bandwidth" => s.bandwidth = v,
+                "latency" => s.latency = v,
+                _ => return None,
+            }
+        }
+        ["facility", "pue"] => sys.pue = v,
+        _ => return None,
+    }
+    Some(())
+}
+
+/// The loader's rule for a device file without energy per FLOP: a device running flat out at a
+/// precision draws its TDP, so (tdp − idle) / peak, for the precisions in `mask`.
+pub fn derive_energy(sys: &mut System, mask: u32) {
+    let d = &mut sys.device;
+    for i in 0..NPREC {
+        if mask & (1 << i) != 0 {
+            let peak = d.matrix_peak[i].max(d.vector_peak[i]);
+            if peak > 0.0 {
+                d.energy_per_flop[i] = (d.tdp - d.idle_power) / peak;
+            }
+        }
+    }
+}

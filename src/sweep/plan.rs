@@ -1,0 +1,1000 @@
+//! A sweep resolved into what the backends evaluate: the programs (one per device count and
+//! mapping), the machine-vector space, constraints and what to rank by. Built from a sweep file,
+//! from `--vary` options, or both; every input error is reported with its place, all at once.
+
+use super::expr;
+use super::fields::{self, Fields};
+use super::metric::Metric;
+use super::paths::{self, FileFacts};
+use super::space::{Axis, Sampling, Space};
+use super::Outcome;
+use crate::diag::{Diagnostic, Path, Pos, Severity};
+use crate::engine::program::{Machine, Program};
+use crate::engine::{cpu, default_micro_batch, lower, search, unit_of};
+use crate::model::mapping::{Mapping, Recompute};
+use crate::model::system::{load_system, System};
+use crate::model::workload::{load_mapping, load_workload, Workload};
+use crate::spec::arch::{Counted, SystemSpec};
+use crate::spec::mapping::{MappingSpec, RecomputeSpec};
+use crate::spec::sweep::{AxisValues, SweepSpec};
+use crate::spec::{Files, Fs, Loaded, Q};
+use crate::units::Dimension;
+
+/// Mapping fields that may be sweep axes (`mapping.tp`).
+pub const MAPPING_AXES: [&str; 10] = [
+    "dp",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "micro_batch",
+    "interleave",
+    "zero",
+    "recompute",
+    "sp",
+];
+
+/// Where an input was written: a file and position, or a command-line option.
+#[derive(Clone, Debug)]
+pub struct Loc {
+    pub file: String,
+    pub pos: Option<Pos>,
+}
+
+impl Loc {
+    pub fn option(name: &str) -> Loc {
+        Loc {
+            file: name.to_string(),
+            pos: None,
+        }
+    }
+    fn error(&self, message: impl Into<String>, hint: Option<String>) -> Diagnostic {
+        Diagnostic::error(&self.file, self.pos, message).with_hint(hint)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct AxisInput {
+    pub path: String,
+    pub values: AxisValues,
+    pub at: Loc,
+}
+
+/// A sweep's inputs before resolution: from a file, the command line, or both.
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    pub name: Option<String>,
+    pub arch: Option<(String, Loc)>,
+    pub workload: Option<(String, Loc)>,
+    /// `auto`, `published`, or a mapping file (path as it should be opened).
+    pub mapping: Option<(String, Loc)>,
+    pub axes: Vec<AxisInput>,
+    pub sampling: Sampling,
+    pub sampling_at: Loc,
+    pub power_budget: Option<(Q, Loc)>,
+    pub memory_floor: Option<(Q, Loc)>,
+    pub objective: Option<(String, Loc)>,
+    pub pareto: Option<(Vec<String>, Loc)>,
+    pub top: Option<usize>,
+}
+
+impl Default for Inputs {
+    fn default() -> Self {
+        Inputs {
+            name: None,
+            arch: None,
+            workload: None,
+            mapping: None,
+            axes: Vec::new(),
+            sampling: Sampling::Grid,
+            sampling_at: Loc::option("--sampling"),
+            power_budget: None,
+            memory_floor: None,
+            objective: None,
+            pareto: None,
+            top: None,
+        }
+    }
+}
+
+/// One program of the sweep.
+#[derive(Clone, Debug)]
+pub struct ProgramEntry {
+    pub devices: u64,
+    pub mapping: Mapping,
+    pub program: Program,
+    /// The machine fields every point of this program starts from.
+    pub base: Fields,
+    pub label: String,
+}
+
+/// A program that could not be built (mapping does not divide the devices, …).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Skipped {
+    pub label: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Constraints {
+    /// W, facility power of the devices used.
+    pub power_budget: Option<f64>,
+    /// Bytes free per device after placement.
+    pub memory_floor: Option<f64>,
+}
+
+/// A resolved sweep.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub name: String,
+    pub system: String,
+    pub workload: String,
+    pub unit: &'static str,
+    pub programs: Vec<ProgramEntry>,
+    pub skipped: Vec<Skipped>,
+    pub space: Space,
+    pub constraints: Constraints,
+    pub objective: Metric,
+    pub pareto: (Metric, Metric),
+    pub top: usize,
+    /// Identifies the sweep (inputs, programs, axes, sampling) so shards of different sweeps are
+    /// never merged.
+    pub fingerprint: String,
+}
+
+impl Plan {
+    /// Design points in the whole sweep.
+    pub fn total(&self) -> u64 {
+        self.programs.len() as u64 * self.space.points
+    }
+
+    /// (program, machine point) of a global index.
+    pub fn locate(&self, index: u64) -> (usize, u64) {
+        (
+            (index / self.space.points) as usize,
+            index % self.space.points,
+        )
+    }
+
+    /// Axis values of a point.
+    pub fn values(&self, index: u64) -> Vec<f64> {
+        let mut v = vec![0.0; self.space.axes.len()];
+        self.space.sample(self.locate(index).1, &mut v);
+        v
+    }
+
+    /// The machine of a point.
+    pub fn machine(&self, index: u64) -> Machine {
+        let (p, mi) = self.locate(index);
+        let mut v = vec![0.0; self.space.axes.len()];
+        self.space.sample(mi, &mut v);
+        self.space.machine(&self.programs[p].base, &v)
+    }
+
+    /// Evaluate one point in f64 with `cpu::eval`; `vals` is scratch of one value per axis.
+    #[inline]
+    pub fn evaluate(&self, index: u64, vals: &mut [f64]) -> Outcome {
+        let (p, mi) = self.locate(index);
+        let prog = &self.programs[p];
+        self.space.sample(mi, vals);
+        let mut x = prog.base;
+        self.space.apply(vals, &mut x);
+        let m = fields::from_fields(&x);
+        let e = cpu::eval(&prog.program, &m);
+        let mut o = Outcome::from_eval(index, &prog.program, &m, &e);
+        self.constrain(&mut o);
+        o
+    }
+
+    /// Apply the constraints to an outcome.
+    #[inline]
+    pub fn constrain(&self, o: &mut Outcome) {
+        if o.reason != 0 {
+            return;
+        }
+        if let Some(b) = self.constraints.power_budget {
+            if o.power > b {
+                o.reason = super::reason::POWER;
+                return;
+            }
+        }
+        if let Some(f) = self.constraints.memory_floor {
+            if o.headroom < f {
+                o.reason = super::reason::MEMORY_FLOOR;
+            }
+        }
+    }
+
+    /// Label of an axis's unit for tables ("B/s").
+    pub fn axis_unit(&self, i: usize) -> &'static str {
+        unit_symbol(self.space.axes[i].dimension)
+    }
+}
+
+/// The SI unit symbol of a dimension, for headers.
+pub fn unit_symbol(d: Dimension) -> &'static str {
+    match d {
+        Dimension::Ratio => "",
+        Dimension::Time => "s",
+        Dimension::Bytes => "B",
+        Dimension::Bandwidth => "B/s",
+        Dimension::FlopRate => "FLOP/s",
+        Dimension::Power => "W",
+        Dimension::Energy => "J",
+        Dimension::EnergyPerFlop => "J/FLOP",
+        Dimension::EnergyPerByte => "J/B",
+        Dimension::Frequency => "Hz",
+        Dimension::Area => "m2",
+        Dimension::Length => "m",
+        Dimension::FlopsPerCycle => "FLOP/cycle",
+    }
+}
+
+/// Read a sweep file into [`Inputs`] (paths resolved relative to it).
+pub fn read_file(path: &str, fs: &dyn Fs) -> Loaded<Inputs> {
+    let mut r = crate::spec::Resolver::new(fs);
+    let Some((spec, id)) = r.load_file::<SweepSpec>(path) else {
+        return Loaded {
+            value: None,
+            files: r.files,
+            diagnostics: r.diagnostics,
+        };
+    };
+    let files = r.files;
+    let mut diags = r.diagnostics;
+    let text = files.text(id).to_string();
+    let at = |p: &Path| Loc {
+        file: path.to_string(),
+        pos: crate::diag::locate_pos(&text, p),
+    };
+    let root = Path::root();
+    if spec.version != crate::spec::FORMAT_VERSION {
+        diags.push(at(&root.field("version")).error(
+            format!("unsupported format version {}", spec.version),
+            Some(format!(
+                "this tessera reads version {}",
+                crate::spec::FORMAT_VERSION
+            )),
+        ));
+    }
+    let rel = |p: &str| crate::spec::join(path, p);
+    let mapping = spec.mapping.as_ref().map(|m| {
+        let v = match m.trim() {
+            "auto" | "published" => m.trim().to_string(),
+            file => rel(file),
+        };
+        (v, at(&root.field("mapping")))
+    });
+    // Each `vary` key, located at the key itself.
+    let vary_off = crate::diag::locate(&text, &root.field("vary")).unwrap_or(0);
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    let axes = spec
+        .vary
+        .0
+        .iter()
+        .map(|(k, v)| {
+            let quoted = format!("\"{k}\"");
+            let nth = seen.iter().filter(|(s, _)| s == k).count();
+            let mut from = vary_off;
+            let mut off = None;
+            for _ in 0..=nth {
+                match text[from..].find(&quoted) {
+                    Some(o) => {
+                        off = Some(from + o);
+                        from += o + quoted.len();
+                    }
+                    None => break,
+                }
+            }
+            seen.push((k.clone(), 0));
+            AxisInput {
+                path: k.clone(),
+                values: v.clone(),
+                at: Loc {
+                    file: path.to_string(),
+                    pos: Some(crate::diag::pos_of_offset(&text, off.unwrap_or(vary_off))),
+                },
+            }
+        })
+        .collect();
+    let sampling = match spec.sampling {
+        None | Some(crate::spec::sweep::SamplingSpec::Grid) => Sampling::Grid,
+        Some(crate::spec::sweep::SamplingSpec::Random { points, seed }) => {
+            Sampling::Random { points, seed }
+        }
+        Some(crate::spec::sweep::SamplingSpec::LatinHypercube { points, seed }) => {
+            Sampling::LatinHypercube { points, seed }
+        }
+    };
+    let c = spec.constraints.clone().unwrap_or_default();
+    let cpath = root.field("constraints");
+    let inputs = Inputs {
+        name: spec.name.clone(),
+        arch: Some((rel(&spec.arch), at(&root.field("arch")))),
+        workload: Some((rel(&spec.workload), at(&root.field("workload")))),
+        mapping,
+        axes,
+        sampling,
+        sampling_at: at(&root.field("sampling")),
+        power_budget: c
+            .power_budget
+            .map(|q| (q, at(&cpath.field("power_budget")))),
+        memory_floor: c
+            .memory_floor
+            .map(|q| (q, at(&cpath.field("memory_floor")))),
+        objective: spec
+            .objective
+            .clone()
+            .map(|o| (o, at(&root.field("objective")))),
+        pareto: spec.pareto.clone().map(|p| (p, at(&root.field("pareto")))),
+        top: spec.top,
+    };
+    Loaded {
+        value: Some(inputs),
+        files,
+        diagnostics: diags,
+    }
+}
+
+fn merge_files(into: &mut Files, from: Files) {
+    for (n, t) in from.files {
+        if into.text_of(&n).is_none() {
+            into.add(&n, t);
+        }
+    }
+}
+
+/// Nothing was read: the file itself is missing.
+fn unread<T>(l: &Loaded<T>) -> bool {
+    l.files.files.is_empty()
+}
+
+fn has_errors(d: &[Diagnostic]) -> bool {
+    d.iter().any(|d| d.severity == Severity::Error)
+}
+
+/// Load the architecture, workload and mapping the inputs name and resolve the sweep.
+pub fn build(
+    inputs: &Inputs,
+    fs: &dyn Fs,
+    mut files: Files,
+    mut diags: Vec<Diagnostic>,
+) -> Loaded<Plan> {
+    let fail = |files: Files, diags: Vec<Diagnostic>| Loaded {
+        value: None,
+        files,
+        diagnostics: diags,
+    };
+    let Some((arch, arch_at)) = &inputs.arch else {
+        diags.push(Loc::option("--arch").error(
+            "no architecture to sweep",
+            Some("give a sweep file, or `--arch FILE --workload FILE`".into()),
+        ));
+        return fail(files, diags);
+    };
+    let Some((wpath, w_at)) = &inputs.workload else {
+        diags.push(Loc::option("--workload").error(
+            "no workload to sweep",
+            Some("give a sweep file, or `--arch FILE --workload FILE`".into()),
+        ));
+        return fail(files, diags);
+    };
+    let ls = load_system(arch, fs);
+    let facts = ls
+        .files
+        .text_of(arch)
+        .map(|t| file_facts(arch, t))
+        .unwrap_or_default();
+    let lw = load_workload(wpath, fs);
+    let (sys_missing, w_missing) = (unread(&ls), unread(&lw));
+    merge_files(&mut files, ls.files);
+    merge_files(&mut files, lw.files);
+    // A file that cannot be read at all is reported where the sweep names it.
+    for (missing, l_diags, at, what) in [
+        (sys_missing, &ls.diagnostics, arch_at, "architecture"),
+        (w_missing, &lw.diagnostics, w_at, "workload"),
+    ] {
+        if missing {
+            for d in l_diags {
+                diags.push(at.error(
+                    format!("cannot read the {what} `{}`: {}", d.file, d.message),
+                    Some("paths in a sweep file are relative to the sweep file".into()),
+                ));
+            }
+        } else {
+            diags.extend(l_diags.iter().cloned());
+        }
+    }
+    let (Some(sys), Some(w)) = (ls.value, lw.value) else {
+        return fail(files, diags);
+    };
+    let mut mapping_mode = MappingMode::Published;
+    match &inputs.mapping {
+        Some((m, _)) if m == "auto" => mapping_mode = MappingMode::Auto,
+        Some((m, _)) if m == "published" => {}
+        Some((m, at)) => {
+            let lm = load_mapping(m, fs);
+            let missing = unread(&lm);
+            merge_files(&mut files, lm.files);
+            if missing {
+                for d in &lm.diagnostics {
+                    diags.push(at.error(
+                        format!("cannot read the mapping `{m}`: {}", d.message),
+                        None,
+                    ));
+                }
+            } else {
+                diags.extend(lm.diagnostics);
+            }
+            match lm.value {
+                Some(s) => mapping_mode = MappingMode::Given(s),
+                None => return fail(files, diags),
+            }
+        }
+        None => {}
+    }
+    let plan = resolve(inputs, &sys, facts, &w, mapping_mode, &mut diags);
+    if has_errors(&diags) {
+        return fail(files, diags);
+    }
+    Loaded {
+        value: plan,
+        files,
+        diagnostics: diags,
+    }
+}
+
+/// Which mappings a sweep evaluates.
+#[derive(Clone, Debug)]
+pub enum MappingMode {
+    /// The workload's published mapping (every candidate if it has none), with `mapping.*` axes
+    /// applied to it.
+    Published,
+    /// Every legal mapping (`engine::search::candidates`), each its own program.
+    Auto,
+    /// A mapping file, with `mapping.*` axes applied to it.
+    Given(MappingSpec),
+}
+
+#[derive(Clone, Debug)]
+enum MapVal {
+    Count(u64),
+    Recompute(RecomputeSpec),
+    Bool(bool),
+}
+
+/// Resolve inputs against a loaded system and workload.
+fn resolve(
+    inputs: &Inputs,
+    sys: &System,
+    facts: FileFacts,
+    w: &Workload,
+    mode: MappingMode,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Plan> {
+    let start_errors = diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let mut axes: Vec<Axis> = Vec::new();
+    let mut axis_locs: Vec<Loc> = Vec::new();
+    let mut devices: Option<Vec<u64>> = None;
+    let mut map_axes: Vec<(String, Vec<MapVal>)> = Vec::new();
+    let mut derive = false;
+    let mut device_energy = 0u32;
+    let mut machine_energy = 0u32;
+    let mut seen: Vec<&str> = Vec::new();
+    for a in &inputs.axes {
+        let p = a.path.trim();
+        if seen.contains(&p) {
+            diags.push(a.at.error(
+                format!("`{p}` is varied twice"),
+                Some("give each parameter one list of values".into()),
+            ));
+            continue;
+        }
+        seen.push(p);
+        if p == "devices" {
+            match expr::parse_counts(&a.values) {
+                Ok(v) if v.contains(&0) => {
+                    diags.push(a.at.error("a device count must be at least 1", None))
+                }
+                Ok(v) => devices = Some(v),
+                Err((m, h)) => diags.push(a.at.error(format!("`devices`: {m}"), h)),
+            }
+            continue;
+        }
+        if let Some(field) = p.strip_prefix("mapping.") {
+            if !MAPPING_AXES.contains(&field) {
+                let hint = match crate::diag::did_you_mean(field, MAPPING_AXES) {
+                    Some(s) => format!(
+                        "did you mean `mapping.{s}`? mapping axes: {}",
+                        MAPPING_AXES.join(", ")
+                    ),
+                    None => format!("mapping axes: {}", MAPPING_AXES.join(", ")),
+                };
+                diags.push(a.at.error(format!("unknown mapping axis `{p}`"), Some(hint)));
+                continue;
+            }
+            let vals: Result<Vec<MapVal>, (String, Option<String>)> = match field {
+                "recompute" => expr::parse_words(&a.values)
+                    .iter()
+                    .map(|s| match s.to_ascii_lowercase().as_str() {
+                        "none" => Ok(MapVal::Recompute(RecomputeSpec::None)),
+                        "selective" => Ok(MapVal::Recompute(RecomputeSpec::Selective)),
+                        "full" => Ok(MapVal::Recompute(RecomputeSpec::Full)),
+                        _ => Err((
+                            format!("`{s}` is not a recomputation"),
+                            Some("choose None, Selective or Full".into()),
+                        )),
+                    })
+                    .collect(),
+                "sp" => expr::parse_words(&a.values)
+                    .iter()
+                    .map(|s| match s.as_str() {
+                        "true" | "1" => Ok(MapVal::Bool(true)),
+                        "false" | "0" => Ok(MapVal::Bool(false)),
+                        _ => Err((format!("`{s}` is not true or false"), None)),
+                    })
+                    .collect(),
+                _ => expr::parse_counts(&a.values)
+                    .map(|v| v.into_iter().map(MapVal::Count).collect()),
+            };
+            match vals {
+                Ok(v) if v.is_empty() => {
+                    diags.push(a.at.error(format!("`{p}` has no values"), None))
+                }
+                Ok(v) => map_axes.push((field.to_string(), v)),
+                Err((m, h)) => diags.push(a.at.error(format!("`{p}`: {m}"), h)),
+            }
+            continue;
+        }
+        let knob = match paths::resolve(p, sys, facts) {
+            Ok(k) => k,
+            Err((m, h)) => {
+                diags.push(a.at.error(m, h));
+                continue;
+            }
+        };
+        let values = match expr::parse(&a.values, knob.dimension) {
+            Ok(v) => v,
+            Err((m, h)) => {
+                diags.push(a.at.error(format!("`{p}`: {m}"), h));
+                continue;
+            }
+        };
+        let below = match &values {
+            super::space::Values::List(v) => v.iter().any(|x| *x < knob.min),
+            super::space::Values::Linear { lo, .. } | super::space::Values::Log { lo, .. } => {
+                *lo < knob.min
+            }
+        };
+        if below {
+            diags.push(a.at.error(format!("`{p}` cannot be below {}", knob.min), None));
+            continue;
+        }
+        derive |= knob.derive;
+        if let Some(i) = knob.device_energy {
+            device_energy |= 1 << i;
+        }
+        if let Some(i) = knob.machine_energy {
+            machine_energy |= 1 << i;
+        }
+        axis_locs.push(a.at.clone());
+        axes.push(Axis {
+            path: p.to_string(),
+            dimension: knob.dimension,
+            values,
+            targets: knob.targets,
+        });
+    }
+    if !map_axes.is_empty() && matches!(mode, MappingMode::Auto) {
+        let at = inputs
+            .mapping
+            .as_ref()
+            .map(|m| m.1.clone())
+            .unwrap_or(Loc::option("--mapping"));
+        diags.push(at.error(
+            "`mapping.*` axes vary a given mapping; `auto` already tries every mapping",
+            Some("drop the `mapping.*` axes, or name a mapping (or `published`)".into()),
+        ));
+    }
+    let derivation = if derive {
+        paths::derivation(sys, device_energy, machine_energy)
+    } else {
+        super::space::Derive::default()
+    };
+    let space = match Space::new(axes, inputs.sampling, derivation) {
+        Ok(s) => Some(s),
+        Err(m) => {
+            diags.push(inputs.sampling_at.error(
+                m,
+                Some("give every axis a `step` or a point count, or use `Random(points: N, seed: S)` / `LatinHypercube(points: N, seed: S)`".into()),
+            ));
+            None
+        }
+    };
+    let metric = |s: &str, at: &Loc, diags: &mut Vec<Diagnostic>| match Metric::parse(s) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            diags.push(at.error(e, None));
+            None
+        }
+    };
+    let objective = match &inputs.objective {
+        Some((s, at)) => metric(s, at, diags),
+        None => Some(Metric::Throughput),
+    };
+    let pareto = match &inputs.pareto {
+        None => Some((Metric::Throughput, Metric::Power)),
+        Some((v, at)) => {
+            let ms: Vec<Option<Metric>> = v.iter().map(|s| metric(s, at, diags)).collect();
+            match ms.as_slice() {
+                [Some(a), Some(b)] if a != b => Some((*a, *b)),
+                [Some(_), Some(_)] => {
+                    diags.push(at.error("the Pareto front needs two different metrics", None));
+                    None
+                }
+                [_, _] => None,
+                _ => {
+                    diags.push(at.error(
+                        format!("the Pareto front trades off exactly two metrics, {} given", v.len()),
+                        Some("e.g. `pareto: [\"throughput\", \"power\"]` or `--pareto throughput,power`".into()),
+                    ));
+                    None
+                }
+            }
+        }
+    };
+    let quantity =
+        |q: &Option<(Q, Loc)>, dim: Dimension, what: &str, diags: &mut Vec<Diagnostic>| {
+            q.as_ref()
+                .and_then(|(q, at)| match crate::units::parse(&q.0, dim) {
+                    Ok(p) if p.value >= 0.0 => Some(p.value),
+                    Ok(_) => {
+                        diags.push(at.error(format!("the {what} cannot be negative"), None));
+                        None
+                    }
+                    Err(e) => {
+                        diags.push(at.error(format!("{what}: {}", e.message), e.hint));
+                        None
+                    }
+                })
+        };
+    let constraints = Constraints {
+        power_budget: quantity(
+            &inputs.power_budget,
+            Dimension::Power,
+            "power budget",
+            diags,
+        ),
+        memory_floor: quantity(
+            &inputs.memory_floor,
+            Dimension::Bytes,
+            "memory floor",
+            diags,
+        ),
+    };
+    let now_errors = diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    if now_errors > start_errors {
+        return None;
+    }
+    let (space, objective, pareto) = (space?, objective?, pareto?);
+
+    // Programs: device counts × mapping axes (or every candidate under auto).
+    let counts = devices.unwrap_or_else(|| vec![sys.devices]);
+    let mut programs = Vec::new();
+    let mut skipped = Vec::new();
+    for &n in &counts {
+        if n > sys.devices {
+            skipped.push(Skipped {
+                label: format!("{n} devices"),
+                reason: format!("the system has {} devices", sys.devices),
+            });
+            continue;
+        }
+        let base = base_fields(sys, n);
+        let add = |m: Mapping, programs: &mut Vec<ProgramEntry>, skipped: &mut Vec<Skipped>| {
+            let label = label(n, &m);
+            match lower::lower(sys, w, &m, n) {
+                Ok(p) => programs.push(ProgramEntry {
+                    devices: n,
+                    mapping: m,
+                    program: p,
+                    base,
+                    label,
+                }),
+                Err(r) => skipped.push(Skipped { label, reason: r }),
+            }
+        };
+        match &mode {
+            MappingMode::Auto => {
+                for m in search::candidates(sys, w, n) {
+                    add(m, &mut programs, &mut skipped);
+                }
+            }
+            MappingMode::Published | MappingMode::Given(_) => {
+                let spec = match &mode {
+                    MappingMode::Given(s) => s.clone(),
+                    _ => match &w.mapping {
+                        Some(s) => s.clone(),
+                        None => {
+                            // No published mapping: fall back to every candidate, as `estimate` does.
+                            if map_axes.is_empty() {
+                                for m in search::candidates(sys, w, n) {
+                                    add(m, &mut programs, &mut skipped);
+                                }
+                                continue;
+                            }
+                            MappingSpec::default()
+                        }
+                    },
+                };
+                for combo in combinations(&map_axes) {
+                    let mut s = spec.clone();
+                    let mut desc = Vec::new();
+                    for (field, v) in map_axes.iter().map(|a| a.0.as_str()).zip(&combo) {
+                        desc.push(format!("{field} {v:?}"));
+                        match (field, v) {
+                            ("dp", MapVal::Count(c)) => s.dp = Some(*c),
+                            ("tp", MapVal::Count(c)) => s.tp = Some(*c),
+                            ("pp", MapVal::Count(c)) => s.pp = Some(*c),
+                            ("cp", MapVal::Count(c)) => s.cp = Some(*c),
+                            ("ep", MapVal::Count(c)) => s.ep = Some(*c),
+                            ("micro_batch", MapVal::Count(c)) => s.micro_batch = Some(*c),
+                            ("interleave", MapVal::Count(c)) => s.interleave = Some(*c),
+                            ("zero", MapVal::Count(c)) => s.zero = Some((*c).min(255) as u8),
+                            ("recompute", MapVal::Recompute(r)) => s.recompute = Some(*r),
+                            ("sp", MapVal::Bool(b)) => s.sp = Some(*b),
+                            _ => {}
+                        }
+                    }
+                    // A varied degree frees `dp` to fill the devices the others leave.
+                    if !map_axes.iter().any(|a| a.0 == "dp")
+                        && map_axes
+                            .iter()
+                            .any(|a| matches!(a.0.as_str(), "tp" | "pp" | "cp"))
+                    {
+                        s.dp = None;
+                    }
+                    match Mapping::resolve(&s, n, default_micro_batch(w)) {
+                        Ok(m) => add(m, &mut programs, &mut skipped),
+                        Err(r) => skipped.push(Skipped {
+                            label: format!("{n} devices, {}", desc.join(", ")),
+                            reason: r,
+                        }),
+                    }
+                }
+            }
+        }
+    }
+    if programs.is_empty() {
+        let why = skipped
+            .first()
+            .map(|s| format!("{}: {}", s.label, s.reason))
+            .unwrap_or_else(|| "no mapping to try".into());
+        diags.push(inputs.sampling_at.error(
+            format!(
+                "no program to evaluate: every device count and mapping was infeasible ({why})"
+            ),
+            None,
+        ));
+        return None;
+    }
+    let top = inputs.top.unwrap_or(10);
+    let name = inputs
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{} on {}", w.name, sys.name));
+    let mut plan = Plan {
+        name,
+        system: sys.name.clone(),
+        workload: w.name.clone(),
+        unit: unit_of(w),
+        programs,
+        skipped,
+        space,
+        constraints,
+        objective,
+        pareto,
+        top,
+        fingerprint: String::new(),
+    };
+    // The fast path must agree with the engine's own lowering of the edited system.
+    let mut counts_seen: Vec<u64> = Vec::new();
+    for e in &plan.programs {
+        if counts_seen.contains(&e.devices) {
+            continue;
+        }
+        counts_seen.push(e.devices);
+        if let Err((axis, msg)) = verify(&plan.space, sys, facts, e.devices, &e.base) {
+            let at = axis
+                .and_then(|a| axis_locs.get(a).cloned())
+                .unwrap_or_else(|| inputs.sampling_at.clone());
+            diags.push(at.error(
+                format!("internal error: {msg}"),
+                Some("the sweep's mapping of this path onto the machine vector disagrees with `engine::lower::machine`; please report it, and vary `machine.<field>` meanwhile".into()),
+            ));
+            return None;
+        }
+    }
+    plan.fingerprint = fingerprint(&plan);
+    Some(plan)
+}
+
+fn combinations(axes: &[(String, Vec<MapVal>)]) -> Vec<Vec<MapVal>> {
+    let mut out: Vec<Vec<MapVal>> = vec![Vec::new()];
+    for (_, vals) in axes {
+        let mut next = Vec::with_capacity(out.len() * vals.len());
+        for prefix in &out {
+            for v in vals {
+                let mut p = prefix.clone();
+                p.push(v.clone());
+                next.push(p);
+            }
+        }
+        out = next;
+    }
+    out
+}
+
+/// Check the machines of a few points of `space` (first, middle, last) against editing `sys` at
+/// every axis's path and lowering it with `lower::machine`. `Err` names the axis that disagrees.
+pub fn verify(
+    space: &Space,
+    sys: &System,
+    facts: FileFacts,
+    n: u64,
+    base: &Fields,
+) -> Result<(), (Option<usize>, String)> {
+    let m = space.points;
+    let mut pts = vec![0, m / 2, m.saturating_sub(1)];
+    pts.dedup();
+    let mut vals = vec![0.0; space.axes.len()];
+    for mi in pts {
+        space.sample(mi, &mut vals);
+        let fast = fields::to_fields(&space.machine(base, &vals));
+        let mut edited = sys.clone();
+        let mut direct = Vec::new();
+        for (k, a) in space.axes.iter().enumerate() {
+            if paths::edit_system(&mut edited, &a.path, vals[k], facts).is_none() {
+                direct.push(k);
+            }
+        }
+        if space.derive.rederive != 0 {
+            paths::derive_energy(&mut edited, space.derive.rederive);
+        }
+        let mut slow = base_fields(&edited, n);
+        // Paths that name machine fields directly set them after lowering.
+        for k in direct {
+            for t in &space.axes[k].targets {
+                if let super::space::Op::Set {
+                    scale,
+                    offset,
+                    floor,
+                } = t.op
+                {
+                    slow[t.field] = (vals[k] * scale + offset).max(floor);
+                }
+            }
+        }
+        for i in 0..fields::NF {
+            let (a, b) = (fast[i], slow[i]);
+            if !(a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())) {
+                let axis = space
+                    .axes
+                    .iter()
+                    .position(|ax| ax.targets.iter().any(|t| t.field == i))
+                    .or_else(|| {
+                        // a field no axis claims moved: the axis whose edit moved it
+                        space.axes.iter().position(|ax| {
+                            let mut e = sys.clone();
+                            paths::edit_system(&mut e, &ax.path, vals[0], facts).is_some()
+                                && fields::to_fields(&lower::machine(&e, n))[i] != base[i]
+                        })
+                    });
+                let who = axis
+                    .map(|k| format!("`{}`", space.axes[k].path))
+                    .unwrap_or_else(|| "the sweep".into());
+                return Err((
+                    axis,
+                    format!(
+                        "{who} sets machine field `{}` to {a:e}, but editing the system gives {b:e}",
+                        fields::name(i)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The machine fields of `sys` on `n` devices (`lower::machine`), with the shadow fields (the
+/// device's own peaks) filled in.
+pub fn base_fields(sys: &System, n: u64) -> Fields {
+    use crate::model::precision::NPREC;
+    let mut x = fields::to_fields(&lower::machine(sys, n));
+    x[fields::RAW_MATRIX..fields::RAW_MATRIX + NPREC].copy_from_slice(&sys.device.matrix_peak);
+    x[fields::RAW_VECTOR..fields::RAW_VECTOR + NPREC].copy_from_slice(&sys.device.vector_peak);
+    x[fields::RAW_EPF..fields::RAW_EPF + NPREC].copy_from_slice(&sys.device.energy_per_flop);
+    x
+}
+
+/// A short description of a program.
+pub fn label(devices: u64, m: &Mapping) -> String {
+    let rc = match m.recompute {
+        Recompute::None => "",
+        Recompute::Selective => ", selective recompute",
+        Recompute::Full => ", full recompute",
+    };
+    format!(
+        "{devices} devices: dp {} tp {} pp {} cp {} ep {}, mb {}, v {}, ZeRO {}{rc}",
+        m.dp, m.tp, m.pp, m.cp, m.ep, m.micro_batch, m.interleave, m.zero
+    )
+}
+
+/// FNV-1a over a canonical description of everything that decides the points and their values.
+fn fingerprint(p: &Plan) -> String {
+    let mut s = format!(
+        "{}|{}|{:?}|{}|{:?}|",
+        p.system, p.workload, p.space.sampling, p.space.points, p.constraints
+    );
+    for e in &p.programs {
+        s.push_str(&format!("{}|{:?}|", e.label, e.base.map(f64::to_bits)));
+    }
+    for a in &p.space.axes {
+        s.push_str(&format!("{}|{:?}|{:?}|", a.path, a.values, a.targets));
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// What the sweep needs from the architecture file's text beyond the model (how it counts
+/// scale-up bandwidth).
+pub fn file_facts(name: &str, text: &str) -> FileFacts {
+    crate::spec::parse_ron::<SystemSpec>(name, text)
+        .ok()
+        .map(|s| FileFacts {
+            scale_up_both_directions: s
+                .scale_up
+                .as_ref()
+                .map(|u| u.counted == Counted::BothDirections)
+                .unwrap_or(false),
+        })
+        .unwrap_or_default()
+}
+
+/// Build a plan from in-memory parts (benchmarks, tests): `axes` are (path, values expression).
+pub fn from_parts(
+    sys: &System,
+    facts: FileFacts,
+    w: &Workload,
+    mapping: MappingMode,
+    axes: &[(&str, &str)],
+    sampling: Sampling,
+) -> Result<Plan, Vec<Diagnostic>> {
+    let inputs = Inputs {
+        axes: axes
+            .iter()
+            .map(|(p, v)| AxisInput {
+                path: p.to_string(),
+                values: AxisValues::Expr(v.to_string()),
+                at: Loc::option("--vary"),
+            })
+            .collect(),
+        sampling,
+        ..Inputs::default()
+    };
+    let mut diags = Vec::new();
+    match resolve(&inputs, sys, facts, w, mapping, &mut diags) {
+        Some(p) if !has_errors(&diags) => Ok(p),
+        _ => Err(diags),
+    }
+}

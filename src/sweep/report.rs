@@ -1,0 +1,447 @@
+//! What a sweep reports: the summary (counts, the best K points, the Pareto front), which is also
+//! the shard format `tessera sweep merge` joins, and the per-point rows (CSV, JSON Lines).
+
+use super::accumulate::{Front, TopK};
+use super::metric::Metric;
+use super::plan::{unit_symbol, Constraints, Plan, Skipped};
+use super::space::Sampling;
+use super::{reason, Outcome};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+pub const FORMAT: &str = "tessera-sweep-summary";
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AxisInfo {
+    pub path: String,
+    /// SI unit of its values.
+    pub unit: String,
+}
+
+/// A slice of the sweep's points: indices `start..end`, shard `index` of `count`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Shard {
+    pub start: u64,
+    pub end: u64,
+    pub index: u64,
+    pub count: u64,
+}
+
+/// One reported point.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PointReport {
+    pub index: u64,
+    /// Index into the summary's `programs`.
+    pub program: usize,
+    /// Axis values, in the order of the summary's `axes` (SI).
+    pub values: Vec<f64>,
+    pub step_time_s: f64,
+    pub throughput_per_s: f64,
+    pub average_power_w: f64,
+    pub energy_per_step_j: f64,
+    pub energy_per_unit_j: f64,
+    pub mfu: f64,
+    pub memory_headroom_bytes: f64,
+}
+
+impl PointReport {
+    pub fn new(plan: &Plan, o: &Outcome) -> Self {
+        PointReport {
+            index: o.index,
+            program: plan.locate(o.index).0,
+            values: plan.values(o.index),
+            step_time_s: o.step_time,
+            throughput_per_s: o.throughput,
+            average_power_w: o.power,
+            energy_per_step_j: o.energy_per_step,
+            energy_per_unit_j: o.energy_per_unit,
+            mfu: o.mfu,
+            memory_headroom_bytes: o.headroom,
+        }
+    }
+    pub fn outcome(&self) -> Outcome {
+        Outcome {
+            index: self.index,
+            reason: reason::OK,
+            step_time: self.step_time_s,
+            energy_per_step: self.energy_per_step_j,
+            power: self.average_power_w,
+            throughput: self.throughput_per_s,
+            mfu: self.mfu,
+            headroom: self.memory_headroom_bytes,
+            energy_per_unit: self.energy_per_unit_j,
+        }
+    }
+}
+
+/// The result of a sweep or of one shard of it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub format: String,
+    pub version: u32,
+    pub name: String,
+    pub system: String,
+    pub workload: String,
+    /// Identifies the sweep; shards merge only with equal fingerprints.
+    pub fingerprint: String,
+    /// Unit of throughput (tokens, samples).
+    pub unit: String,
+    pub sampling: Sampling,
+    pub points_per_program: u64,
+    pub total_points: u64,
+    pub axes: Vec<AxisInfo>,
+    /// Program labels (device count and mapping), by program index.
+    pub programs: Vec<String>,
+    pub skipped_programs: Vec<Skipped>,
+    pub constraints: Constraints,
+    pub objective: Metric,
+    pub pareto: [Metric; 2],
+    pub top_k: usize,
+    /// The slices evaluated (one for a single run or shard; all of them after a merge).
+    pub shards: Vec<Shard>,
+    /// How the points were evaluated; for the GPU, the adapter.
+    pub backend: String,
+    pub evaluated: u64,
+    pub feasible: u64,
+    /// Infeasible points by reason.
+    pub infeasible: BTreeMap<String, u64>,
+    /// The best `top_k` feasible points by `objective`, best first.
+    pub top: Vec<PointReport>,
+    /// The Pareto front of the two `pareto` metrics, best in the first first.
+    pub front: Vec<PointReport>,
+    /// Feasible points at a fixed stride of the index (for a picture of the whole cloud), when
+    /// asked for; the same stride in every shard.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sample: Vec<PointReport>,
+}
+
+/// Counts of points by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts(pub [u64; reason::COUNT]);
+
+impl Counts {
+    #[inline]
+    pub fn add(&mut self, r: u8) {
+        self.0[(r as usize).min(reason::COUNT - 1)] += 1;
+    }
+    pub fn merge(&mut self, o: &Counts) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
+
+impl Summary {
+    /// The summary of a run over `shard` of `plan`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        plan: &Plan,
+        shard: Shard,
+        backend: String,
+        counts: &Counts,
+        top: Vec<Outcome>,
+        front: Vec<Outcome>,
+        top_k: usize,
+    ) -> Summary {
+        let mut infeasible = BTreeMap::new();
+        for (r, &n) in counts.0.iter().enumerate().skip(1) {
+            if n > 0 {
+                infeasible.insert(reason::name(r as u8).to_string(), n);
+            }
+        }
+        Summary {
+            format: FORMAT.into(),
+            version: 1,
+            name: plan.name.clone(),
+            system: plan.system.clone(),
+            workload: plan.workload.clone(),
+            fingerprint: plan.fingerprint.clone(),
+            unit: plan.unit.into(),
+            sampling: plan.space.sampling,
+            points_per_program: plan.space.points,
+            total_points: plan.total(),
+            axes: plan
+                .space
+                .axes
+                .iter()
+                .map(|a| AxisInfo {
+                    path: a.path.clone(),
+                    unit: unit_symbol(a.dimension).into(),
+                })
+                .collect(),
+            programs: plan.programs.iter().map(|p| p.label.clone()).collect(),
+            skipped_programs: plan.skipped.clone(),
+            constraints: plan.constraints,
+            objective: plan.objective,
+            pareto: [plan.pareto.0, plan.pareto.1],
+            top_k,
+            shards: vec![shard],
+            backend,
+            evaluated: counts.total(),
+            feasible: counts.0[0],
+            infeasible,
+            top: top.iter().map(|o| PointReport::new(plan, o)).collect(),
+            front: front.iter().map(|o| PointReport::new(plan, o)).collect(),
+            sample: Vec::new(),
+        }
+    }
+
+    /// Whether the shards cover every point exactly once.
+    pub fn complete(&self) -> bool {
+        let mut s = self.shards.clone();
+        s.sort();
+        let mut at = 0;
+        for x in &s {
+            if x.start != at {
+                return false;
+            }
+            at = x.end;
+        }
+        at == self.total_points
+    }
+}
+
+/// Join shard summaries into the summary one run over all their points gives. `top` keeps fewer
+/// best points than the shards did, never more. Returns warnings (missing shards) beside it.
+pub fn merge(parts: Vec<Summary>, top: Option<usize>) -> Result<(Summary, Vec<String>), String> {
+    let mut it = parts.into_iter();
+    let Some(first) = it.next() else {
+        return Err("nothing to merge".into());
+    };
+    let mut warnings = Vec::new();
+    let rest: Vec<Summary> = it.collect();
+    for s in &rest {
+        if s.format != FORMAT {
+            return Err(format!("not a sweep summary (format `{}`)", s.format));
+        }
+        if s.fingerprint != first.fingerprint {
+            return Err(format!(
+                "shards of different sweeps: fingerprint {} vs {} (`{}` vs `{}`)",
+                first.fingerprint, s.fingerprint, first.name, s.name
+            ));
+        }
+        if s.objective != first.objective || s.pareto != first.pareto {
+            return Err(format!(
+                "shards ranked differently: objective {} / pareto {}, {} vs {} / {}, {}",
+                first.objective,
+                first.pareto[0],
+                first.pareto[1],
+                s.objective,
+                s.pareto[0],
+                s.pareto[1]
+            ));
+        }
+    }
+    let mut shards: Vec<Shard> = first.shards.clone();
+    for s in &rest {
+        shards.extend(s.shards.iter().copied());
+    }
+    shards.sort();
+    for w in shards.windows(2) {
+        if w[1].start < w[0].end {
+            return Err(format!(
+                "shards overlap: points {}..{} and {}..{} (shard {}/{} given twice?)",
+                w[0].start, w[0].end, w[1].start, w[1].end, w[1].index, w[1].count
+            ));
+        }
+    }
+    let min_k = rest.iter().map(|s| s.top_k).fold(first.top_k, usize::min);
+    let k = match top {
+        Some(t) if t > min_k => {
+            warnings.push(format!(
+                "the shards kept only their {min_k} best points; reporting {min_k}, not {t}"
+            ));
+            min_k
+        }
+        Some(t) => t,
+        None => min_k,
+    };
+    let mut best = TopK::new(k, first.objective);
+    let mut front = Front::new(first.pareto[0], first.pareto[1]);
+    let mut points: BTreeMap<u64, PointReport> = BTreeMap::new();
+    let mut out = first.clone();
+    let mut backends = vec![first.backend.clone()];
+    for s in std::iter::once(&first).chain(rest.iter()) {
+        for p in s.top.iter().chain(s.front.iter()) {
+            points.insert(p.index, p.clone());
+        }
+        for p in &s.top {
+            best.push(&p.outcome());
+        }
+        for p in &s.front {
+            front.push(&p.outcome());
+        }
+        if !backends.contains(&s.backend) {
+            backends.push(s.backend.clone());
+        }
+    }
+    for s in &rest {
+        out.sample.extend(s.sample.iter().cloned());
+        out.evaluated += s.evaluated;
+        out.feasible += s.feasible;
+        for (r, n) in &s.infeasible {
+            *out.infeasible.entry(r.clone()).or_default() += n;
+        }
+    }
+    out.sample.sort_by_key(|p| p.index);
+    out.sample.dedup_by_key(|p| p.index);
+    out.shards = shards;
+    out.backend = backends.join(" + ");
+    out.top_k = k;
+    out.top = best
+        .into_sorted()
+        .iter()
+        .map(|o| points[&o.index].clone())
+        .collect();
+    out.front = front
+        .into_sorted()
+        .iter()
+        .map(|o| points[&o.index].clone())
+        .collect();
+    if !out.complete() {
+        let covered: u64 = out.shards.iter().map(|s| s.end - s.start).sum();
+        warnings.push(format!(
+            "the shards cover {covered} of {} points; the result is for those only",
+            out.total_points
+        ));
+    }
+    Ok((out, warnings))
+}
+
+/// Per-point output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowFormat {
+    Csv,
+    Jsonl,
+}
+
+impl RowFormat {
+    /// From a file name: `.csv` or `.jsonl` / `.ndjson`.
+    pub fn from_path(p: &str) -> Option<RowFormat> {
+        let l = p.to_ascii_lowercase();
+        if l.ends_with(".csv") {
+            Some(RowFormat::Csv)
+        } else if l.ends_with(".jsonl") || l.ends_with(".ndjson") || l.ends_with(".json") {
+            Some(RowFormat::Jsonl)
+        } else {
+            None
+        }
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+const FIGURES: [&str; 7] = [
+    "step_time_s",
+    "throughput_per_s",
+    "average_power_w",
+    "energy_per_step_j",
+    "energy_per_unit_j",
+    "mfu",
+    "memory_headroom_bytes",
+];
+
+/// The CSV header (JSON Lines has none).
+pub fn header(plan: &Plan, f: RowFormat) -> String {
+    if f == RowFormat::Jsonl {
+        return String::new();
+    }
+    let mut h = vec!["index".to_string(), "devices".into(), "mapping".into()];
+    for (i, a) in plan.space.axes.iter().enumerate() {
+        let u = plan.axis_unit(i);
+        h.push(csv_field(&if u.is_empty() {
+            a.path.clone()
+        } else {
+            format!("{} ({u})", a.path)
+        }));
+    }
+    h.push("feasible".into());
+    h.push("reason".into());
+    h.extend(FIGURES.iter().map(|s| s.to_string()));
+    h.join(",") + "\n"
+}
+
+/// Append the row of `o` (whose axis values are `vals`) to `out`.
+pub fn row(plan: &Plan, o: &Outcome, vals: &[f64], f: RowFormat, out: &mut String) {
+    let prog = &plan.programs[plan.locate(o.index).0];
+    let figs = [
+        o.step_time,
+        o.throughput,
+        o.power,
+        o.energy_per_step,
+        o.energy_per_unit,
+        o.mfu,
+        o.headroom,
+    ];
+    let feasible = o.feasible();
+    match f {
+        RowFormat::Csv => {
+            let _ = write!(
+                out,
+                "{},{},{}",
+                o.index,
+                prog.devices,
+                csv_field(&prog.label)
+            );
+            for v in vals {
+                let _ = write!(out, ",{v:e}");
+            }
+            let _ = write!(
+                out,
+                ",{},{}",
+                feasible,
+                if feasible { "" } else { reason::name(o.reason) }
+            );
+            for (i, v) in figs.iter().enumerate() {
+                // Figures of an infeasible point mean nothing, except how far memory is short.
+                if feasible || (i == 6 && v.is_finite()) {
+                    let _ = write!(out, ",{v:e}");
+                } else {
+                    out.push(',');
+                }
+            }
+            out.push('\n');
+        }
+        RowFormat::Jsonl => {
+            let _ = write!(
+                out,
+                "{{\"index\":{},\"devices\":{},\"mapping\":{},\"values\":{{",
+                o.index,
+                prog.devices,
+                serde_json::to_string(&prog.label).unwrap_or_default()
+            );
+            for (i, (a, v)) in plan.space.axes.iter().zip(vals).enumerate() {
+                let _ = write!(
+                    out,
+                    "{}{}:{v:e}",
+                    if i > 0 { "," } else { "" },
+                    serde_json::to_string(&a.path).unwrap_or_default()
+                );
+            }
+            let _ = write!(out, "}},\"feasible\":{feasible}");
+            if feasible {
+                out.push_str(",\"reason\":null");
+            } else {
+                let _ = write!(out, ",\"reason\":\"{}\"", reason::name(o.reason));
+            }
+            for (i, (n, v)) in FIGURES.iter().zip(figs).enumerate() {
+                if (feasible || i == 6) && v.is_finite() {
+                    let _ = write!(out, ",\"{n}\":{v:e}");
+                } else {
+                    let _ = write!(out, ",\"{n}\":null");
+                }
+            }
+            out.push_str("}\n");
+        }
+    }
+}
