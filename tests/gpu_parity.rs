@@ -286,6 +286,45 @@ fn kernel_matches_cpu_eval_on_100k_random_points() {
         assert_eq!(s_gpu.top, s_cpu.top, "{}: top points", plan.name);
         assert_eq!(s_gpu.front, s_cpu.front, "{}: front", plan.name);
         assert_eq!(s_gpu.evaluated, s_cpu.evaluated);
+        assert_eq!(s_gpu.feasible, s_cpu.feasible, "{}: counts", plan.name);
+        // with every point read back (for per-point output) too
+        let mut rows = Vec::new();
+        let s_rows = run::run(
+            &plan,
+            &opts(Backend::Gpu),
+            Some((&mut rows, tessera::sweep::report::RowFormat::Csv)),
+            &Quiet,
+        )
+        .unwrap();
+        assert_eq!(s_rows.top, s_cpu.top, "{}: top points, rows", plan.name);
+        assert_eq!(s_rows.front, s_cpu.front, "{}: front, rows", plan.name);
+        assert_eq!(
+            rows.iter().filter(|b| **b == b'\n').count() as u64,
+            plan.total() + 1
+        );
+
+        // Constraints screened on the device: a power budget at the median power and a memory
+        // floor at the median headroom of the feasible points.
+        let mut feasible: Vec<&Outcome> = cpu_out.iter().filter(|o| o.feasible()).collect();
+        if feasible.len() > 10 {
+            let mut c = plan.clone();
+            feasible.sort_by(|a, b| a.power.total_cmp(&b.power));
+            let budget = feasible[feasible.len() / 2].power;
+            feasible.sort_by(|a, b| a.headroom.total_cmp(&b.headroom));
+            let floor = feasible[feasible.len() / 3].headroom;
+            c.constraints.power_budget = Some(budget);
+            c.constraints.memory_floor = Some(floor);
+            let g_ = run::run(&c, &opts(Backend::Gpu), None, &Quiet).unwrap();
+            let c_ = run::run(&c, &opts(Backend::Cpu), None, &Quiet).unwrap();
+            assert_eq!(g_.top, c_.top, "{}: constrained top points", plan.name);
+            assert_eq!(g_.front, c_.front, "{}: constrained front", plan.name);
+            assert_eq!(
+                g_.infeasible, c_.infeasible,
+                "{}: constrained counts",
+                plan.name
+            );
+            assert!(c_.infeasible.len() >= 2, "{:?}", c_.infeasible);
+        }
     }
     eprintln!(
         "parity over {points} points ({feasible} feasible; infeasible by memory {}, no compute {}):",

@@ -438,7 +438,10 @@ fn cli_shards_merge_and_vary() {
     ]);
     assert!(ok, "{err}");
     let svg = std::fs::read_to_string(d("cloud.svg")).unwrap();
-    assert!(svg.contains("<svg") && svg.contains("front-point"), "a sweep picture");
+    assert!(
+        svg.contains("<svg") && svg.contains("front-point"),
+        "a sweep picture"
+    );
     assert!(out.contains("26 points"), "{out}");
     assert!(out.contains("best 3 by throughput"), "{out}");
     assert!(out.contains("Pareto front, throughput vs energy"), "{out}");

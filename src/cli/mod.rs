@@ -39,7 +39,7 @@ pub enum Command {
     /// Estimate a workload on a system: step time, throughput, MFU, power, energy, bottleneck.
     Estimate(estimate::Args),
     /// Sweep a design space on all CPU cores or the GPU: best points, Pareto front, every point.
-    Sweep(sweep::Args),
+    Sweep(Box<sweep::Args>),
     /// Compare systems side by side on one workload, with ratios to the first.
     Compare(compare::Args),
     /// Throughput and scaling efficiency over device counts.
@@ -70,7 +70,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Show(a) => show::run(a, out),
         Command::New(a) => new::run(a, out),
         Command::Estimate(a) => estimate::run(a, out),
-        Command::Sweep(a) => sweep::run(a, out),
+        Command::Sweep(a) => sweep::run(*a, out),
         Command::Compare(a) => compare::run(a, out),
         Command::Scale(a) => scale::run(a, out),
         Command::Roofline(a) => roofline::run(a, out),

@@ -98,6 +98,12 @@ impl TopK {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+    /// The score a point must beat to enter, once the heap is full.
+    pub fn entry_score(&self) -> Option<f64> {
+        (self.k > 0 && self.heap.len() == self.k)
+            .then(|| self.heap.peek().map(|w| w.0.score))
+            .flatten()
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -278,6 +284,25 @@ impl Screen {
 
     pub fn band_len(&self) -> usize {
         self.band.len()
+    }
+
+    /// What a point must reach to be a candidate, for the GPU's own screening: the entry score of
+    /// the top heap, and the front's (a, b) scores (a descending). Both lowered by the margin
+    /// (and a little more for the conversion to f32), so the GPU lets through everything this
+    /// screen would keep.
+    pub fn bounds(&self) -> (f32, Vec<[f32; 2]>) {
+        let down = |x: f64| (x - 1e-6 * x.abs()) as f32;
+        let thr = match self.top.entry_score() {
+            Some(t) => down(t - self.margin * t.abs()),
+            None => f32::MIN,
+        };
+        let front = self
+            .front
+            .pts
+            .iter()
+            .map(|p| [down(p.a), down(p.b)])
+            .collect();
+        (thr, front)
     }
 }
 

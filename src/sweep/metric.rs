@@ -45,6 +45,18 @@ impl Metric {
         matches!(self, Metric::Throughput | Metric::PerfPerWatt | Metric::Mfu)
     }
 
+    /// The metric's code in the WGSL kernel (`score` in `eval.wgsl`).
+    pub fn code(self) -> u32 {
+        match self {
+            Metric::Throughput => 0,
+            Metric::StepTime => 1,
+            Metric::Power => 2,
+            Metric::Energy => 3,
+            Metric::PerfPerWatt => 4,
+            Metric::Mfu => 5,
+        }
+    }
+
     /// The metric's value for a point (SI).
     pub fn value(self, o: &Outcome) -> f64 {
         match self {

@@ -140,9 +140,9 @@ pub fn run(
         front.into_sorted(),
         opts.top,
     );
-    if opts.sample > 0 {
-        // A stride of the whole sweep, so shards sample the same points one run would.
-        let stride = (total / opts.sample).max(1);
+    // A stride of the whole sweep, so shards sample the same points one run would.
+    if let Some(stride) = total.checked_div(opts.sample) {
+        let stride = stride.max(1);
         let first = start.div_ceil(stride) * stride;
         let idx: Vec<u64> = (first..end).step_by(stride as usize).collect();
         let naxes = plan.space.axes.len();
@@ -287,7 +287,12 @@ fn gpu(
 }
 
 /// Evaluate `start..end` on the GPU: f32 figures for counts and rows, a screen of candidates for
-/// the top-K and the front, and those candidates re-evaluated in f64 for the answer.
+/// the top-K and the front, and those candidates re-evaluated in f64 for the answer. Without
+/// per-point rows the screening runs on the device ([`Gpu::screen`]); with rows every point is
+/// read back ([`Gpu::evaluate`]) and rows carry the f32 figures.
+///
+/// [`Gpu::screen`]: crate::engine::gpu::Gpu::screen
+/// [`Gpu::evaluate`]: crate::engine::gpu::Gpu::evaluate
 #[cfg(feature = "gpu")]
 fn gpu(
     plan: &Plan,
@@ -321,69 +326,106 @@ fn gpu(
     let naxes = plan.space.axes.len();
     let budget = plan.constraints.power_budget;
     let floor = plan.constraints.memory_floor;
-    let mut sink = |first: u64, words: &[f32]| -> bool {
-        let n = words.len() / OUT_WORDS;
-        let tasks: Vec<(usize, usize)> = (0..n)
-            .step_by(TASK as usize)
-            .map(|a| (a, (a + TASK as usize).min(n)))
-            .collect();
-        let parts: Vec<(Counts, Screen, Vec<u64>, String)> = tasks
-            .par_iter()
-            .map(|&(a, b)| {
-                let mut c = Counts::default();
-                let mut s = Screen::new(k, k + 64, plan.objective, plan.pareto, margin);
-                let mut near = Vec::new();
-                let mut text = String::new();
-                let mut vals = vec![0.0; naxes];
-                for j in a..b {
-                    let index = first + j as u64;
-                    let raw = from_words(index, &words[j * OUT_WORDS..(j + 1) * OUT_WORDS]);
-                    let mut o = raw;
-                    plan.constrain(&mut o);
-                    c.add(o.reason);
-                    let slack = |x: f64| margin * x.abs();
-                    let tol = slack(
-                        plan.programs[plan.locate(index).0]
-                            .program
-                            .footprint
-                            .total(),
-                    );
-                    if raw.reason == reason::OK {
-                        let ok_power = budget.is_none_or(|b| raw.power <= b + slack(b));
-                        let ok_floor = floor.is_none_or(|f| raw.headroom + tol >= f);
-                        if ok_power && ok_floor {
-                            s.push(&raw);
+    if fmt.is_none() {
+        // Screening on the device: only counts and candidates come back.
+        use crate::engine::gpu::{Bounds, Screened, Screening};
+        let how = Screening {
+            objective: plan.objective.code(),
+            pareto: [plan.pareto.0.code(), plan.pareto.1.code()],
+            margin: margin as f32,
+            budget: budget.map(|b| b as f32).unwrap_or(0.0),
+            floor: floor.map(|f| f as f32).unwrap_or(f32::MIN),
+        };
+        let mut next = |b: Screened| -> Option<Bounds> {
+            for (r, n) in b.counts.iter().enumerate() {
+                counts.0[r] += n;
+            }
+            for w in b.candidates.chunks_exact(OUT_WORDS) {
+                let (li, r) = (w[6] & 0x00ff_ffff, (w[6] >> 24) as u8);
+                let index = b.first + li as u64;
+                let mut f = [0f32; OUT_WORDS];
+                for (x, y) in f.iter_mut().zip(w) {
+                    *x = f32::from_bits(*y);
+                }
+                f[6] = r as f32;
+                let o = from_words(index, &f);
+                if r == reason::OK {
+                    screen.push(&o);
+                } else if boundary.len() < 1 << 20 {
+                    boundary.push(index);
+                }
+            }
+            progress.advance(b.points as u64);
+            let (threshold, front) = screen.bounds();
+            Some(Bounds { threshold, front })
+        };
+        g.screen(&design, start, end, &how, &mut next)
+            .map_err(|e| Error::Gpu(e.to_string()))?;
+    } else {
+        let mut sink = |first: u64, words: &[f32]| -> bool {
+            let n = words.len() / OUT_WORDS;
+            let tasks: Vec<(usize, usize)> = (0..n)
+                .step_by(TASK as usize)
+                .map(|a| (a, (a + TASK as usize).min(n)))
+                .collect();
+            let parts: Vec<(Counts, Screen, Vec<u64>, String)> = tasks
+                .par_iter()
+                .map(|&(a, b)| {
+                    let mut c = Counts::default();
+                    let mut s = Screen::new(k, k + 64, plan.objective, plan.pareto, margin);
+                    let mut near = Vec::new();
+                    let mut text = String::new();
+                    let mut vals = vec![0.0; naxes];
+                    for j in a..b {
+                        let index = first + j as u64;
+                        let raw = from_words(index, &words[j * OUT_WORDS..(j + 1) * OUT_WORDS]);
+                        let mut o = raw;
+                        plan.constrain(&mut o);
+                        c.add(o.reason);
+                        let slack = |x: f64| margin * x.abs();
+                        let tol = slack(
+                            plan.programs[plan.locate(index).0]
+                                .program
+                                .footprint
+                                .total(),
+                        );
+                        if raw.reason == reason::OK {
+                            let ok_power = budget.is_none_or(|b| raw.power <= b + slack(b));
+                            let ok_floor = floor.is_none_or(|f| raw.headroom + tol >= f);
+                            if ok_power && ok_floor {
+                                s.push(&raw);
+                            }
+                        } else if raw.reason == reason::MEMORY && raw.headroom.abs() <= tol {
+                            // It might fit in f64: decide there.
+                            near.push(index);
                         }
-                    } else if raw.reason == reason::MEMORY && raw.headroom.abs() <= tol {
-                        // It might fit in f64: decide there.
-                        near.push(index);
+                        if let Some(f) = fmt {
+                            plan.space.sample(plan.locate(index).1, &mut vals);
+                            report::row(plan, &o, &vals, f, &mut text);
+                        }
                     }
-                    if let Some(f) = fmt {
-                        plan.space.sample(plan.locate(index).1, &mut vals);
-                        report::row(plan, &o, &vals, f, &mut text);
+                    (c, s, near, text)
+                })
+                .collect();
+            for (c, s, near, text) in parts {
+                counts.merge(&c);
+                screen.merge(s);
+                if boundary.len() < 1 << 20 {
+                    boundary.extend(near);
+                }
+                if let Some((w, _)) = rows.as_mut() {
+                    if let Err(e) = w.write_all(text.as_bytes()) {
+                        io_error = Some(e);
+                        return false;
                     }
                 }
-                (c, s, near, text)
-            })
-            .collect();
-        for (c, s, near, text) in parts {
-            counts.merge(&c);
-            screen.merge(s);
-            if boundary.len() < 1 << 20 {
-                boundary.extend(near);
             }
-            if let Some((w, _)) = rows.as_mut() {
-                if let Err(e) = w.write_all(text.as_bytes()) {
-                    io_error = Some(e);
-                    return false;
-                }
-            }
-        }
-        progress.advance(n as u64);
-        true
-    };
-    g.evaluate(&design, start, end, None, &mut sink)
-        .map_err(|e| Error::Gpu(e.to_string()))?;
+            progress.advance(n as u64);
+            true
+        };
+        g.evaluate(&design, start, end, None, &mut sink)
+            .map_err(|e| Error::Gpu(e.to_string()))?;
+    }
     if let Some(e) = io_error {
         return Err(Error::Io(e));
     }

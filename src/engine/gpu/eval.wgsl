@@ -11,6 +11,12 @@
 //
 // Where the CPU divides by a zero bandwidth (an infinite time, hence an infeasible point) the
 // kernel sets `bad` instead of producing an infinity, which WGSL implementations need not honour.
+//
+// Two output modes. Full (mode 0): every point's figures, two vec4 per point, for per-point
+// output. Screening (mode 1): points are counted by reason (per workgroup, then once per group in
+// `counts`) and only candidates are appended to `out` — points that may rank among the best or
+// lie on the Pareto front, judged against the host's current threshold and front with a relative
+// margin — so the read-back is a few candidates, not every point.
 
 struct Params {
     start_prog: u32,
@@ -25,6 +31,19 @@ struct Params {
     seed: u32,
     rederive: u32,
     divide: u32,
+    // screening (mode 1)
+    mode: u32,
+    objective: u32,
+    pareto_a: u32,
+    pareto_b: u32,
+    n_front: u32,
+    threshold: f32,
+    margin: f32,
+    budget: f32,
+    floor: f32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 // Ops, collectives, axes and axis targets share one record shape.
@@ -60,7 +79,13 @@ struct Prog {
 @group(0) @binding(1) var<storage, read> progs: array<Prog>;
 @group(0) @binding(2) var<storage, read> recs: array<Rec>;
 @group(0) @binding(3) var<storage, read> vals: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<u32>>;
+// screening: the current front as (score a, score b), score a descending
+@group(0) @binding(5) var<storage, read> front: array<vec2<f32>>;
+// screening: points by reason (0-4), then the number of candidates written
+@group(0) @binding(6) var<storage, read_write> counts: array<atomic<u32>>;
+
+var<workgroup> group_counts: array<atomic<u32>, 5>;
 
 var<private> X: array<f32, NX>;
 var<private> V: array<f32, MAX_AXES>;
@@ -313,17 +338,18 @@ fn tier_energy(t: u32) -> f32 {
     return X[F_OUT_ENERGY];
 }
 
-fn infeasible(li: u32, reason: f32, head: f32) {
-    out[2u * li] = vec4<f32>(0.0);
-    out[2u * li + 1u] = vec4<f32>(0.0, head, reason, 0.0);
+// One point's figures: a = (step time, energy per step, power, throughput),
+// b = (MFU, memory headroom, reason, energy per unit).
+struct Point {
+    a: vec4<f32>,
+    b: vec4<f32>,
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let li = gid.y * nwg.x * 256u + gid.x;
-    if (li >= P.count) {
-        return;
-    }
+fn infeasible(reason: f32, head: f32) -> Point {
+    return Point(vec4<f32>(0.0), vec4<f32>(0.0, head, reason, 0.0));
+}
+
+fn evaluate(li: u32) -> Point {
     let t = P.start_mi + li;
     let pr = progs[P.start_prog + t / P.points];
     let mi = t % P.points;
@@ -361,8 +387,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         at = 1u;
         head = hbm - wk;
     } else {
-        infeasible(li, REASON_MEMORY, max(sram, hbm) - tot);
-        return;
+        return infeasible(REASON_MEMORY, max(sram, hbm) - tot);
     }
     let bw_w = tier_bandwidth(wt);
     let bw_a = tier_bandwidth(at);
@@ -397,8 +422,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             rate = X[F_VECTOR_PEAK + prec] * X[F_EFF_VECTOR];
         }
         if (flops > 0.0 && rate <= 0.0) {
-            infeasible(li, REASON_NO_COMPUTE, head);
-            return;
+            return infeasible(REASON_NO_COMPUTE, head);
         }
         var t_c = 0.0;
         if (flops > 0.0) {
@@ -463,8 +487,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let to = oth[0] * mb + oth[1];
     let t_step = tc + tm + tk + tb + to;
     if (bad || !(t_step > 0.0 && t_step < 3.0e38)) {
-        infeasible(li, REASON_NO_COMPUTE, head);
-        return;
+        return infeasible(REASON_NO_COMPUTE, head);
     }
     let dev_power = min(X[F_IDLE_POWER] + dyn_energy / t_step, X[F_TDP]);
     let power = pr.devices * (dev_power + X[F_OVERHEAD_POWER]) * X[F_PUE];
@@ -475,6 +498,98 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (peak > 0.0) {
         mfu = pr.model_flops / (t_step * peak);
     }
-    out[2u * li] = vec4<f32>(t_step, energy, power, throughput);
-    out[2u * li + 1u] = vec4<f32>(mfu, head, 0.0, energy / pr.units);
+    return Point(
+        vec4<f32>(t_step, energy, power, throughput),
+        vec4<f32>(mfu, head, 0.0, energy / pr.units),
+    );
+}
+
+// ---- screening (sweep/accumulate.rs, `Screen`) ----
+
+// A metric of a feasible point, larger is better (`sweep::Metric::score`):
+// 0 throughput, 1 step time, 2 power, 3 energy per unit, 4 throughput per watt, 5 MFU.
+fn score(m: u32, p: Point) -> f32 {
+    switch m {
+        case 0u: { return p.a.w; }
+        case 1u: { return -p.a.x; }
+        case 2u: { return -p.a.z; }
+        case 3u: { return -p.b.w; }
+        case 4u: { return p.a.w / p.a.z; }
+        default: { return p.b.x; }
+    }
+}
+
+// Beaten by more than the margin in both metrics by a point of the host's front.
+fn screened_out(a: f32, b: f32) -> bool {
+    let ta = a + P.margin * abs(a);
+    let tb = b + P.margin * abs(b);
+    // k = number of front points with score a >= ta (they come first)
+    var lo = 0u;
+    var hi = P.n_front;
+    while (lo < hi) {
+        let mid = (lo + hi) / 2u;
+        if (front[mid].x >= ta) {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo > 0u && front[lo - 1u].y >= tb;
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let li = gid.y * nwg.x * 256u + gid.x;
+    var reason = 5u;
+    if (li < P.count) {
+        let p = evaluate(li);
+        if (P.mode == 0u) {
+            out[2u * li] = bitcast<vec4<u32>>(p.a);
+            out[2u * li + 1u] = bitcast<vec4<u32>>(p.b);
+        } else {
+            // the constraints, exactly for the counts and with the margin for candidates
+            reason = u32(p.b.z);
+            var candidate = false;
+            if (reason == 0u) {
+                let tol = P.margin * progs[P.start_prog + (P.start_mi + li) / P.points].total;
+                candidate = (P.budget <= 0.0 || p.a.z <= P.budget + P.margin * P.budget)
+                    && p.b.y + tol >= P.floor;
+                if (P.budget > 0.0 && p.a.z > P.budget) {
+                    reason = 3u;
+                } else if (p.b.y < P.floor) {
+                    reason = 4u;
+                }
+                candidate = candidate
+                    && (score(P.objective, p) >= P.threshold
+                        || !screened_out(score(P.pareto_a, p), score(P.pareto_b, p)));
+            } else if (reason == 1u) {
+                // it might fit in f64: let the host decide
+                let tol = P.margin * progs[P.start_prog + (P.start_mi + li) / P.points].total;
+                candidate = abs(p.b.y) <= tol;
+            }
+            if (candidate) {
+                let k = atomicAdd(&counts[5], 1u);
+                var b = bitcast<vec4<u32>>(p.b);
+                b.z = li | (u32(p.b.z) << 24u);
+                out[2u * k] = bitcast<vec4<u32>>(p.a);
+                out[2u * k + 1u] = b;
+            }
+        }
+    }
+    if (P.mode == 1u) {
+        if (reason < 5u) {
+            atomicAdd(&group_counts[reason], 1u);
+        }
+        workgroupBarrier();
+        if (lid < 5u) {
+            let n = atomicLoad(&group_counts[lid]);
+            if (n > 0u) {
+                atomicAdd(&counts[lid], n);
+            }
+        }
+    }
 }

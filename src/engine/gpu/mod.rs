@@ -7,7 +7,11 @@
 //! - [`Gpu::upload`] packs a sweep's programs, base machines and axes into storage buffers once;
 //!   [`Gpu::evaluate`] streams any index range through two ping-pong slots (the next batch is
 //!   computed while the last is read back), chunked to the adapter's buffer limits, with a 2-D
-//!   dispatch past its workgroup-count limit.
+//!   dispatch past its workgroup-count limit, and reads back every point's figures.
+//! - [`Gpu::screen`] does the same but keeps the reduction on the device: points are counted by
+//!   reason in workgroup memory, and only candidates for the best points and the Pareto front
+//!   (judged against the host's current entry score and front, with a margin) are written back,
+//!   so neither the bus nor the host has to touch every point.
 //! - Validation, out-of-memory and device-lost errors are caught (error scopes, an uncaptured-error
 //!   handler, a device-lost callback, poll timeouts) and returned as [`GpuError`], never a panic.
 
@@ -87,6 +91,9 @@ struct Slot {
     params: wgpu::Buffer,
     out: wgpu::Buffer,
     staging: wgpu::Buffer,
+    front: wgpu::Buffer,
+    counts: wgpu::Buffer,
+    counts_staging: wgpu::Buffer,
     bind: wgpu::BindGroup,
 }
 
@@ -357,51 +364,41 @@ impl Gpu {
     }
 
     fn slot(&self, design: &Design, chunk: u32) -> Result<Slot, GpuError> {
+        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+            wgpu::BindGroupEntry {
+                binding,
+                resource: buffer.as_entire_binding(),
+            }
+        }
         let bytes = chunk as u64 * (OUT_WORDS * 4) as u64;
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let vscope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("params"),
-            size: 48,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let out = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("out"),
-            size: bytes,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("staging"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let buffer = |label: &str, size: u64, usage: wgpu::BufferUsages| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        use wgpu::BufferUsages as U;
+        let params = buffer("params", PARAMS_WORDS as u64 * 4, U::UNIFORM | U::COPY_DST);
+        let out = buffer("out", bytes, U::STORAGE | U::COPY_SRC);
+        let staging = buffer("staging", bytes, U::MAP_READ | U::COPY_DST);
+        let front = buffer("front", MAX_FRONT as u64 * 8, U::STORAGE | U::COPY_DST);
+        let counts = buffer("counts", 32, U::STORAGE | U::COPY_SRC | U::COPY_DST);
+        let counts_staging = buffer("counts staging", 32, U::MAP_READ | U::COPY_DST);
         let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("sweep"),
             layout: &self.layout,
             entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: params.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: design.progs.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: design.recs.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: design.vals.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 4,
-                    resource: out.as_entire_binding(),
-                },
+                entry(0, &params),
+                entry(1, &design.progs),
+                entry(2, &design.recs),
+                entry(3, &design.vals),
+                entry(4, &out),
+                entry(5, &front),
+                entry(6, &counts),
             ],
         });
         scope_error(pollster::block_on(vscope.pop()))?;
@@ -410,8 +407,23 @@ impl Gpu {
             params,
             out,
             staging,
+            front,
+            counts,
+            counts_staging,
             bind,
         })
+    }
+
+    fn batches(&self, design: &Design, start: u64, end: u64, chunk: u32) -> Vec<(u64, u32)> {
+        let end = end.min(design.points * design.programs as u64);
+        let mut v = Vec::new();
+        let mut at = start;
+        while at < end {
+            let n = (end - at).min(chunk as u64);
+            v.push((at, n as u32));
+            at += n;
+        }
+        v
     }
 
     /// Evaluate points `start..end` of `design` (global index = program × points + machine
@@ -430,22 +442,15 @@ impl Gpu {
         let (chunk, max_groups) = limits.unwrap_or((self.chunk, self.max_groups));
         let chunk = chunk.clamp(1, self.chunk.max(1));
         let max_groups = max_groups.clamp(1, self.max_groups);
-        let end = end.min(design.points * design.programs as u64);
-        if start >= end {
+        let batches = self.batches(design, start, end, chunk);
+        if batches.is_empty() {
             return Ok(());
         }
         let slots = [self.slot(design, chunk)?, self.slot(design, chunk)?];
-        let mut batches = Vec::new();
-        let mut at = start;
-        while at < end {
-            let n = (end - at).min(chunk as u64);
-            batches.push((at, n as u32));
-            at += n;
-        }
         let mut pending: Option<(usize, u64, u32, wgpu::SubmissionIndex)> = None;
         for (bi, &(first, n)) in batches.iter().enumerate() {
             let si = bi % 2;
-            let sub = self.submit(design, &slots[si], first, n, max_groups)?;
+            let sub = self.submit(design, &slots[si], first, n, max_groups, None)?;
             if let Some((ps, pf, pn, pidx)) = pending.take() {
                 if !self.read(&slots[ps], pf, pn, pidx, sink)? {
                     return self.drain(sub);
@@ -459,14 +464,66 @@ impl Gpu {
         self.check()
     }
 
+    /// Evaluate points `start..end` of `design` on the device and read back only their counts by
+    /// reason and the candidates `how` lets through (see `eval.wgsl`). Each batch is handed to
+    /// `next`, which returns the bounds the following batches are screened against (its best
+    /// scores so far), or `None` to stop.
+    pub fn screen(
+        &self,
+        design: &Design,
+        start: u64,
+        end: u64,
+        how: &Screening,
+        next: &mut dyn FnMut(Screened) -> Option<Bounds>,
+    ) -> Result<(), GpuError> {
+        let chunk = self.chunk;
+        let batches = self.batches(design, start, end, chunk);
+        if batches.is_empty() {
+            return Ok(());
+        }
+        let slots = [self.slot(design, chunk)?, self.slot(design, chunk)?];
+        let mut bounds = Bounds {
+            threshold: f32::MIN,
+            front: Vec::new(),
+        };
+        let mut pending: Option<(usize, u64, u32, wgpu::SubmissionIndex)> = None;
+        for (bi, &(first, n)) in batches.iter().enumerate() {
+            let si = bi % 2;
+            let sub = self.submit(
+                design,
+                &slots[si],
+                first,
+                n,
+                self.max_groups,
+                Some((how, &bounds)),
+            )?;
+            if let Some((ps, pf, pn, pidx)) = pending.take() {
+                match self.read_screened(&slots[ps], pf, pn, pidx, next)? {
+                    Some(b) => bounds = b,
+                    None => return self.drain(sub),
+                }
+            }
+            pending = Some((si, first, n, sub));
+        }
+        if let Some((ps, pf, pn, pidx)) = pending {
+            self.read_screened(&slots[ps], pf, pn, pidx, next)?;
+        }
+        self.check()
+    }
+
     fn drain(&self, sub: wgpu::SubmissionIndex) -> Result<(), GpuError> {
+        self.wait(sub)?;
+        self.check()
+    }
+
+    fn wait(&self, sub: wgpu::SubmissionIndex) -> Result<(), GpuError> {
         self.device
             .poll(wgpu::PollType::Wait {
                 submission_index: Some(sub),
                 timeout: Some(WAIT),
             })
-            .map_err(|e| GpuError::Device(e.to_string()))?;
-        self.check()
+            .map(|_| ())
+            .map_err(|e| GpuError::Device(format!("waiting for the GPU: {e}")))
     }
 
     fn submit(
@@ -476,10 +533,12 @@ impl Gpu {
         first: u64,
         n: u32,
         max_groups: u32,
+        screen: Option<(&Screening, &Bounds)>,
     ) -> Result<wgpu::SubmissionIndex, GpuError> {
         let prog = first / d.points;
         let mi = first % d.points;
-        let params: [u32; 12] = [
+        let mut params: [u32; PARAMS_WORDS] = [0; PARAMS_WORDS];
+        params[..12].copy_from_slice(&[
             prog as u32,
             mi as u32,
             n,
@@ -492,7 +551,41 @@ impl Gpu {
             d.seed,
             d.rederive,
             d.divide,
-        ];
+        ]);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        if let Some((how, b)) = screen {
+            // the front the kernel screens against: at most MAX_FRONT of its points (a subset
+            // screens less, never wrongly)
+            let len = b.front.len();
+            let take = len.min(MAX_FRONT);
+            let pts: Vec<[f32; 2]> = (0..take)
+                .map(|k| {
+                    b.front[if take < len {
+                        k * (len - 1) / (take - 1).max(1)
+                    } else {
+                        k
+                    }]
+                })
+                .collect();
+            if !pts.is_empty() {
+                self.queue
+                    .write_buffer(&slot.front, 0, bytemuck::cast_slice(&pts));
+            }
+            params[12..24].copy_from_slice(&[
+                1,
+                how.objective,
+                how.pareto[0],
+                how.pareto[1],
+                pts.len() as u32,
+                b.threshold.to_bits(),
+                how.margin.to_bits(),
+                how.budget.to_bits(),
+                how.floor.to_bits(),
+                0,
+                0,
+                0,
+            ]);
+        }
         let groups = n.div_ceil(WORKGROUP);
         let x = groups.min(max_groups);
         let y = groups.div_ceil(x);
@@ -502,7 +595,6 @@ impl Gpu {
                 self.max_groups
             )));
         }
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         self.queue
             .write_buffer(&slot.params, 0, bytemuck::cast_slice(&params));
         let mut enc = self
@@ -510,6 +602,9 @@ impl Gpu {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("sweep"),
             });
+        if screen.is_some() {
+            enc.clear_buffer(&slot.counts, 0, None);
+        }
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("eval"),
@@ -519,12 +614,49 @@ impl Gpu {
             pass.set_bind_group(0, &slot.bind, &[]);
             pass.dispatch_workgroups(x, y, 1);
         }
-        let bytes = n as u64 * (OUT_WORDS * 4) as u64;
-        enc.copy_buffer_to_buffer(&slot.out, 0, &slot.staging, 0, bytes);
+        if screen.is_some() {
+            enc.copy_buffer_to_buffer(&slot.counts, 0, &slot.counts_staging, 0, 32);
+            // the first candidates come back with the counts; more need a second trip
+            let bytes = (n.min(PREFIX) as u64) * (OUT_WORDS * 4) as u64;
+            enc.copy_buffer_to_buffer(&slot.out, 0, &slot.staging, 0, bytes);
+        } else {
+            let bytes = n as u64 * (OUT_WORDS * 4) as u64;
+            enc.copy_buffer_to_buffer(&slot.out, 0, &slot.staging, 0, bytes);
+        }
         let sub = self.queue.submit([enc.finish()]);
         scope_error(pollster::block_on(scope.pop()))?;
         self.check()?;
         Ok(sub)
+    }
+
+    /// Map `slice`, wait for `sub`, and hand the bytes to `f`.
+    fn map<R>(
+        &self,
+        buffer: &wgpu::Buffer,
+        bytes: u64,
+        sub: wgpu::SubmissionIndex,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, GpuError> {
+        let slice = buffer.slice(..bytes.max(4));
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.wait(sub)?;
+        self.check()?;
+        match rx.recv_timeout(WAIT) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(GpuError::Device(format!("reading results back: {e}"))),
+            Err(_) => return Err(GpuError::Device("the results never came back".into())),
+        }
+        let r = {
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| GpuError::Device(format!("reading results back: {e}")))?;
+            f(&view)
+        };
+        buffer.unmap();
+        Ok(r)
     }
 
     fn read(
@@ -536,31 +668,86 @@ impl Gpu {
         sink: &mut dyn FnMut(u64, &[f32]) -> bool,
     ) -> Result<bool, GpuError> {
         let bytes = n as u64 * (OUT_WORDS * 4) as u64;
-        let slice = slot.staging.slice(..bytes);
-        let (tx, rx) = std::sync::mpsc::channel();
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        self.device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(sub),
-                timeout: Some(WAIT),
-            })
-            .map_err(|e| GpuError::Device(format!("waiting for the GPU: {e}")))?;
-        self.check()?;
-        match rx.recv_timeout(WAIT) {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(GpuError::Device(format!("reading results back: {e}"))),
-            Err(_) => return Err(GpuError::Device("the results never came back".into())),
-        }
-        let keep_going = {
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| GpuError::Device(format!("reading results back: {e}")))?;
-            let words: &[f32] = bytemuck::cast_slice(&view);
-            sink(first, words)
-        };
-        slot.staging.unmap();
-        Ok(keep_going)
+        self.map(&slot.staging, bytes, sub, |b| {
+            sink(first, bytemuck::cast_slice(b))
+        })
     }
+
+    fn read_screened(
+        &self,
+        slot: &Slot,
+        first: u64,
+        n: u32,
+        sub: wgpu::SubmissionIndex,
+        next: &mut dyn FnMut(Screened) -> Option<Bounds>,
+    ) -> Result<Option<Bounds>, GpuError> {
+        let counts: Vec<u32> = self.map(&slot.counts_staging, 32, sub.clone(), |b| {
+            bytemuck::cast_slice::<u8, u32>(b).to_vec()
+        })?;
+        let found = counts[5].min(n);
+        let prefix = n.min(PREFIX);
+        let bytes = found as u64 * (OUT_WORDS * 4) as u64;
+        let sub = if found > prefix {
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("candidates"),
+                });
+            enc.copy_buffer_to_buffer(&slot.out, 0, &slot.staging, 0, bytes);
+            self.queue.submit([enc.finish()])
+        } else {
+            sub
+        };
+        let mut by_reason = [0u64; 5];
+        for (c, n) in by_reason.iter_mut().zip(&counts) {
+            *c = *n as u64;
+        }
+        self.map(&slot.staging, bytes, sub, |b| {
+            next(Screened {
+                first,
+                points: n,
+                counts: by_reason,
+                candidates: bytemuck::cast_slice(b),
+            })
+        })
+    }
+}
+
+/// Words of the kernel's `Params`.
+const PARAMS_WORDS: usize = 24;
+/// Front points the kernel screens against.
+pub const MAX_FRONT: usize = 4096;
+/// Candidates read back with the counts in one trip.
+const PREFIX: u32 = 8192;
+
+/// How the kernel screens (its `mode 1`): metrics by code (`0` throughput, `1` step time, `2`
+/// power, `3` energy per unit, `4` throughput per watt, `5` MFU), the relative margin, and the
+/// constraints (`budget` ≤ 0: none; `floor` = `f32::MIN`: none).
+#[derive(Clone, Copy, Debug)]
+pub struct Screening {
+    pub objective: u32,
+    pub pareto: [u32; 2],
+    pub margin: f32,
+    pub budget: f32,
+    pub floor: f32,
+}
+
+/// What the host knows so far: the score a point must reach to rank (`f32::MIN` at first), and
+/// the Pareto front as (score a, score b) with score a descending.
+#[derive(Clone, Debug)]
+pub struct Bounds {
+    pub threshold: f32,
+    pub front: Vec<[f32; 2]>,
+}
+
+/// One batch as the kernel screened it.
+pub struct Screened<'a> {
+    /// Global index of the batch's first point.
+    pub first: u64,
+    pub points: u32,
+    /// Points by reason (0 feasible, then `sweep::reason`), constraints applied.
+    pub counts: [u64; 5],
+    /// `OUT_WORDS` per candidate, as in full mode except word 6: the point's index in the batch
+    /// | its reason << 24.
+    pub candidates: &'a [u32],
 }
