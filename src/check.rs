@@ -6,7 +6,7 @@ use crate::spec::{decode, Files, Fs};
 
 /// The kinds of file tessera reads, by their top-level struct name.
 pub const KINDS: &[&str] = &[
-    "System", "Device", "Die", "Node", "Workload", "Mapping", "Case", "Sweep",
+    "System", "Device", "Die", "Node", "Workload", "Mapping", "Case", "Claim", "Sweep",
 ];
 
 /// The first identifier of the document (after comments and `#![enable(..)]` attributes).
@@ -101,6 +101,14 @@ pub fn check_file(name: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
             let l = crate::model::workload::load_workload(name, fs);
             (l.files, l.diagnostics)
         }
+        Some("Case") => {
+            let l = crate::validate::load_case(name, fs);
+            (l.files, l.diagnostics)
+        }
+        Some("Claim") => {
+            let l = crate::validate::audit::load_claim(name, fs);
+            (l.files, l.diagnostics)
+        }
         Some("Mapping") => {
             let l = crate::model::workload::load_mapping(name, fs);
             (l.files, l.diagnostics)
@@ -133,7 +141,8 @@ pub fn check_file(name: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
                 ),
                 Some(k) if KINDS.contains(&k) => (
                     format!("`tessera check` cannot check `{k}` files yet"),
-                    "architecture files (System, Device, Die, Node) can be checked".to_string(),
+                    "System, Device, Die, Node, Workload, Mapping, Case and Claim files can be checked"
+                        .to_string(),
                 ),
                 Some(k) => {
                     let hint = match crate::diag::did_you_mean(k, KINDS.iter().copied()) {

@@ -14,3 +14,4 @@ pub mod spec;
 pub mod sweep;
 pub mod templates;
 pub mod units;
+pub mod validate;

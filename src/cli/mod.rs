@@ -1,6 +1,7 @@
 //! Argument structs and the glue from each subcommand to the library. Only this module prints:
 //! data on stdout, diagnostics and progress on stderr.
 
+mod audit;
 mod check;
 mod common;
 mod compare;
@@ -11,6 +12,7 @@ mod roofline;
 mod scale;
 mod show;
 mod sweep;
+mod validate;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -46,6 +48,10 @@ pub enum Command {
     Scale(scale::Args),
     /// The device's hierarchical roofline with every operator of a workload placed on it.
     Roofline(roofline::Args),
+    /// Run the validation cases against published results; exit 1 when one is outside tolerance.
+    Validate(validate::Args),
+    /// Check published claims against what the hardware physically allows.
+    Audit(audit::Args),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -74,6 +80,8 @@ pub fn run(cli: Cli) -> Exit {
         Command::Compare(a) => compare::run(a, out),
         Command::Scale(a) => scale::run(a, out),
         Command::Roofline(a) => roofline::run(a, out),
+        Command::Validate(a) => validate::run(a, out),
+        Command::Audit(a) => audit::run(a, out),
     };
     match res {
         Ok(e) => e,

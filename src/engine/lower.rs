@@ -60,8 +60,42 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
     for p in Precision::ALL {
         vector_peak[p.index()] = d.vector_rate(p);
     }
+    // Where the architecture gives no energy per FLOP, the model derives it from the TDP as
+    // (TDP − idle) / peak: the device would draw its TDP only at 100 % of peak. Accelerators reach
+    // their TDP (and are power-capped there) when their engines run at the *achievable* rate of
+    // large GEMMs, so the derived figure is taken against the achievable rate: divided by the
+    // efficiency of each precision. A device then draws its TDP at its stated efficiency, and a
+    // training step's power is TDP × (achieved / achievable) plus memory and link energy.
+    let mut energy_per_flop = d.energy_per_flop;
+    if d.energy_per_flop_derived {
+        let e = &d.efficiency;
+        for p in Precision::ALL {
+            let i = p.index();
+            let eff = if d.matrix_peak[i] > 0.0 {
+                e.matmul
+                    * if i >= Precision::Fp8.index() {
+                        e.low_precision_matmul
+                    } else {
+                        1.0
+                    }
+            } else {
+                e.vector
+            };
+            if eff > 0.0 {
+                energy_per_flop[i] /= eff;
+            }
+        }
+    }
+    // A matrix product runs on the vector units where a precision has no matrix-engine rate
+    // (P100 and V100 CUDA cores, UPMEM): the matrix rate is then the vector rate.
+    let mut matrix_peak = d.matrix_peak;
+    for (m, v) in matrix_peak.iter_mut().zip(d.vector_peak) {
+        if *m == 0.0 {
+            *m = v;
+        }
+    }
     Machine {
-        matrix_peak: d.matrix_peak,
+        matrix_peak,
         vector_peak,
         eff_matmul: d.efficiency.matmul,
         eff_low_precision: d.efficiency.low_precision_matmul,
@@ -88,9 +122,40 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
         out_energy_per_byte: out_e,
         tdp: d.tdp,
         idle_power: d.idle_power,
-        energy_per_flop: d.energy_per_flop,
+        energy_per_flop,
         overhead_power: sys.overhead_power() / sys.devices as f64,
         pue: sys.pue,
+    }
+}
+
+/// Communication a framework can overlap with compute beyond what the mapping states, for
+/// [`overlap_communication`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExtraOverlap {
+    /// Tensor-parallel collectives pipelined with the GEMMs they feed (Transformer Engine's
+    /// userbuffers, NeMo / Megatron-Core `tp_comm_overlap`): exposed only beyond the
+    /// micro-batch's compute.
+    pub tensor_parallel: bool,
+    /// Pipeline sends and receives of the interleaved 1F1B schedule issued asynchronously while
+    /// the next chunk computes (Megatron-Core `overlap_p2p_comm`).
+    pub pipeline: bool,
+    /// The data-parallel parameter all-gather after the optimizer step overlapped with the next
+    /// step's first micro-batch (Megatron-Core `overlap_param_gather`).
+    pub parameter_gather: bool,
+}
+
+/// Mark the collectives of a training program that `o` says the framework overlaps.
+pub fn overlap_communication(p: &mut Program, o: ExtraOverlap) {
+    for c in &mut p.comms {
+        if o.tensor_parallel && c.name.starts_with("tp ") {
+            c.overlap = Overlap::Compute;
+        }
+        if o.pipeline && c.name == "pp send/recv" {
+            c.overlap = Overlap::Compute;
+        }
+        if o.parameter_gather && c.name == "dp parameter all-gather" {
+            c.overlap = Overlap::Backward;
+        }
     }
 }
 
@@ -173,9 +238,58 @@ impl Builder {
     }
 }
 
+/// Bytes of the last gradient bucket of a data-parallel reduction (PyTorch DDP's default
+/// `bucket_cap_mb` = 25). Gradients are reduced bucket by bucket as the backward pass produces
+/// them, so the reduction hides behind the backward compute, except the last bucket: it is
+/// ready only when the backward pass ends and is reduced after it.
+const LAST_GRAD_BUCKET: f64 = 25e6;
+
+impl Builder {
+    /// A data-parallel gradient reduction of `bytes`: overlapped with the backward pass when
+    /// `ov` says so, but for its last bucket, which is exposed.
+    fn grad_comm(
+        &mut self,
+        name: &str,
+        kind: CollKind,
+        bytes: f64,
+        g: (f64, f64),
+        section: Section,
+        ov: Overlap,
+    ) {
+        if ov == Overlap::Backward && bytes > LAST_GRAD_BUCKET {
+            self.comm(name, kind, bytes - LAST_GRAD_BUCKET, g, 1.0, section, ov);
+            self.comm(
+                &format!("{name} (last bucket)"),
+                kind,
+                LAST_GRAD_BUCKET,
+                g,
+                1.0,
+                section,
+                Overlap::None,
+            );
+        } else {
+            self.comm(name, kind, bytes, g, 1.0, section, ov);
+        }
+    }
+}
+
 /// The precision the device actually runs `p` at (its nearest supported format).
 fn run_precision(sys: &System, p: Precision) -> Precision {
     sys.device.matmul_rate(p).1
+}
+
+/// The precision of the attention core and the language-model head when the GEMMs of the
+/// transformer block run at `prec`. Mixed-precision recipes with 8-bit (or narrower) formats
+/// (NVIDIA Transformer Engine, AMD's port of it, MaxText's AQT) quantise the linear layers of the
+/// block only: the fused attention kernels (QK^T, softmax, AV) and the output layer run in bf16.
+/// Where the device has no bf16 rate (int-only inference chips) the work stays at `prec`.
+fn attention_precision(sys: &System, prec: Precision) -> usize {
+    let b = Precision::Bf16;
+    if prec.index() >= Precision::Fp8.index() && sys.device.matmul_rate(b).1 == b {
+        b.index()
+    } else {
+        prec.index()
+    }
 }
 
 /// Elementwise work runs in bf16 on the vector engines where the device has a bf16 vector
@@ -282,6 +396,7 @@ fn transformer_training(
     let prec = run_precision(sys, tr.compute);
     let p = prec.index();
     let vecp = vector_precision(sys, p);
+    let pa = attention_precision(sys, prec);
     let ab = tr.activations.bytes();
     let wb = tr.weights.bytes().max(prec.bytes());
     let gb = tr.gradients.bytes();
@@ -296,7 +411,11 @@ fn transformer_training(
     let micro_batches = (tr.global_batch / (dp * m.micro_batch)) as f64;
     let sp = m.sp && tp > 1;
     let act_shard = if sp { tpf } else { 1.0 };
-    let causal = if tr.flash_attention { 0.5 } else { 1.0 };
+    let causal = if tr.flash_attention && t.causal {
+        0.5
+    } else {
+        1.0
+    };
 
     // Group placement, Megatron order: tp innermost, then cp, dp, pp outermost.
     let g_tp = split_group(tp, 1, dom);
@@ -342,14 +461,33 @@ fn transformer_training(
     // activation traffic of the matmuls (read input, write output)
     let x = tok * h * ab;
     let heads_local = (t.heads / tp) as f64;
-    let scores_bytes = if tr.flash_attention {
-        // reads q, k, v, writes o
-        (tok * h / tpf + 2.0 * tok * kvd / tpf + tok * h / tpf) * ab
+    // Attention core. Fused (FlashAttention): one kernel reading q, k, v and writing the context.
+    // Unfused (Megatron-LM 2022): the QK^T and AV batched GEMMs write the score matrix and read
+    // the probabilities, and a separate fused scale-mask-softmax + dropout kernel reads the scores
+    // and writes the probabilities and a 1-byte dropout mask. The kernels run one after the other,
+    // so the softmax is its own (memory-bound) operator rather than hidden under the GEMMs' FLOPs.
+    let qkvo_bytes = (2.0 * tok * h / tpf + 2.0 * tok * kvd / tpf) * ab;
+    let score_elems = mb * heads_local * (s / cp as f64) * s;
+    let (attn_bytes, softmax_bytes, softmax_flops) = if tr.flash_attention {
+        (qkvo_bytes, 0.0, 0.0)
     } else {
-        // score matrix written, softmax read+write, read for AV, dropout mask
-        5.0 * mb * heads_local * (s / cp as f64) * s * ab
+        (
+            qkvo_bytes + 2.0 * score_elems * ab,
+            score_elems * (4.0 * ab + 1.0),
+            6.0 * score_elems,
+        )
     };
-    let elem_bytes = (16.0 * tok * h / act_shard + 3.0 * tok * ffn_inner / tpf) * ab;
+    // Elementwise traffic per layer with the fused kernels of Megatron-LM / NeMo (fused layer norm,
+    // fused bias-dropout-add, fused bias-activation), in tensors of tok × h: two layer norms (read
+    // and write, 2 each) and two bias-dropout-adds (read the branch and the residual, write the
+    // sum and a 1-byte mask: 3.5 each) = 11 forward, about the same backward (layer-norm backward
+    // reads x and dy and writes dx; dropout-add backward reads the gradient and mask, writes two).
+    // The FFN activation reads its inputs (2 for a gated FFN) and writes one; its backward reads
+    // the gradient and the inputs and writes a gradient per input.
+    let act_in = if t.gated_ffn { 2.0 } else { 1.0 };
+    let elem_fwd_bytes = (11.0 * tok * h / act_shard + (act_in + 1.0) * tok * ffn_inner / tpf) * ab;
+    let elem_bwd_bytes =
+        (11.0 * tok * h / act_shard + (1.0 + 2.0 * act_in) * tok * ffn_inner / tpf) * ab;
     let elem_flops = 10.0 * tok * h / act_shard + 4.0 * tok * ffn_inner / tpf;
 
     for (phase, k) in [(Phase::Forward, 1.0), (Phase::Backward, bwd)] {
@@ -369,10 +507,21 @@ fn transformer_training(
         b.op(
             "attention scores + context",
             true,
-            p,
+            pa,
             attn_f * kb,
             0.0,
-            scores_bytes * kb,
+            attn_bytes * kb,
+            l,
+            mbs,
+            phase,
+        );
+        b.op(
+            "attention softmax + dropout",
+            false,
+            vecp,
+            softmax_flops * kb,
+            0.0,
+            softmax_bytes * kb,
             l,
             mbs,
             phase,
@@ -405,11 +554,38 @@ fn transformer_training(
             vecp,
             elem_flops * kb,
             0.0,
-            elem_bytes * kb,
+            if phase == Phase::Backward {
+                elem_bwd_bytes
+            } else {
+                elem_fwd_bytes
+            },
             l,
             mbs,
             phase,
         );
+    }
+    // LoRA adapters: each adapted projection adds two thin GEMMs (input × A, then × B, rank r)
+    // and the sum into the frozen projection's output. Their FLOPs are negligible; their time is
+    // the memory traffic: read the projection's input, write and re-read the adapter output and
+    // the sum (about 4 × tok × h / tp). The backward reads and writes about twice as much.
+    if let Some(lr) = lora {
+        let r = lr.rank as f64;
+        let n = lr.adapted_per_layer as f64;
+        let f = 4.0 * tok * r * h / tpf;
+        let bytes = (tok * h / act_shard + 4.0 * tok * h / tpf) * ab;
+        for (phase, k) in [(Phase::Forward, 1.0), (Phase::Backward, 2.0)] {
+            b.op(
+                "lora adapters",
+                false,
+                vecp,
+                f * k * n,
+                0.0,
+                bytes * k * n,
+                l,
+                mbs,
+                phase,
+            );
+        }
     }
     // recomputation
     match m.recompute {
@@ -428,10 +604,21 @@ fn transformer_training(
             b.op(
                 "recompute: attention",
                 true,
-                p,
+                pa,
                 attn_f,
                 0.0,
-                scores_bytes,
+                attn_bytes,
+                l,
+                mbs,
+                Phase::Recompute,
+            );
+            b.op(
+                "recompute: attention softmax + dropout",
+                false,
+                vecp,
+                softmax_flops,
+                0.0,
+                softmax_bytes,
                 l,
                 mbs,
                 Phase::Recompute,
@@ -464,20 +651,33 @@ fn transformer_training(
                 vecp,
                 elem_flops,
                 0.0,
-                elem_bytes,
+                elem_fwd_bytes,
                 l,
                 mbs,
                 Phase::Recompute,
             );
         }
         Recompute::Selective if !tr.flash_attention => {
+            // Selective recomputation redoes the whole attention core: QK^T, softmax, dropout and
+            // the product with V (Korthikanti et al. 2022, §5).
             b.op(
                 "recompute: attention scores",
                 true,
-                p,
-                attn_f * 0.5,
+                pa,
+                attn_f,
                 0.0,
-                scores_bytes,
+                attn_bytes,
+                l,
+                mbs,
+                Phase::Recompute,
+            );
+            b.op(
+                "recompute: attention softmax + dropout",
+                false,
+                vecp,
+                softmax_flops,
+                0.0,
+                softmax_bytes,
                 l,
                 mbs,
                 Phase::Recompute,
@@ -492,7 +692,7 @@ fn transformer_training(
     b.op(
         "lm head",
         true,
-        p,
+        pa,
         head_f,
         head_w,
         logits + x,
@@ -503,7 +703,7 @@ fn transformer_training(
     b.op(
         "lm head (backward)",
         true,
-        p,
+        pa,
         head_f * bwd,
         head_w * 2.0,
         logits * 2.0 + x,
@@ -520,13 +720,24 @@ fn transformer_training(
     };
     if tp > 1 {
         let tp_bytes = tok * h * ab;
+        // Megatron tensor parallelism, per layer: two all-reduces forward (after the attention
+        // projection and after the FFN), two more when the forward is recomputed, and two backward
+        // at the inputs of the column-parallel GEMMs (QKV, FFN up). Megatron-LM issues the backward
+        // ones asynchronously and overlaps them with the weight-gradient GEMMs
+        // (`LinearWithGradAccumulationAndAsyncCommunication`), so they hide behind the backward
+        // compute. Sequence parallelism (Korthikanti et al. 2022, §4.2.2) turns each all-reduce
+        // into a reduce-scatter and an all-gather of the same bytes: forward 2 AG + 2 RS (blocking);
+        // backward 2 AG (the conjugates of the forward RS, blocking), plus 2 RS of the input
+        // gradients and 2 AG re-gathering the layer input for the weight gradients (both
+        // overlapped with GEMMs). Reduce-scatter and all-gather cost the same, so the overlapped
+        // pair is one entry.
         if sp {
             b.comm(
                 "tp all-gather",
                 CollKind::AllGather,
                 tp_bytes,
                 g_tp,
-                l * (2.0 + rec_extra),
+                l * (4.0 + 2.0 * rec_extra),
                 mbs,
                 Overlap::None,
             );
@@ -535,19 +746,59 @@ fn transformer_training(
                 CollKind::ReduceScatter,
                 tp_bytes,
                 g_tp,
-                l * (2.0 + rec_extra),
+                l * (2.0 + 2.0 * rec_extra),
                 mbs,
                 Overlap::None,
             );
+            if lora.is_some() {
+                // Frozen weights have no weight-gradient GEMMs: the re-gather is not needed and
+                // the reduce-scatter of the input gradients has nothing to hide behind.
+                b.comm(
+                    "backward tp reduce-scatter (frozen weights, exposed)",
+                    CollKind::ReduceScatter,
+                    tp_bytes,
+                    g_tp,
+                    l * 2.0,
+                    mbs,
+                    Overlap::None,
+                );
+            } else {
+                b.comm(
+                    "tp backward reduce-scatter + re-gather (overlapped)",
+                    CollKind::AllGather,
+                    tp_bytes,
+                    g_tp,
+                    l * 4.0,
+                    mbs,
+                    Overlap::Backward,
+                );
+            }
         } else {
             b.comm(
                 "tp all-reduce",
                 CollKind::AllReduce,
                 tp_bytes,
                 g_tp,
-                l * (4.0 + 2.0 * rec_extra),
+                l * (2.0 + 2.0 * rec_extra),
                 mbs,
                 Overlap::None,
+            );
+            b.comm(
+                if lora.is_some() {
+                    "backward tp all-reduce (frozen weights, exposed)"
+                } else {
+                    "tp backward all-reduce (overlapped)"
+                },
+                CollKind::AllReduce,
+                tp_bytes,
+                g_tp,
+                l * 2.0,
+                mbs,
+                if lora.is_some() {
+                    Overlap::None
+                } else {
+                    Overlap::Backward
+                },
             );
         }
     }
@@ -587,7 +838,10 @@ fn transformer_training(
         }
     }
     if pp > 1 {
-        let p2p = tok * h * ab / act_shard;
+        // Scatter/gather (Narayanan et al. 2021, §4.1): each tensor-parallel rank sends its 1/tp
+        // slice of the boundary activation over its own link and the next stage all-gathers it
+        // over the scale-up domain; with sequence parallelism the activation is already split.
+        let p2p = tok * h * ab / tpf;
         b.comm(
             "pp send/recv",
             CollKind::SendRecv,
@@ -624,27 +878,53 @@ fn transformer_training(
     let weights = params_local * wb / if z >= 3 { dpn } else { 1.0 };
     let grads = trainable_local * gb / if z >= 2 { dpn } else { 1.0 };
     let optimizer = trainable_local * tr.optimizer_bytes / if z >= 1 { dpn } else { 1.0 };
-    // Activations (Korthikanti et al. 2022, bytes for 16-bit activations per layer per micro-batch).
-    let a = t.heads as f64;
-    let attn_scores = if tr.flash_attention || m.recompute != Recompute::None {
-        0.0
+    // Activations kept for the backward pass, per layer and micro-batch: the terms of Korthikanti
+    // et al. 2022 (§4.1: 34·s·b·h + 5·a·s²·b bytes at 16 bits for a 4h FFN and full attention),
+    // written per tensor so that GQA, gated FFNs, 8-bit recipes and LoRA change the right ones.
+    //  - replicated across tensor-parallel ranks (split only with sequence parallelism): the two
+    //    norm inputs, two 1-byte dropout masks, the inputs of the QKV and FFN-up GEMMs;
+    //  - split by tp: Q, K and V for the attention backward, the input of the output projection,
+    //    the FFN activation's inputs and the input of the FFN-down GEMM; the score matrix when the
+    //    attention is not fused (5·a·s² per sequence);
+    //  - GEMM inputs are what the weight gradients need: 8-bit recipes (Transformer Engine) keep
+    //    them in the GEMM format, and a frozen GEMM (LoRA's base weights) keeps none, except where
+    //    an adapter on it needs its input (the QKV and output projections).
+    let e = ab;
+    let e_lin = if p >= Precision::Fp8.index() {
+        prec.bytes()
     } else {
-        5.0 * a * s / h
+        ab
     };
-    let per_layer = match m.recompute {
-        Recompute::Full => 2.0 * s * mb * h / act_shard,
-        _ => {
-            let base = if sp { 34.0 / tpf } else { 10.0 + 24.0 / tpf };
-            s * mb * h * (base + attn_scores / tpf)
-        }
-    } * (ab / 2.0)
-        / cp as f64;
-    let moe_factor = experts
-        .map(|e| 1.0 + 0.5 * (e.top_k as f64 - 1.0))
-        .unwrap_or(1.0);
-    let in_flight =
-        micro_batches.min(pp as f64) * (1.0 + (pp as f64 - 1.0) / (pp as f64 * v as f64));
-    let activations = per_layer * moe_factor * l * in_flight + logits;
+    let adapted = lora.map(|lr| lr.adapted_per_layer).unwrap_or(u64::MAX);
+    let keep_qkv = if adapted >= 1 { e_lin } else { 0.0 };
+    let keep_proj = if adapted >= 2 { e_lin } else { 0.0 };
+    let keep_ffn = if lora.is_none() { e_lin } else { 0.0 };
+    let replicated = 2.0 * h * e + 2.0 * h + h * keep_qkv + h * keep_ffn;
+    let split = (h + 2.0 * kvd) * e
+        + h * keep_proj
+        + act_in * ffn_inner * e
+        + ffn_inner * keep_ffn
+        + if tr.flash_attention || m.recompute != Recompute::None {
+            0.0
+        } else {
+            5.0 * t.heads as f64 * s * e / 2.0
+        };
+    let per_token = match m.recompute {
+        // full recomputation keeps the layer input only
+        Recompute::Full => h * e / act_shard,
+        _ => replicated / act_shard + split / tpf,
+    };
+    let per_layer = per_token * tok;
+    // 1F1B: the first stage holds the activations of min(micro-batches, pp) micro-batches; the
+    // interleaved schedule raises that by 1 + (pp − 1) / (pp · v) (Korthikanti et al. 2022,
+    // §4.2.3). The factor applies to the interleaved schedule only; plain 1F1B holds exactly pp.
+    let interleave_factor = if v > 1 {
+        1.0 + (pp as f64 - 1.0) / (pp as f64 * v as f64)
+    } else {
+        1.0
+    };
+    let in_flight = micro_batches.min(pp as f64) * interleave_factor;
+    let activations = per_layer * l * in_flight + logits;
 
     // --- once per step: gradient reduction, parameter gather, optimizer ---
     let grad_bytes = trainable_local * gb;
@@ -655,22 +935,20 @@ fn transformer_training(
             Overlap::None
         };
         if z == 0 {
-            b.comm(
+            b.grad_comm(
                 "dp gradient all-reduce",
                 CollKind::AllReduce,
                 grad_bytes,
                 g_dp,
-                1.0,
                 stp,
                 ov,
             );
         } else {
-            b.comm(
+            b.grad_comm(
                 "dp gradient reduce-scatter",
                 CollKind::ReduceScatter,
                 grad_bytes,
                 g_dp,
-                1.0,
                 stp,
                 ov,
             );
@@ -700,12 +978,15 @@ fn transformer_training(
         }
     }
     let shard = if z >= 1 { dpn } else { 1.0 };
+    // The update reads and writes the optimizer state, reads the gradient and writes the weight;
+    // the LLM recipes also read every gradient once more for the global-norm clipping and write
+    // it once to zero it for the next step (Megatron-LM / NeMo: clip_grad 1.0, zero_grad).
     b.op(
         "optimizer update",
         false,
         vecp,
         12.0 * trainable_local / shard,
-        trainable_local / shard * (2.0 * tr.optimizer_bytes + gb + wb),
+        trainable_local / shard * (2.0 * tr.optimizer_bytes + 3.0 * gb + wb),
         0.0,
         1.0,
         stp,
@@ -713,7 +994,7 @@ fn transformer_training(
     );
 
     let tokens = (tr.global_batch * tr.seq) as f64;
-    let fwd_tok = t.forward_flops_per_token(tr.seq, tr.flash_attention);
+    let fwd_tok = t.forward_flops_per_token(tr.seq, tr.flash_attention && t.causal);
     let model_flops = tokens * fwd_tok * (1.0 + bwd);
     let steps = tr.target.map(|tg| match tg {
         Target::Tokens(x) => x / tokens,
@@ -736,7 +1017,7 @@ fn transformer_training(
         units_per_step: tokens,
         unit: "tokens",
         model_flops_per_step: model_flops,
-        mfu_precision: tr.compute.index(),
+        mfu_precision: prec.index(),
         steps,
     })
 }
@@ -857,7 +1138,11 @@ fn transformer_inference(
     // prefill of the whole batch, amortised over the generated tokens (count = 1 / output)
     let ptok = batch * inf.prompt as f64;
     let amort = 1.0 / inf.output as f64;
-    let causal = if inf.flash_attention { 0.5 } else { 1.0 };
+    let causal = if inf.flash_attention && t.causal {
+        0.5
+    } else {
+        1.0
+    };
     b.op(
         "prefill: layer matmuls",
         true,
@@ -915,7 +1200,7 @@ fn transformer_inference(
         units_per_step: tokens_per_round,
         unit: "tokens",
         model_flops_per_step: model_flops,
-        mfu_precision: inf.compute.index(),
+        mfu_precision: prec.index(),
         steps: None,
     })
 }
@@ -1004,12 +1289,11 @@ fn cnn_training(sys: &System, c: &Cnn, tr: &Training, m: &Mapping) -> Result<Pro
         } else {
             Overlap::None
         };
-        b.comm(
+        b.grad_comm(
             "dp gradient all-reduce",
             CollKind::AllReduce,
             params * tr.gradients.bytes(),
             g_dp,
-            1.0,
             Section::Step,
             ov,
         );
@@ -1046,7 +1330,7 @@ fn cnn_training(sys: &System, c: &Cnn, tr: &Training, m: &Mapping) -> Result<Pro
         units_per_step: samples,
         unit: "samples",
         model_flops_per_step: 3.0 * fwd * samples,
-        mfu_precision: tr.compute.index(),
+        mfu_precision: prec.index(),
         steps,
     })
 }

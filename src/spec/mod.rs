@@ -6,6 +6,7 @@
 pub mod arch;
 pub mod mapping;
 pub mod sweep;
+pub mod validation;
 pub mod workload;
 
 use crate::diag::{

@@ -1,0 +1,303 @@
+//! The validation gate: every gated case under `validation/` reproduces its published result
+//! within its tolerance, the headline figures reach the targets, a case outside its
+//! tolerance fails `tessera validate`, and the claim audit reaches the verdicts the claims expect.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use tessera::model::system::load_system;
+use tessera::spec::validation::Verdict;
+use tessera::spec::Fs;
+use tessera::validate::audit::{audit, load_claim};
+use tessera::validate::{load_case, mentions};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Run `tessera ARGS...` from the crate root.
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run tessera")
+}
+
+struct Disk;
+impl Fs for Disk {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(root().join(path)).map_err(|e| e.to_string())
+    }
+}
+
+fn validate_json(args: &[&str]) -> (Output, Value) {
+    let mut a = vec!["validate"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--format", "json"]);
+    let out = tessera(&a);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "validate --format json printed no JSON ({e}):\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, v)
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("`{k}` is not a number in {v}"))
+}
+
+/// Mean absolute error and largest absolute error of the cases `keep` selects.
+fn stats(cases: &[Value], keep: impl Fn(&Value) -> bool) -> (usize, f64, f64) {
+    let errs: Vec<f64> = cases
+        .iter()
+        .filter(|c| keep(c))
+        .map(|c| f(c, "error").abs())
+        .collect();
+    let n = errs.len();
+    let mean = errs.iter().sum::<f64>() / n.max(1) as f64;
+    let max = errs.iter().cloned().fold(0.0, f64::max);
+    (n, mean, max)
+}
+
+#[test]
+fn the_gated_set_passes_and_reaches_the_targets() {
+    let (out, v) = validate_json(&[]);
+    let cases = v["cases"].as_array().expect("cases");
+    for c in cases {
+        assert!(
+            c["within"].as_bool() == Some(true),
+            "{} is outside its tolerance: published {}, predicted {}, error {}, tolerance {} ({})",
+            c["id"],
+            c["published"],
+            c["predicted"],
+            c["error"],
+            c["tolerance"],
+            c["detail"]
+        );
+        // the contract's keys
+        for k in [
+            "id",
+            "metric",
+            "published",
+            "predicted",
+            "error",
+            "tolerance",
+            "within",
+            "fitted",
+        ] {
+            assert!(c.get(k).is_some(), "case {} lacks `{k}`", c["id"]);
+        }
+        let e = (f(c, "predicted") - f(c, "published")) / f(c, "published");
+        assert!(
+            (e - f(c, "error")).abs() < 1e-12,
+            "error is signed (p − m) / m"
+        );
+    }
+    assert!(
+        out.status.success(),
+        "validate exits 0 when every gated case passes"
+    );
+    let s = &v["summary"];
+    for k in ["cases", "within", "mape", "max_abs_error"] {
+        assert!(s.get(k).is_some(), "summary lacks `{k}`");
+    }
+    assert_eq!(s["cases"], s["within"]);
+
+    // At least 40 gated cases across at least 6 hardware families; fitted cases a minority.
+    assert!(cases.len() >= 40, "{} gated cases", cases.len());
+    let families: BTreeSet<&str> = cases
+        .iter()
+        .map(|c| c["family"].as_str().unwrap())
+        .collect();
+    assert!(families.len() >= 6, "{families:?}");
+    let fitted = cases.iter().filter(|c| c["fitted"] == true).count();
+    assert!(
+        fitted * 3 < cases.len(),
+        "{fitted} of {} fitted",
+        cases.len()
+    );
+
+    // Headline: unfitted MAPE ≤ 8 % (reached: under 3 %), no case beyond 20 % (reached: 11.2 %).
+    let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
+    assert!(n >= 30);
+    // (the targets are 8 % and 20 %; the assertions are the figures reached)
+    assert!(mape <= 0.03, "unfitted MAPE {mape} (target 0.08)");
+    assert!(max <= 0.12, "largest unfitted error {max} (target 0.20)");
+    assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
+
+    // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted
+    // rows included): ≤ 3 % MAPE. Calculon: 3.65 % mean, 8.87 % largest on the eight times.
+    let korthikanti = |c: &Value| {
+        let id = c["id"].as_str().unwrap();
+        id.starts_with("megatron-") && id != "megatron-530b-dp8"
+    };
+    let (n, mape, max) = stats(cases, korthikanti);
+    assert_eq!(n, 12);
+    assert!(mape <= 0.03, "Megatron table MAPE {mape}");
+    let (n, mape, max_t) = stats(cases, |c| korthikanti(c) && c["metric"] == "step_time");
+    assert_eq!(n, 8);
+    assert!(
+        mape < 0.0365 && max_t < 0.0887,
+        "iteration times: {mape} mean, {max_t} largest"
+    );
+    assert!(max <= 0.04);
+
+    // IBM's 95 % scaling efficiency reproduced within ±3 points.
+    let ibm = cases
+        .iter()
+        .find(|c| c["id"] == "ibm-ddl-scaling-256")
+        .expect("IBM scaling case");
+    assert!((f(ibm, "predicted") - 0.95).abs() <= 0.03, "{ibm}");
+    assert_eq!(ibm["fitted"], false);
+}
+
+#[test]
+fn known_gaps_are_reported_and_not_gated() {
+    let (_, v) = validate_json(&[]);
+    let gaps = v["known_gaps"].as_array().expect("known_gaps");
+    assert!(!gaps.is_empty());
+    for g in gaps {
+        assert_eq!(g["known_gap"], true);
+        assert!(g["file"].as_str().unwrap().contains("known-gaps"));
+    }
+    assert!(f(&v["summary"]["known_gaps"], "cases") as usize == gaps.len());
+    // The table says so too.
+    let out = tessera(&["validate"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("known gaps (reported, not gated)"));
+    assert!(text.contains("PASS"));
+}
+
+#[test]
+fn a_case_outside_its_tolerance_fails_the_gate() {
+    let out = tessera(&["validate", "tests/validation/wrong-published-value.ron"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("NO") && text.contains("FAIL"), "{text}");
+    // With the shipped set as well: one failing case fails the whole gate.
+    let out = tessera(&[
+        "validate",
+        "validation",
+        "tests/validation/wrong-published-value.ron",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn an_invalid_case_is_reported_where_it_is_wrong() {
+    let out = tessera(&["validate", "tests/validation/bad-case.ron"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tests/validation/bad-case.ron:"), "{err}");
+    assert!(err.contains("tolerance_basis"), "{err}");
+    let out = tessera(&["check", "tests/validation/bad-case.ron"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn every_fitted_case_is_named_by_its_architecture() {
+    // A case counts as fitted exactly when its id appears in a `fitted` citation of its system.
+    let mut files = Vec::new();
+    fn walk(d: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "ron") {
+                out.push(
+                    p.strip_prefix(root())
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+        }
+    }
+    walk(&root().join("validation"), &mut files);
+    let mut n = 0;
+    for file in files.iter().filter(|f| !f.contains("claims")) {
+        let l = load_case(file, &Disk);
+        let c = l
+            .value
+            .unwrap_or_else(|| panic!("{file} does not load: {:?}", l.diagnostics));
+        let named = c.system.fitted.iter().any(|t| mentions(t, &c.id));
+        assert_eq!(c.fitted, named, "{file}");
+        n += 1;
+    }
+    assert!(n >= 50);
+    // and the fitted citations only name cases that exist
+    for arch in [
+        "architectures/selene-a100.ron",
+        "architectures/eos-h100.ron",
+    ] {
+        let s = load_system(arch, &Disk).value.unwrap();
+        assert!(!s.fitted.is_empty(), "{arch} has fitted figures");
+    }
+}
+
+#[test]
+fn the_audit_reaches_the_expected_verdicts() {
+    let two = load_claim("validation/claims/press-6.11-gj-two-blackwell.ron", &Disk);
+    let two = audit(&two.value.expect("claim loads"));
+    assert_eq!(two.verdict, Verdict::Impossible);
+    // 6.11 GJ in 11.3 min is about 9 MW; a whole DGX B200 at rated power draws about 20 kW.
+    assert!(two.factor > 100.0, "factor {}", two.factor);
+    assert!(two
+        .checks
+        .iter()
+        .any(|c| !c.possible && c.quantity == "energy"));
+
+    let eight = load_claim("validation/claims/lenovo-6.11-mj-eight-b200.ron", &Disk);
+    let eight = audit(&eight.value.expect("claim loads"));
+    assert_eq!(eight.verdict, Verdict::Plausible);
+    assert!(eight.checks.iter().all(|c| c.possible));
+    assert!(eight.implied.iter().any(|(_, v)| v.starts_with("9.0")));
+
+    // Every claim file reaches the verdict it expects, and `tessera audit` says so with exit 0.
+    let out = tessera(&["audit"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("IMPOSSIBLE (by a factor of"), "{text}");
+    assert!(!text.contains("UNEXPECTED"));
+    let (_, v) = {
+        let out = tessera(&["audit", "--format", "json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out, v)
+    };
+    for c in v["claims"].as_array().unwrap() {
+        assert_eq!(c["as_expected"], true, "{c}");
+    }
+}
+
+#[test]
+fn the_audit_takes_a_claim_on_the_command_line() {
+    let out = tessera(&[
+        "audit",
+        "--arch",
+        "architectures/dgx-b200.ron",
+        "--devices",
+        "2",
+        "--energy",
+        "6.11 GJ",
+        "--duration",
+        "11.3 min",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("IMPOSSIBLE"), "{text}");
+    let out = tessera(&[
+        "audit",
+        "--arch",
+        "architectures/ibm-minsky-64.ron",
+        "--scaling-efficiency",
+        "120 %",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("IMPOSSIBLE"));
+}
