@@ -3,7 +3,7 @@
 //! footprint, pipeline schedule) lives here, once.
 
 use super::program::*;
-use crate::model::mapping::{Mapping, Recompute};
+use crate::model::mapping::{ExtraOverlap, Mapping, Recompute};
 use crate::model::precision::Precision;
 use crate::model::system::System;
 use crate::model::workload::*;
@@ -128,24 +128,8 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
     }
 }
 
-/// Communication a framework can overlap with compute beyond what the mapping states, for
-/// [`overlap_communication`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ExtraOverlap {
-    /// Tensor-parallel collectives pipelined with the GEMMs they feed (Transformer Engine's
-    /// userbuffers, NeMo / Megatron-Core `tp_comm_overlap`): exposed only beyond the
-    /// micro-batch's compute.
-    pub tensor_parallel: bool,
-    /// Pipeline sends and receives of the interleaved 1F1B schedule issued asynchronously while
-    /// the next chunk computes (Megatron-Core `overlap_p2p_comm`).
-    pub pipeline: bool,
-    /// The data-parallel parameter all-gather after the optimizer step overlapped with the next
-    /// step's first micro-batch (Megatron-Core `overlap_param_gather`).
-    pub parameter_gather: bool,
-}
-
 /// Mark the collectives of a training program that `o` says the framework overlaps.
-pub fn overlap_communication(p: &mut Program, o: ExtraOverlap) {
+fn overlap_communication(p: &mut Program, o: ExtraOverlap) {
     for c in &mut p.comms {
         if o.tensor_parallel && c.name.starts_with("tp ") {
             c.overlap = Overlap::Compute;
@@ -1001,7 +985,7 @@ fn transformer_training(
         Target::Samples(x) => x / tr.global_batch as f64,
         Target::Steps(x) => x,
     });
-    Ok(Program {
+    let mut program = Program {
         ops: b.ops,
         comms: b.comms,
         micro_batches,
@@ -1019,7 +1003,9 @@ fn transformer_training(
         model_flops_per_step: model_flops,
         mfu_precision: prec.index(),
         steps,
-    })
+    };
+    overlap_communication(&mut program, m.overlap);
+    Ok(program)
 }
 
 fn transformer_inference(

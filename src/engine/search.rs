@@ -3,7 +3,7 @@
 
 use super::program::Eval;
 use super::{cpu, lower, Objective};
-use crate::model::mapping::{Mapping, Recompute};
+use crate::model::mapping::{ExtraOverlap, Mapping, Recompute};
 use crate::model::system::System;
 use crate::model::workload::{Model, Task, Workload};
 use std::collections::BTreeMap;
@@ -54,7 +54,17 @@ fn divisors(n: u64) -> Vec<u64> {
 /// Every candidate mapping of `w` on `n` devices worth evaluating.
 pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
     let mut out = Vec::new();
-    let base = Mapping::single();
+    // The framework's overlap capabilities come with the workload's published mapping: a search
+    // varies the parallel layout, not the software it runs on.
+    let overlap = w
+        .mapping
+        .as_ref()
+        .map(|m| ExtraOverlap::from_kinds(&m.overlap))
+        .unwrap_or_default();
+    let base = Mapping {
+        overlap,
+        ..Mapping::single()
+    };
     match (&w.model, &w.task) {
         (Model::Transformer(t), Task::Training(tr)) => {
             let dom = sys.scale_up_size().min(n).max(1);
@@ -120,6 +130,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 interleave: v,
                                                 recompute: rc,
                                                 overlap_grad_reduce: true,
+                                                overlap,
                                             });
                                         }
                                     }

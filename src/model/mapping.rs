@@ -1,7 +1,7 @@
 //! A parallel mapping: how a workload is split over devices (data, tensor, pipeline, expert and
 //! context parallelism, ZeRO stage, micro-batching, recomputation).
 
-use crate::spec::mapping::{MappingSpec, RecomputeSpec};
+use crate::spec::mapping::{MappingSpec, OverlapKind, RecomputeSpec};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -37,6 +37,33 @@ pub struct Mapping {
     pub interleave: u64,
     pub recompute: Recompute,
     pub overlap_grad_reduce: bool,
+    /// Communication the framework overlaps with compute beyond the gradient reduction.
+    pub overlap: ExtraOverlap,
+}
+
+/// Communication a framework can overlap with compute beyond the gradient reduction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ExtraOverlap {
+    /// Tensor-parallel collectives pipelined with the GEMMs they feed (Transformer Engine's
+    /// userbuffers, NeMo / Megatron-Core `tp_comm_overlap`): exposed only beyond the
+    /// micro-batch's compute.
+    pub tensor_parallel: bool,
+    /// Pipeline sends and receives of the interleaved 1F1B schedule issued asynchronously while
+    /// the next chunk computes (Megatron-Core `overlap_p2p_comm`).
+    pub pipeline: bool,
+    /// The data-parallel parameter all-gather after the optimizer step overlapped with the next
+    /// step's first micro-batch (Megatron-Core `overlap_param_gather`).
+    pub parameter_gather: bool,
+}
+
+impl ExtraOverlap {
+    pub fn from_kinds(kinds: &[OverlapKind]) -> Self {
+        ExtraOverlap {
+            tensor_parallel: kinds.contains(&OverlapKind::TensorParallel),
+            pipeline: kinds.contains(&OverlapKind::PipelineSendRecv),
+            parameter_gather: kinds.contains(&OverlapKind::ParameterGather),
+        }
+    }
 }
 
 impl Mapping {
@@ -58,6 +85,7 @@ impl Mapping {
             interleave: 1,
             recompute: Recompute::None,
             overlap_grad_reduce: true,
+            overlap: ExtraOverlap::default(),
         }
     }
 
@@ -95,6 +123,7 @@ impl Mapping {
             interleave: spec.interleave.unwrap_or(1).max(1),
             recompute: spec.recompute.map(Into::into).unwrap_or(Recompute::None),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
+            overlap: ExtraOverlap::from_kinds(&spec.overlap),
         };
         if m.devices() != devices {
             return Err(format!(

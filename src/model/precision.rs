@@ -66,7 +66,9 @@ impl Precision {
     }
 
     pub fn parse(s: &str) -> Option<Precision> {
-        Precision::ALL.into_iter().find(|p| p.name() == s.to_ascii_lowercase())
+        Precision::ALL
+            .into_iter()
+            .find(|p| p.name() == s.to_ascii_lowercase())
     }
 
     pub fn names() -> impl Iterator<Item = &'static str> {

@@ -124,7 +124,8 @@ pub fn summarize(s: &System) -> SystemSummary {
     let mesh = s.device.mesh.as_ref().map(|m| {
         let maxd = m.dims.iter().copied().max().unwrap_or(1) as f64;
         let prod: f64 = m.dims.iter().map(|d| *d as f64).product();
-        let wrap = matches!(m.topology, crate::spec::arch::MeshTopology::Torus2D) as u8 as f64 + 1.0;
+        let wrap =
+            matches!(m.topology, crate::spec::arch::MeshTopology::Torus2D) as u8 as f64 + 1.0;
         let diameter: f64 = m.dims.iter().map(|d| (*d as f64 - 1.0) / wrap).sum();
         MeshSummary {
             topology: format!("{:?}", m.topology),

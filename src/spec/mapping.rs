@@ -39,6 +39,10 @@ pub struct MappingSpec {
     pub overlap_grad_reduce: Option<bool>,
     #[serde(default)]
     pub source: Option<String>,
+    /// Communication the framework overlaps with compute beyond the gradient reduction
+    /// (NeMo / Megatron-Core `tp_comm_overlap`, `overlap_p2p_comm`, `overlap_param_gather`).
+    #[serde(default)]
+    pub overlap: Vec<OverlapKind>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -49,4 +53,14 @@ pub enum RecomputeSpec {
     None,
     Selective,
     Full,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum OverlapKind {
+    /// Tensor-parallel all-gathers and reduce-scatters pipelined with the GEMMs.
+    TensorParallel,
+    /// Pipeline sends and receives of the interleaved schedule overlapped with compute.
+    PipelineSendRecv,
+    /// The data-parallel parameter all-gather after the update overlapped with the next forward.
+    ParameterGather,
 }

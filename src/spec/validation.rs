@@ -85,11 +85,6 @@ pub struct RunConditions {
     /// Quality evaluations inside the timed run (forward passes over the evaluation set).
     #[serde(default)]
     pub evaluation: Option<EvaluationSpec>,
-    /// Communication the published run's framework overlaps with compute beyond what the mapping
-    /// format says (it knows only `overlap_grad_reduce`): NeMo / Megatron-Core's
-    /// `TP_COMM_OVERLAP`, `overlap_p2p_comm` and `overlap_param_gather`.
-    #[serde(default)]
-    pub overlap: Vec<OverlapKind>,
     /// Timed work outside training steps and evaluations (data-loader warm-up, graph capture,
     /// the first slow steps), as a time.
     #[serde(default)]
@@ -99,16 +94,6 @@ pub struct RunConditions {
     /// (with the PUE). Default `It`.
     #[serde(default)]
     pub power_boundary: Option<PowerBoundary>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-pub enum OverlapKind {
-    /// Tensor-parallel all-gathers and reduce-scatters pipelined with the GEMMs.
-    TensorParallel,
-    /// Pipeline sends and receives of the interleaved schedule overlapped with compute.
-    PipelineSendRecv,
-    /// The data-parallel parameter all-gather after the update overlapped with the next forward.
-    ParameterGather,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq)]

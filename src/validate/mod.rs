@@ -89,8 +89,6 @@ pub struct Case {
     pub evaluation: Option<(f64, f64, f64)>,
     pub startup_s: f64,
     pub boundary: PowerBoundary,
-    /// Communication the run's framework overlaps beyond the mapping.
-    pub overlap: lower::ExtraOverlap,
     /// Reported but not gated (the file lives under `known-gaps/`).
     pub known_gap: bool,
     /// The case id appears in a fitted citation of its architecture.
@@ -239,18 +237,6 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
                 evaluation: l.evaluation,
                 startup_s: l.startup_s,
                 boundary: l.boundary,
-                overlap: {
-                    let o = spec
-                        .run
-                        .as_ref()
-                        .map(|r| r.overlap.clone())
-                        .unwrap_or_default();
-                    lower::ExtraOverlap {
-                        tensor_parallel: o.contains(&OverlapKind::TensorParallel),
-                        pipeline: o.contains(&OverlapKind::PipelineSendRecv),
-                        parameter_gather: o.contains(&OverlapKind::ParameterGather),
-                    }
-                },
                 known_gap: is_known_gap(name),
                 fitted,
             })
@@ -527,7 +513,6 @@ fn evaluate(
     w: &Workload,
     choice: &MappingChoice,
     n: u64,
-    overlap: lower::ExtraOverlap,
 ) -> Result<(engine::Estimate, f64), String> {
     if n == 0 || n > sys.devices {
         return Err(format!(
@@ -545,8 +530,7 @@ fn evaluate(
             }
         }
     };
-    let mut p = lower::lower(sys, w, &m, n)?;
-    lower::overlap_communication(&mut p, overlap);
+    let p = lower::lower(sys, w, &m, n)?;
     let mach = lower::machine(sys, n);
     let e = engine::finish(sys, w, &m, &p, &mach);
     if !e.feasible {
@@ -588,7 +572,7 @@ fn global_batch(w: &Workload) -> Option<u64> {
 /// Predict the case's metric.
 pub fn predict(c: &Case) -> Result<(f64, String), String> {
     let n = c.devices.unwrap_or(c.system.devices);
-    let (e, fwd_share) = evaluate(&c.system, &c.workload, &c.mapping, n, c.overlap)?;
+    let (e, fwd_share) = evaluate(&c.system, &c.workload, &c.mapping, n)?;
     let words = mapping_words(&e);
     let step = e.step_time_s.unwrap_or(f64::NAN);
     let facility = e.average_power_w.unwrap_or(f64::NAN);
@@ -649,7 +633,7 @@ pub fn predict(c: &Case) -> Result<(f64, String), String> {
                 }
                 a => a.clone(),
             };
-            let (eb, _) = evaluate(&c.system, &wb, &choice, b, c.overlap)
+            let (eb, _) = evaluate(&c.system, &wb, &choice, b)
                 .map_err(|r| format!("baseline on {b} devices: {r}"))?;
             let per_n = e.throughput_per_s.unwrap_or(0.0) / n as f64;
             let per_b = eb.throughput_per_s.unwrap_or(0.0) / b as f64;
