@@ -77,7 +77,7 @@ fn current(sys: &System, path: &str, facts: FileFacts) -> Option<f64> {
                 "bandwidth" if facts.scale_up_both_directions => u.bandwidth * 2.0,
                 "bandwidth" => u.bandwidth,
                 "latency" => u.latency,
-                "energy_per_bit" => u.energy_per_bit,
+                "energy_per_bit" => u.energy_per_byte,
                 "in_network_reduction" => u.in_network_reduction as u8 as f64,
                 _ => return None,
             }
@@ -87,7 +87,7 @@ fn current(sys: &System, path: &str, facts: FileFacts) -> Option<f64> {
             match *w {
                 "bandwidth" => o.bandwidth,
                 "latency" => o.latency,
-                "energy_per_bit" => o.energy_per_bit,
+                "energy_per_bit" => o.energy_per_byte,
                 "oversubscription" => o.oversubscription,
                 "in_network_reduction" => o.in_network_reduction as u8 as f64,
                 _ => return None,

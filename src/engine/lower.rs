@@ -38,7 +38,7 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
             u.bandwidth,
             u.latency,
             u.in_network_reduction,
-            u.energy_per_bit * 8.0,
+            u.energy_per_byte,
         ),
         None => (0.0, 0.0, false, 0.0),
     };
@@ -47,7 +47,7 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
             o.bandwidth / o.oversubscription,
             o.latency,
             o.in_network_reduction,
-            o.energy_per_bit * 8.0,
+            o.energy_per_byte,
         ),
         None => (0.0, 0.0, false, 0.0),
     };

@@ -84,7 +84,8 @@ pub struct Mesh {
     pub dims: Vec<u64>,
     pub link_bandwidth: f64,
     pub hop_latency: f64,
-    pub energy_per_bit_hop: f64,
+    /// J per byte per hop (the file writes it per bit).
+    pub energy_per_byte_hop: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -111,7 +112,8 @@ pub struct ScaleUp {
     pub bandwidth: f64,
     pub latency: f64,
     pub in_network_reduction: bool,
-    pub energy_per_bit: f64,
+    /// J per byte sent (the file writes it per bit; units convert it).
+    pub energy_per_byte: f64,
     pub switch_count: u64,
     pub switch_power: f64,
 }
@@ -125,7 +127,8 @@ pub struct ScaleOut {
     pub latency: f64,
     pub oversubscription: f64,
     pub in_network_reduction: bool,
-    pub energy_per_bit: f64,
+    /// J per byte sent (the file writes it per bit; units convert it).
+    pub energy_per_byte: f64,
     pub switch_count: u64,
     pub switch_power: f64,
 }
@@ -818,7 +821,7 @@ fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
             dims: m.dims.clone(),
             link_bandwidth: bw?,
             hop_latency: lat?,
-            energy_per_bit_hop: e.unwrap_or(0.0),
+            energy_per_byte_hop: e.unwrap_or(0.0),
         })
     });
     let mut epf = [0.0; NPREC];
@@ -1006,7 +1009,7 @@ fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {
         },
         latency: lat?,
         in_network_reduction: s.in_network_reduction,
-        energy_per_bit: e.unwrap_or(0.0),
+        energy_per_byte: e.unwrap_or(0.0),
         switch_count: sc,
         switch_power: sp,
     })
@@ -1048,7 +1051,7 @@ fn lower_scale_out(cx: &mut Ctx, s: &ScaleOutSpec) -> Option<ScaleOut> {
         latency: lat?,
         oversubscription: over.unwrap_or(1.0).max(1.0),
         in_network_reduction: s.in_network_reduction,
-        energy_per_bit: e.unwrap_or(0.0),
+        energy_per_byte: e.unwrap_or(0.0),
         switch_count: sc,
         switch_power: sp,
     })

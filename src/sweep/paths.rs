@@ -1,7 +1,8 @@
 //! Parameter paths a sweep may vary, mapped onto the machine vector.
 //!
 //! A path names a number of the architecture the way its file does (`scale_up.bandwidth` as
-//! counted in the file, `scale_out.bandwidth` before oversubscription, `energy_per_bit` per bit)
+//! counted in the file, `scale_out.bandwidth` before oversubscription, `energy_per_bit` written per
+//! bit and held per byte)
 //! or, under `device.`, per device as `tessera show` reports it (peaks of all dies together).
 //! Each path resolves to the machine fields it sets, with the same conversions
 //! `engine::lower::machine` applies, so a point equals the base system with that number edited
@@ -311,7 +312,7 @@ pub fn resolve(
                     knob(D::Bandwidth, vec![scaled(f::UP_BANDWIDTH, s)])
                 }
                 "latency" => knob(D::Time, vec![set(f::UP_LATENCY)]),
-                "energy_per_bit" => knob(D::EnergyPerByte, vec![scaled(f::UP_ENERGY, 8.0)]),
+                "energy_per_bit" => knob(D::EnergyPerByte, vec![set(f::UP_ENERGY)]),
                 "in_network_reduction" => knob(D::Ratio, vec![set(f::UP_INR)]),
                 _ => return Err(unknown(path, sys)),
             }
@@ -341,7 +342,7 @@ pub fn resolve(
                     )
                 },
                 "latency" => knob(D::Time, vec![set(f::OUT_LATENCY)]),
-                "energy_per_bit" => knob(D::EnergyPerByte, vec![scaled(f::OUT_ENERGY, 8.0)]),
+                "energy_per_bit" => knob(D::EnergyPerByte, vec![set(f::OUT_ENERGY)]),
                 "in_network_reduction" => knob(D::Ratio, vec![set(f::OUT_INR)]),
                 _ => return Err(unknown(path, sys)),
             }
@@ -586,7 +587,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64, facts: FileFacts) -> Op
                 "bandwidth" if facts.scale_up_both_directions => u.bandwidth = v / 2.0,
                 "bandwidth" => u.bandwidth = v,
                 "latency" => u.latency = v,
-                "energy_per_bit" => u.energy_per_bit = v,
+                "energy_per_bit" => u.energy_per_byte = v,
                 "in_network_reduction" => u.in_network_reduction = v != 0.0,
                 _ => return None,
             }
@@ -596,7 +597,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64, facts: FileFacts) -> Op
             match *w {
                 "bandwidth" => o.bandwidth = v,
                 "latency" => o.latency = v,
-                "energy_per_bit" => o.energy_per_bit = v,
+                "energy_per_bit" => o.energy_per_byte = v,
                 "oversubscription" => o.oversubscription = v,
                 "in_network_reduction" => o.in_network_reduction = v != 0.0,
                 _ => return None,
