@@ -40,6 +40,9 @@ pub mod reason {
     /// Less free memory per device than the floor.
     pub const MEMORY_FLOOR: u8 = 4;
     pub const COUNT: usize = 5;
+    /// Not a reason: the GPU screen's mark for a point within the f32 margin of a threshold,
+    /// which the host classifies (and counts) in f64.
+    pub const AMBIGUOUS: u8 = 6;
 
     pub fn name(r: u8) -> &'static str {
         match r {

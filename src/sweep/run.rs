@@ -336,6 +336,7 @@ fn gpu(
             budget: budget.map(|b| b as f32).unwrap_or(0.0),
             floor: floor.map(|f| f as f32).unwrap_or(f32::MIN),
         };
+        let mut vals = vec![0.0; naxes];
         let mut next = |b: Screened| -> Option<Bounds> {
             for (r, n) in b.counts.iter().enumerate() {
                 counts.0[r] += n;
@@ -348,6 +349,15 @@ fn gpu(
                     *x = f32::from_bits(*y);
                 }
                 f[6] = r as f32;
+                if r == reason::AMBIGUOUS {
+                    // near a threshold in f32: classify and count it in f64
+                    let o = plan.evaluate(index, &mut vals);
+                    counts.add(o.reason);
+                    if o.reason == reason::OK {
+                        screen.push(&o);
+                    }
+                    continue;
+                }
                 let o = from_words(index, &f);
                 if r == reason::OK {
                     screen.push(&o);
@@ -368,20 +378,16 @@ fn gpu(
                 .step_by(TASK as usize)
                 .map(|a| (a, (a + TASK as usize).min(n)))
                 .collect();
-            let parts: Vec<(Counts, Screen, Vec<u64>, String)> = tasks
+            let parts: Vec<(Counts, Screen, String)> = tasks
                 .par_iter()
                 .map(|&(a, b)| {
                     let mut c = Counts::default();
                     let mut s = Screen::new(k, k + 64, plan.objective, plan.pareto, margin);
-                    let mut near = Vec::new();
                     let mut text = String::new();
                     let mut vals = vec![0.0; naxes];
                     for j in a..b {
                         let index = first + j as u64;
                         let raw = from_words(index, &words[j * OUT_WORDS..(j + 1) * OUT_WORDS]);
-                        let mut o = raw;
-                        plan.constrain(&mut o);
-                        c.add(o.reason);
                         let slack = |x: f64| margin * x.abs();
                         let tol = slack(
                             plan.programs[plan.locate(index).0]
@@ -389,30 +395,47 @@ fn gpu(
                                 .footprint
                                 .total(),
                         );
+                        // Within the f32 margin of a threshold: classify it in f64.
+                        let ambiguous = match raw.reason {
+                            reason::OK => {
+                                budget.is_some_and(|b| (raw.power - b).abs() <= slack(b))
+                                    || floor.is_some_and(|f| (raw.headroom - f).abs() <= tol)
+                            }
+                            reason::MEMORY => raw.headroom.abs() <= tol,
+                            _ => false,
+                        };
+                        if ambiguous {
+                            let o = plan.evaluate(index, &mut vals);
+                            c.add(o.reason);
+                            if o.reason == reason::OK {
+                                s.push(&o);
+                            }
+                            if let Some(f) = fmt {
+                                report::row(plan, &o, &vals, f, &mut text);
+                            }
+                            continue;
+                        }
+                        let mut o = raw;
+                        plan.constrain(&mut o);
+                        c.add(o.reason);
                         if raw.reason == reason::OK {
                             let ok_power = budget.is_none_or(|b| raw.power <= b + slack(b));
                             let ok_floor = floor.is_none_or(|f| raw.headroom + tol >= f);
                             if ok_power && ok_floor {
                                 s.push(&raw);
                             }
-                        } else if raw.reason == reason::MEMORY && raw.headroom.abs() <= tol {
-                            // It might fit in f64: decide there.
-                            near.push(index);
                         }
                         if let Some(f) = fmt {
                             plan.space.sample(plan.locate(index).1, &mut vals);
                             report::row(plan, &o, &vals, f, &mut text);
                         }
                     }
-                    (c, s, near, text)
+                    (c, s, text)
                 })
                 .collect();
-            for (c, s, near, text) in parts {
+            for (c, s, text) in parts {
                 counts.merge(&c);
                 screen.merge(s);
-                if boundary.len() < 1 << 20 {
-                    boundary.extend(near);
-                }
                 if let Some((w, _)) = rows.as_mut() {
                     if let Err(e) = w.write_all(text.as_bytes()) {
                         io_error = Some(e);

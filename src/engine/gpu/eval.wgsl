@@ -18,6 +18,9 @@
 // lie on the Pareto front, judged against the host's current threshold and front with a relative
 // margin — so the read-back is a few candidates, not every point.
 
+// Reason code of a candidate the host must classify in f64 (see `sweep::reason::AMBIGUOUS`).
+const AMBIGUOUS: u32 = 6u;
+
 struct Params {
     start_prog: u32,
     start_mi: u32,
@@ -551,30 +554,39 @@ fn main(
             out[2u * li] = bitcast<vec4<u32>>(p.a);
             out[2u * li + 1u] = bitcast<vec4<u32>>(p.b);
         } else {
-            // the constraints, exactly for the counts and with the margin for candidates
+            // The constraints, with the margin: a point whose f32 figures lie within the margin
+            // of a threshold (the power budget, the memory floor, or fitting in memory at all)
+            // is not counted here but sent to the host as AMBIGUOUS, which decides it in f64;
+            // every other point is counted by its reason, and feasible ones that may make the
+            // top-K or the front are sent as candidates.
             reason = u32(p.b.z);
             var candidate = false;
+            var ambiguous = false;
+            let tol = P.margin * progs[P.start_prog + (P.start_mi + li) / P.points].total;
             if (reason == 0u) {
-                let tol = P.margin * progs[P.start_prog + (P.start_mi + li) / P.points].total;
-                candidate = (P.budget <= 0.0 || p.a.z <= P.budget + P.margin * P.budget)
-                    && p.b.y + tol >= P.floor;
+                ambiguous = (P.budget > 0.0 && abs(p.a.z - P.budget) <= P.margin * P.budget)
+                    || abs(p.b.y - P.floor) <= tol;
                 if (P.budget > 0.0 && p.a.z > P.budget) {
                     reason = 3u;
                 } else if (p.b.y < P.floor) {
                     reason = 4u;
                 }
-                candidate = candidate
+                candidate = reason == 0u
                     && (score(P.objective, p) >= P.threshold
                         || !screened_out(score(P.pareto_a, p), score(P.pareto_b, p)));
             } else if (reason == 1u) {
-                // it might fit in f64: let the host decide
-                let tol = P.margin * progs[P.start_prog + (P.start_mi + li) / P.points].total;
-                candidate = abs(p.b.y) <= tol;
+                ambiguous = abs(p.b.y) <= tol;
+            }
+            var code = u32(p.b.z);
+            if (ambiguous) {
+                candidate = true;
+                code = AMBIGUOUS;
+                reason = 5u;
             }
             if (candidate) {
                 let k = atomicAdd(&counts[5], 1u);
                 var b = bitcast<vec4<u32>>(p.b);
-                b.z = li | (u32(p.b.z) << 24u);
+                b.z = li | (code << 24u);
                 out[2u * k] = bitcast<vec4<u32>>(p.a);
                 out[2u * k + 1u] = b;
             }
