@@ -16,6 +16,33 @@ pub struct Args {
     /// `json` prints {"cases": [...], "summary": {...}, "known_gaps": [...]}.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    #[command(flatten)]
+    pub plot: super::plot::PlotArgs,
+}
+
+/// Predicted against published for every evaluated case, by family, with the most common
+/// tolerance as the band (each case is judged against its own).
+fn picture(results: &[CaseResult]) -> tessera::plot::validate::ValidationPlot {
+    let mut tols: Vec<f64> = results.iter().map(|r| r.tolerance).collect();
+    tols.sort_by(f64::total_cmp);
+    let band = tols.get(tols.len() / 2).copied().unwrap_or(0.1);
+    tessera::plot::validate::ValidationPlot {
+        title: "tessera validate: predicted against published".into(),
+        quantity: "value (each case's unit, SI)".into(),
+        tolerance: band,
+        points: results
+            .iter()
+            .filter_map(|r| {
+                Some(tessera::plot::validate::ValidationPoint {
+                    case: r.id.clone(),
+                    family: r.family.clone(),
+                    published: r.published,
+                    predicted: r.predicted?,
+                    pass: r.within,
+                })
+            })
+            .collect(),
+    }
 }
 
 /// The `.ron` files under `paths`, sorted; directories are walked recursively.
@@ -128,7 +155,9 @@ fn summary_tables(s: &Summary) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
     ]
 }
 
-pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
+pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
+    let mut buf: Vec<u8> = Vec::new();
+    let out: &mut dyn Write = &mut buf;
     let files: Vec<String> = collect(&a.paths)?
         .into_iter()
         .filter(|f| is_case(f))
@@ -217,6 +246,15 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             )?;
         }
     }
+    let p = picture(&results);
+    a.plot
+        .draw(|size, w| tessera::plot::validate::validate(&p, size, w))?;
+    if a.format == Format::Markdown {
+        if let Some(img) = a.plot.markdown_image("predicted against published") {
+            writeln!(out, "\n{img}")?;
+        }
+    }
+    a.plot.output(stdout, |w| w.write_all(&buf))?;
     Ok(if summary.pass && !failed_load {
         Exit::Ok
     } else {
