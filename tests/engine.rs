@@ -116,6 +116,7 @@ fn comm(kind: CollKind, bytes: f64, inner: f64, outer: f64) -> Comm {
         section: Section::MicroBatch,
         overlap: Overlap::None,
         weight_stream: false,
+        inner_share: 1.0,
     }
 }
 
@@ -145,6 +146,54 @@ fn hierarchical_all_reduce_time() {
     let expect = 2.0 * 7.0 / 8.0 * 1e9 / 450e9 + 2.0 * 3.0 / 4.0 * 125e6 / 50e9;
     assert_relative_eq!(t, expect, max_relative = 1e-12);
     assert_relative_eq!(out, 2.0 * 3.0 / 4.0 * 125e6, max_relative = 1e-12);
+}
+
+#[test]
+fn torus_group_uses_the_dimensions_it_spans() {
+    // A 4×4×4 torus. Groups sit on compact sub-boxes: 2 ranks span one dimension (1/3 of the
+    // links), 4 ranks a 2×2 square (2/3), 8 or more all three (1).
+    let torus = SYSTEM
+        .replace(
+            r#"(name: "nvlink", topology: Switched, size: 8,"#,
+            r#"(name: "ici", topology: Torus, size: 64, dims: [4, 4, 4],"#,
+        )
+        .replace("nodes: 64,", "nodes: 8,");
+    let mut fs = MemFs::default();
+    fs.0.insert("t.ron".into(), torus.as_bytes().to_vec());
+    let l = load_system("t.ron", &fs);
+    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+    let sys = l.value.unwrap();
+    use tessera::engine::lower::place_group;
+    assert_relative_eq!(place_group(&sys, 2, 1, 64).2, 1.0 / 3.0);
+    assert_relative_eq!(place_group(&sys, 4, 16, 64).2, 2.0 / 3.0);
+    assert_relative_eq!(place_group(&sys, 8, 1, 64).2, 1.0);
+    assert_relative_eq!(place_group(&sys, 64, 1, 64).2, 1.0);
+    // and the all-reduce of a pair runs at a third of the bandwidth:
+    let mut c = comm(CollKind::AllReduce, 1e9, 2.0, 1.0);
+    c.inner_share = place_group(&sys, 2, 1, 64).2;
+    let m = machine(&sys, 64);
+    let (t, _, _) = collective(&c, &m);
+    let bw = m.up_bandwidth * m.eff_network / 3.0;
+    assert_relative_eq!(
+        t,
+        2.0 * 1.0 / 2.0 * 1e9 / bw + 2.0 * m.up_latency,
+        max_relative = 1e-12
+    );
+}
+
+#[test]
+fn full_mesh_group_uses_its_members_links() {
+    // 8 GPUs joined all-to-all by 7 links each (xGMI): a pair of them shares one link, 1/7.
+    let mesh = SYSTEM.replace(
+        r#"topology: Switched, size: 8,"#,
+        r#"topology: FullMesh, size: 8,"#,
+    );
+    let mut fs = MemFs::default();
+    fs.0.insert("m.ron".into(), mesh.as_bytes().to_vec());
+    let sys = load_system("m.ron", &fs).value.unwrap();
+    use tessera::engine::lower::place_group;
+    assert_relative_eq!(place_group(&sys, 2, 1, 8).2, 1.0 / 7.0);
+    assert_relative_eq!(place_group(&sys, 8, 1, 8).2, 1.0);
 }
 
 #[test]

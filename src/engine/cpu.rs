@@ -20,7 +20,7 @@ pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
     if u <= 1.0 && o <= 1.0 {
         return (0.0, 0.0, 0.0);
     }
-    let bu = m.up_bandwidth * m.eff_network;
+    let bu = m.up_bandwidth * m.eff_network * c.inner_share;
     let bo = m.out_bandwidth * m.eff_network;
     let s = c.bytes;
     // latency terms: ring inside a domain, tree (log2) across domains

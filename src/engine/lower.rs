@@ -7,7 +7,7 @@ use crate::model::mapping::{ExtraOverlap, Mapping, Recompute};
 use crate::model::precision::Precision;
 use crate::model::system::System;
 use crate::model::workload::*;
-use crate::spec::arch::MemoryKind;
+use crate::spec::arch::{MemoryKind, ScaleUpTopology};
 use crate::spec::workload::CollectiveKind;
 
 /// The machine vector of `sys` when `devices` of its devices are used.
@@ -143,6 +143,48 @@ fn overlap_communication(p: &mut Program, o: ExtraOverlap) {
     }
 }
 
+/// A collective's group: (ranks per scale-up domain, domains, share of the scale-up bandwidth
+/// the ranks inside a domain can use).
+pub type Group = (f64, f64, f64);
+
+/// Place a group of `size` ranks spaced `stride` apart on the system's topology (domains of
+/// `domain` devices): how it splits over domains ([`split_group`]) and which share of a device's
+/// scale-up bandwidth its collectives can drive. Through switches that is all of it. On a torus
+/// or mesh of d dimensions the group, placed on a compact sub-box, runs its collectives along the
+/// k ≤ log2(g) dimensions it spans (ring or bucket algorithms per dimension), using k/d of the
+/// links. On a full mesh (xGMI, DGX-1's hybrid cube-mesh) of D devices each rank reaches the
+/// other g − 1 members over direct links: (g − 1)/(D − 1) of its links.
+pub fn place_group(sys: &System, size: u64, stride: u64, domain: u64) -> Group {
+    let (inner, outer) = split_group(size, stride, domain);
+    (inner, outer, inner_share(sys, inner as u64, stride, domain))
+}
+
+fn inner_share(sys: &System, inner: u64, stride: u64, domain: u64) -> f64 {
+    let Some(u) = &sys.scale_up else { return 1.0 };
+    if inner <= 1 {
+        return 1.0;
+    }
+    match u.topology {
+        ScaleUpTopology::Torus | ScaleUpTopology::Mesh if !u.dims.is_empty() => {
+            // The runtime places each group on a compact sub-box of the torus (XLA's device
+            // assignment does): g ranks span up to log2(g) dimensions, 2 ranks one, 4 two, 8 or
+            // more three.
+            let _ = stride;
+            let spanned = (inner as f64).log2().floor().max(1.0);
+            spanned.min(u.dims.len() as f64) / u.dims.len() as f64
+        }
+        ScaleUpTopology::FullMesh | ScaleUpTopology::HybridCubeMesh => {
+            let d = domain.min(u.size) as f64;
+            if d <= 1.0 {
+                1.0
+            } else {
+                ((inner as f64 - 1.0) / (d - 1.0)).clamp(f64::MIN_POSITIVE, 1.0)
+            }
+        }
+        _ => 1.0,
+    }
+}
+
 /// Split a group of `size` ranks spaced `stride` apart over domains of `domain` devices:
 /// (ranks per domain, domains).
 pub fn split_group(size: u64, stride: u64, domain: u64) -> (f64, f64) {
@@ -200,7 +242,7 @@ impl Builder {
         name: &str,
         kind: CollKind,
         bytes: f64,
-        g: (f64, f64),
+        g: Group,
         count: f64,
         section: Section,
         overlap: Overlap,
@@ -218,6 +260,7 @@ impl Builder {
             section,
             overlap,
             weight_stream: false,
+            inner_share: g.2,
         });
     }
 }
@@ -236,7 +279,7 @@ impl Builder {
         name: &str,
         kind: CollKind,
         bytes: f64,
-        g: (f64, f64),
+        g: Group,
         section: Section,
         ov: Overlap,
     ) {
@@ -402,11 +445,11 @@ fn transformer_training(
     };
 
     // Group placement, Megatron order: tp innermost, then cp, dp, pp outermost.
-    let g_tp = split_group(tp, 1, dom);
-    let g_cp = split_group(cp, tp, dom);
-    let g_dp = split_group(dp * cp, tp, dom);
-    let g_ep = split_group(m.ep, tp, dom);
-    let g_pp = split_group(pp, tp * cp * dp, dom);
+    let g_tp = place_group(sys, tp, 1, dom);
+    let g_cp = place_group(sys, cp, tp, dom);
+    let g_dp = place_group(sys, dp * cp, tp, dom);
+    let g_ep = place_group(sys, m.ep, tp, dom);
+    let g_pp = place_group(sys, pp, tp * cp * dp, dom);
 
     let mut b = Builder {
         ops: Vec::new(),
@@ -830,7 +873,11 @@ fn transformer_training(
             "pp send/recv",
             CollKind::SendRecv,
             p2p,
-            (g_pp.0.min(2.0), if g_pp.1 > 1.0 { 2.0 } else { 1.0 }),
+            (
+                g_pp.0.min(2.0),
+                if g_pp.1 > 1.0 { 2.0 } else { 1.0 },
+                g_pp.2,
+            ),
             2.0 * v as f64,
             mbs,
             Overlap::None,
@@ -1045,8 +1092,8 @@ fn transformer_inference(
     let ctx = inf.prompt as f64 + inf.output as f64 / 2.0;
     let layer_w = (t.attn_params() + t.layer_ffn_params()) / tpf * wb;
     let layer_active_f = 2.0 * (t.attn_params() + t.layer_ffn_active()) / tpf;
-    let g_tp = split_group(tp, 1, dom);
-    let g_pp = split_group(pp, tp * m.dp, dom);
+    let g_tp = place_group(sys, tp, 1, dom);
+    let g_pp = place_group(sys, pp, tp * m.dp, dom);
     let mut b = Builder {
         ops: Vec::new(),
         comms: Vec::new(),
@@ -1115,7 +1162,11 @@ fn transformer_inference(
             "pp send/recv",
             CollKind::SendRecv,
             mbatch * h * ab,
-            (g_pp.0.min(2.0), if g_pp.1 > 1.0 { 2.0 } else { 1.0 }),
+            (
+                g_pp.0.min(2.0),
+                if g_pp.1 > 1.0 { 2.0 } else { 1.0 },
+                g_pp.2,
+            ),
             1.0,
             mbs,
             Overlap::None,
@@ -1217,7 +1268,7 @@ fn cnn_training(sys: &System, c: &Cnn, tr: &Training, m: &Mapping) -> Result<Pro
     let wb = tr.weights.bytes().max(prec.bytes());
     let bsz = mbsz as f64;
     let dom = domain_size(sys, dp);
-    let g_dp = split_group(dp, 1, dom);
+    let g_dp = place_group(sys, dp, 1, dom);
     let mut b = Builder {
         ops: Vec::new(),
         comms: Vec::new(),
@@ -1385,7 +1436,7 @@ fn graph_run(sys: &System, g: &[GraphOp], r: &Run, m: &Mapping) -> Result<Progra
                     "collective",
                     k,
                     *bytes,
-                    split_group(*group, 1, dom),
+                    place_group(sys, *group, 1, dom),
                     *count,
                     Section::MicroBatch,
                     Overlap::None,

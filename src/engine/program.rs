@@ -82,6 +82,10 @@ pub struct Comm {
     pub overlap: Overlap,
     /// Goes to the external weight store rather than to peers.
     pub weight_stream: bool,
+    /// Fraction of the device's scale-up bandwidth the ranks inside a domain can use: 1 through
+    /// switches; on a 3D torus, the share of its dimensions the group spans; on a full mesh, the
+    /// share of the links that lead to other members of the group.
+    pub inner_share: f64,
 }
 
 /// Bytes per device that must fit in memory, by class.

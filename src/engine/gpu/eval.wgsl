@@ -51,7 +51,8 @@ struct Params {
 
 // Ops, collectives, axes and axis targets share one record shape.
 //   op:     u = (matrix, precision, section, phase)       f = (flops, weight bytes, act bytes, count)
-//   comm:   u = (kind, section, overlap, weight stream)   f = (bytes, inner, outer, count)
+//   comm:   u = (kind | weight stream << 8, section, overlap, bits of the inner bandwidth share)
+//           f = (bytes, inner, outer, count)
 //   axis:   u = (kind 0 list 1 linear 2 log, count, list offset, 0)  f = (lo, hi, ln(hi/lo), 0)
 //   target: u = (axis, field, op 0 set 1 divide, 0)       f = (scale, offset, floor, 0)
 struct Rec {
@@ -232,9 +233,9 @@ fn div(a: f32, b: f32) -> f32 {
 
 // (time, bytes over scale-up, bytes over scale-out) of one collective: `cpu::collective`.
 fn collective(c: Rec) -> vec3<f32> {
-    let kind = c.u.x;
+    let kind = c.u.x & 255u;
     let s = c.f.x;
-    if (c.u.w != 0u) {
+    if ((c.u.x >> 8u) != 0u) {
         let bw = X[F_EXT_BANDWIDTH] * X[F_EFF_NETWORK];
         return vec3<f32>(div(s, bw) + X[F_EXT_LATENCY], 0.0, 0.0);
     }
@@ -243,7 +244,7 @@ fn collective(c: Rec) -> vec3<f32> {
     if (u <= 1.0 && o <= 1.0) {
         return vec3<f32>(0.0);
     }
-    let bu = X[F_UP_BANDWIDTH] * X[F_EFF_NETWORK];
+    let bu = X[F_UP_BANDWIDTH] * X[F_EFF_NETWORK] * bitcast<f32>(c.u.w);
     let bo = X[F_OUT_BANDWIDTH] * X[F_EFF_NETWORK];
     let lu = X[F_UP_LATENCY];
     let lo = X[F_OUT_LATENCY];

@@ -279,10 +279,10 @@ impl Gpu {
             let comm_start = recs.len() / 8;
             for c in &p.comms {
                 recs.extend([
-                    c.kind as u32,
+                    c.kind as u32 | (c.weight_stream as u32) << 8,
                     c.section as u32,
                     c.overlap as u32,
-                    c.weight_stream as u32,
+                    f(c.inner_share),
                     f(c.bytes),
                     f(c.inner),
                     f(c.outer),
