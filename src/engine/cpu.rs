@@ -97,6 +97,58 @@ pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
     (t, up_bytes, out_bytes)
 }
 
+/// One call of an operator: its compute time and its memory time (and the tier that carries the
+/// larger share of its bytes). `None` when it has FLOPs but the machine no rate for them.
+#[derive(Clone, Copy, Debug)]
+pub struct OpTime {
+    pub compute: f64,
+    pub memory: f64,
+    pub memory_tier: Tier,
+}
+
+/// The roofline of one operator call with weights in tier `wt` and working data in `at`: the
+/// matrix (× low-precision factor for fp8 and narrower) or vector rate at its precision, and the
+/// bytes over each tier's bandwidth, added when both live in one tier (they share it) and
+/// overlapped when they live in two.
+pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
+    let rate = if op.matrix {
+        let eff = if op.precision >= 5 {
+            m.eff_matmul * m.eff_low_precision
+        } else {
+            m.eff_matmul
+        };
+        m.matrix_peak[op.precision] * eff
+    } else {
+        m.vector_peak[op.precision] * m.eff_vector
+    };
+    if op.flops > 0.0 && rate <= 0.0 {
+        return None;
+    }
+    let compute = if op.flops > 0.0 { op.flops / rate } else { 0.0 };
+    let t_w = if op.weight_bytes > 0.0 {
+        op.weight_bytes / tier_bandwidth(wt, m)
+    } else {
+        0.0
+    };
+    let t_a = if op.act_bytes > 0.0 {
+        op.act_bytes / tier_bandwidth(at, m)
+    } else {
+        0.0
+    };
+    let (memory, memory_tier) = if wt == at {
+        (t_w + t_a, wt)
+    } else if t_w >= t_a {
+        (t_w, wt)
+    } else {
+        (t_a, at)
+    };
+    Some(OpTime {
+        compute,
+        memory,
+        memory_tier,
+    })
+}
+
 fn tier_bandwidth(t: Tier, m: &Machine) -> f64 {
     match t {
         Tier::Sram => m.sram_bandwidth * m.eff_memory,
@@ -158,7 +210,6 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     };
     out.weights_tier = wt;
     out.working_tier = at;
-    let (bw_w, bw_a) = (tier_bandwidth(wt, m), tier_bandwidth(at, m));
     let (e_w, e_a) = (tier_energy(wt, m), tier_energy(at, m));
 
     // sections: [micro-batch, step]
@@ -168,32 +219,15 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     let mut dyn_energy = 0.0;
     let mb_mult = p.micro_batches;
     for op in &p.ops {
-        let rate = if op.matrix {
-            let eff = if op.precision >= 5 {
-                m.eff_matmul * m.eff_low_precision
-            } else {
-                m.eff_matmul
-            };
-            m.matrix_peak[op.precision] * eff
-        } else {
-            m.vector_peak[op.precision] * m.eff_vector
-        };
-        if op.flops > 0.0 && rate <= 0.0 {
+        let Some(OpTime {
+            compute: t_c,
+            memory: t_m,
+            ..
+        }) = op_time(op, m, wt, at)
+        else {
             out.reason_code = REASON_NO_COMPUTE;
             return out;
-        }
-        let t_c = if op.flops > 0.0 { op.flops / rate } else { 0.0 };
-        let t_w = if op.weight_bytes > 0.0 {
-            op.weight_bytes / bw_w
-        } else {
-            0.0
         };
-        let t_a = if op.act_bytes > 0.0 {
-            op.act_bytes / bw_a
-        } else {
-            0.0
-        };
-        let t_m = if wt == at { t_w + t_a } else { t_w.max(t_a) };
         let s = op.section as usize;
         let b = &mut br[s];
         if t_c >= t_m {

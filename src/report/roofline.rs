@@ -230,12 +230,6 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
     let mut ops = Vec::new();
     if e.feasible {
         let (wt, at) = (e.weights_tier, e.working_tier);
-        // The same rates and bandwidths as `cpu::eval_traced`, to name what bounds each call.
-        let bw = |t: Tier| match t {
-            Tier::Sram => mach.sram_bandwidth * mach.eff_memory,
-            Tier::Hbm => mach.hbm_bandwidth * mach.eff_memory,
-            Tier::External => mach.ext_bandwidth * mach.eff_network,
-        };
         for (i, op) in p.ops.iter().enumerate() {
             let mult = if op.section as usize == 0 {
                 p.micro_batches
@@ -245,29 +239,10 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
             let calls = op.count * mult;
             let t_total = trace.get(i).copied().unwrap_or(0.0);
             let per_call = if calls > 0.0 { t_total / calls } else { 0.0 };
-            let rate = if op.matrix {
-                let eff = if op.precision >= 5 {
-                    mach.eff_matmul * mach.eff_low_precision
-                } else {
-                    mach.eff_matmul
-                };
-                mach.matrix_peak[op.precision] * eff
-            } else {
-                mach.vector_peak[op.precision] * mach.eff_vector
-            };
-            let t_c = if op.flops > 0.0 && rate > 0.0 {
-                op.flops / rate
-            } else {
-                0.0
-            };
-            let t_w = op.weight_bytes / bw(wt).max(f64::MIN_POSITIVE);
-            let t_a = op.act_bytes / bw(at).max(f64::MIN_POSITIVE);
-            let (t_m, mem_tier) = if wt == at {
-                (t_w + t_a, wt)
-            } else if t_w >= t_a {
-                (t_w, wt)
-            } else {
-                (t_a, at)
+            // the evaluator's own roofline of the call, to name what bounds it
+            let (t_c, t_m, mem_tier) = match crate::engine::cpu::op_time(op, mach, wt, at) {
+                Some(t) => (t.compute, t.memory, t.memory_tier),
+                None => (0.0, 0.0, wt),
             };
             let prec = Precision::ALL[op.precision];
             let engine = if op.matrix { "matrix" } else { "vector" };
