@@ -7,10 +7,79 @@ pub mod precision;
 pub mod system;
 pub mod workload;
 
-use crate::diag::{Diagnostic, Path};
-use crate::spec::{Files, Q};
+use crate::diag::{Diagnostic, Path, Severity};
+use crate::spec::{Files, Fs, Loaded, Resolver, Q};
 use crate::units::{self, Dimension};
+use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A file read and lowered: its file-shaped spec, the lowered value, the texts read and every
+/// diagnostic so far.
+pub struct Read<S, T> {
+    pub spec: S,
+    /// Index of the file in `files`.
+    pub file: usize,
+    pub value: Option<T>,
+    pub files: Files,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A file that could not be read or parsed, with why.
+pub struct Unread {
+    pub files: Files,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl<T> From<Unread> for Loaded<T> {
+    fn from(u: Unread) -> Self {
+        Loaded {
+            value: None,
+            files: u.files,
+            diagnostics: u.diagnostics,
+        }
+    }
+}
+
+/// Read `name` as the file-shaped `S` and lower it with `lower`, which gets a [`Ctx`] on the
+/// file.
+pub fn read_lowered<S: DeserializeOwned, T>(
+    name: &str,
+    fs: &dyn Fs,
+    lower: impl FnOnce(&mut Ctx, &S) -> Option<T>,
+) -> Result<Read<S, T>, Unread> {
+    let mut r = Resolver::new(fs);
+    let Some((spec, id)) = r.load_file::<S>(name) else {
+        return Err(Unread {
+            files: r.files,
+            diagnostics: r.diagnostics,
+        });
+    };
+    let mut diagnostics = std::mem::take(&mut r.diagnostics);
+    let files = r.files;
+    let value = {
+        let mut cx = Ctx::new(&files, id);
+        let v = lower(&mut cx, &spec);
+        diagnostics.extend(cx.diags);
+        v
+    };
+    Ok(Read {
+        spec,
+        file: id,
+        value,
+        files,
+        diagnostics,
+    })
+}
+
+/// The result of loading: the value only when no diagnostic is an error.
+pub fn checked<T>(value: Option<T>, files: Files, diagnostics: Vec<Diagnostic>) -> Loaded<T> {
+    let ok = !diagnostics.iter().any(|d| d.severity == Severity::Error);
+    Loaded {
+        value: if ok { value } else { None },
+        files,
+        diagnostics,
+    }
+}
 
 /// Reserved source tag for a figure the author guessed.
 pub const ASSUMED: &str = "assumed";

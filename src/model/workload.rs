@@ -3,10 +3,10 @@
 
 use super::precision::Precision;
 use super::Ctx;
-use crate::diag::{Path, Severity};
+use crate::diag::Path;
 use crate::spec::mapping::MappingSpec;
 use crate::spec::workload::*;
-use crate::spec::{Fs, Loaded, Resolver, FORMAT_VERSION};
+use crate::spec::{Fs, Loaded, FORMAT_VERSION};
 use crate::units::Dimension as D;
 use serde::Serialize;
 
@@ -223,44 +223,15 @@ impl Transformer {
 
 /// Read and lower a workload file.
 pub fn load_workload(name: &str, fs: &dyn Fs) -> Loaded<Workload> {
-    let mut r = Resolver::new(fs);
-    let Some((spec, id)) = r.load_file::<WorkloadSpec>(name) else {
-        return Loaded {
-            value: None,
-            files: r.files,
-            diagnostics: r.diagnostics,
-        };
-    };
-    let mut diags = std::mem::take(&mut r.diagnostics);
-    let files = r.files;
-    let value = {
-        let mut cx = Ctx::new(&files, id);
-        let v = lower(&mut cx, &spec);
-        diags.extend(cx.diags);
-        v
-    };
-    let ok = !diags.iter().any(|d| d.severity == Severity::Error);
-    Loaded {
-        value: if ok { value } else { None },
-        files,
-        diagnostics: diags,
+    match super::read_lowered(name, fs, lower) {
+        Ok(r) => super::checked(r.value, r.files, r.diagnostics),
+        Err(u) => u.into(),
     }
 }
 
 /// Read and check a mapping file.
 pub fn load_mapping(name: &str, fs: &dyn Fs) -> Loaded<MappingSpec> {
-    let mut r = Resolver::new(fs);
-    let Some((spec, id)) = r.load_file::<MappingSpec>(name) else {
-        return Loaded {
-            value: None,
-            files: r.files,
-            diagnostics: r.diagnostics,
-        };
-    };
-    let mut diags = std::mem::take(&mut r.diagnostics);
-    let files = r.files;
-    {
-        let mut cx = Ctx::new(&files, id);
+    let check = |cx: &mut Ctx, spec: &MappingSpec| {
         if spec.version != Some(FORMAT_VERSION) {
             cx.error(
                 "version",
@@ -272,7 +243,7 @@ pub fn load_mapping(name: &str, fs: &dyn Fs) -> Loaded<MappingSpec> {
             );
         }
         cx.declare_sources(&spec.sources);
-        cx.enter_part(id, Path::root(), spec.source.as_ref());
+        cx.enter_part(cx.file(), Path::root(), spec.source.as_ref());
         if spec.source.is_none() {
             cx.warn(
                 "",
@@ -280,15 +251,13 @@ pub fn load_mapping(name: &str, fs: &dyn Fs) -> Loaded<MappingSpec> {
                 Some("add `source: \"key\"` and `sources: { \"key\": \"paper, table\" }`, or `source: \"assumed\"`".into()),
             );
         }
-        check_mapping(&mut cx, &spec);
+        check_mapping(cx, spec);
         cx.leave();
-        diags.extend(cx.diags);
-    }
-    let ok = !diags.iter().any(|d| d.severity == Severity::Error);
-    Loaded {
-        value: ok.then_some(spec),
-        files,
-        diagnostics: diags,
+        Some(spec.clone())
+    };
+    match super::read_lowered(name, fs, check) {
+        Ok(r) => super::checked(r.value, r.files, r.diagnostics),
+        Err(u) => u.into(),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::model::system::{load_system, System};
 use crate::model::workload::{load_workload, Model, Task, Workload};
 use crate::model::Ctx;
 use crate::spec::validation::{ClaimSpec, Verdict};
-use crate::spec::{join, Fs, Loaded, Resolver, FORMAT_VERSION, Q};
+use crate::spec::{join, Fs, Loaded, FORMAT_VERSION, Q};
 use crate::units::Dimension;
 use serde::Serialize;
 
@@ -66,21 +66,15 @@ pub struct AuditResult {
 
 /// Read and check a claim file and the architecture (and workload) it names.
 pub fn load_claim(name: &str, fs: &dyn Fs) -> Loaded<Claim> {
-    let mut r = Resolver::new(fs);
-    let Some((spec, id)) = r.load_file::<ClaimSpec>(name) else {
-        return Loaded {
-            value: None,
-            files: r.files,
-            diagnostics: r.diagnostics,
-        };
-    };
-    let mut diags = std::mem::take(&mut r.diagnostics);
-    let mut files = r.files;
-    let figures = {
-        let mut cx = Ctx::new(&files, id);
-        let v = lower_claim(&mut cx, &spec);
-        diags.extend(cx.diags);
-        v
+    let crate::model::Read {
+        spec,
+        file: id,
+        value: figures,
+        mut files,
+        diagnostics: mut diags,
+    } = match crate::model::read_lowered::<ClaimSpec, _>(name, fs, lower_claim) {
+        Ok(r) => r,
+        Err(u) => return u.into(),
     };
     let ls = load_system(&join(name, &spec.system), fs);
     merge(&mut files, ls.files, &mut diags, ls.diagnostics);

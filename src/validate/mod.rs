@@ -23,7 +23,7 @@ use crate::model::system::{load_system, System};
 use crate::model::workload::{load_mapping, load_workload, Target, Task, Workload};
 use crate::model::Ctx;
 use crate::spec::validation::*;
-use crate::spec::{join, Files, Fs, Loaded, Resolver, FORMAT_VERSION};
+use crate::spec::{join, Files, Fs, Loaded, FORMAT_VERSION};
 use crate::units::Dimension;
 use serde::Serialize;
 
@@ -163,21 +163,15 @@ pub fn parse_throughput(text: &str) -> Result<f64, String> {
 
 /// Read and check a case file, its architecture and its workload.
 pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
-    let mut r = Resolver::new(fs);
-    let Some((spec, id)) = r.load_file::<CaseSpec>(name) else {
-        return Loaded {
-            value: None,
-            files: r.files,
-            diagnostics: r.diagnostics,
-        };
-    };
-    let mut diags = std::mem::take(&mut r.diagnostics);
-    let mut files = r.files;
-    let mut lowered = {
-        let mut cx = Ctx::new(&files, id);
-        let v = lower_case(&mut cx, &spec, name);
-        diags.extend(cx.diags);
-        v
+    let crate::model::Read {
+        spec,
+        file: id,
+        value: mut lowered,
+        mut files,
+        diagnostics: mut diags,
+    } = match crate::model::read_lowered::<CaseSpec, _>(name, fs, |cx, s| lower_case(cx, s, name)) {
+        Ok(r) => r,
+        Err(u) => return u.into(),
     };
     // The architecture, workload and mapping files the case names, with their own diagnostics.
     let sys_path = join(name, &spec.system);
