@@ -197,6 +197,32 @@ fn full_mesh_group_uses_its_members_links() {
 }
 
 #[test]
+fn the_mapping_order_decides_which_links_a_dimension_uses() {
+    // 64 nodes of 8: tp 8 innermost puts tensor parallelism on NVLink (8 ranks, 1 domain) and data
+    // parallelism across nodes; swapping them puts the tp all-reduces on InfiniBand instead.
+    use tessera::spec::mapping::Dim;
+    let (sys, w) = fixtures();
+    let m = Mapping {
+        dp: 8,
+        tp: 8,
+        sp: true,
+        ..Mapping::single()
+    };
+    let p = lower(&sys, &w, &m, 64).unwrap();
+    let tp = p.comms.iter().find(|c| c.name.starts_with("tp ")).unwrap();
+    assert_eq!((tp.inner, tp.outer), (8.0, 1.0));
+    let swapped = Mapping {
+        order: [Dim::Dp, Dim::Tp, Dim::Cp, Dim::Pp],
+        ..m
+    };
+    let p2 = lower(&sys, &w, &swapped, 64).unwrap();
+    let tp2 = p2.comms.iter().find(|c| c.name.starts_with("tp ")).unwrap();
+    assert_eq!((tp2.inner, tp2.outer), (1.0, 8.0));
+    let mach = machine(&sys, 64);
+    assert!(eval(&p2, &mach).step_time > eval(&p, &mach).step_time);
+}
+
+#[test]
 fn pipeline_bubble() {
     // 64 micro-batches through 8 stages (1F1B): the step is (64 + 8 − 1) micro-batch times and the
     // bubble (8 − 1)/(64 + 7) = 9.9% of it. Interleaving 2 virtual stages halves the bubble.

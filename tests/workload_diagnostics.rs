@@ -62,6 +62,11 @@ const EXPECT: &[(&str, &str, &str)] = &[
         "unknown kind of file `Worklaod`",
     ),
     ("zero-stage-5", "6:11", "ZeRO stage 5 does not exist"),
+    (
+        "order-missing-dimension",
+        "6:12",
+        "`order` must name each of Tp, Cp, Dp, Pp once",
+    ),
     ("unknown-recompute", "5:16", "unknown variant `Partial`"),
     (
         "mapping-missing-version",

@@ -445,11 +445,18 @@ fn transformer_training(
     };
 
     // Group placement, Megatron order: tp innermost, then cp, dp, pp outermost.
-    let g_tp = place_group(sys, tp, 1, dom);
-    let g_cp = place_group(sys, cp, tp, dom);
-    let g_dp = place_group(sys, dp * cp, tp, dom);
-    let g_ep = place_group(sys, m.ep, tp, dom);
-    let g_pp = place_group(sys, pp, tp * cp * dp, dom);
+    // Group placement by the mapping's order (default Megatron: tp, cp, dp, pp outermost). The
+    // gradient reduction spans dp × cp ranks (context-parallel ranks hold the same weights), laid
+    // from the inner of the two; experts are sharded inside that group.
+    use crate::spec::mapping::Dim;
+    let dp_cp_stride = m
+        .stride(Dim::Dp)
+        .min(if cp > 1 { m.stride(Dim::Cp) } else { u64::MAX });
+    let g_tp = place_group(sys, tp, m.stride(Dim::Tp), dom);
+    let g_cp = place_group(sys, cp, m.stride(Dim::Cp), dom);
+    let g_dp = place_group(sys, dp * cp, dp_cp_stride, dom);
+    let g_ep = place_group(sys, m.ep, dp_cp_stride, dom);
+    let g_pp = place_group(sys, pp, m.stride(Dim::Pp), dom);
 
     let mut b = Builder {
         ops: Vec::new(),
@@ -1092,8 +1099,9 @@ fn transformer_inference(
     let ctx = inf.prompt as f64 + inf.output as f64 / 2.0;
     let layer_w = (t.attn_params() + t.layer_ffn_params()) / tpf * wb;
     let layer_active_f = 2.0 * (t.attn_params() + t.layer_ffn_active()) / tpf;
-    let g_tp = place_group(sys, tp, 1, dom);
-    let g_pp = place_group(sys, pp, tp * m.dp, dom);
+    use crate::spec::mapping::Dim;
+    let g_tp = place_group(sys, tp, m.stride(Dim::Tp), dom);
+    let g_pp = place_group(sys, pp, m.stride(Dim::Pp), dom);
     let mut b = Builder {
         ops: Vec::new(),
         comms: Vec::new(),

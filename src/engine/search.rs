@@ -131,6 +131,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 recompute: rc,
                                                 overlap_grad_reduce: true,
                                                 overlap,
+                                                order: base.order,
                                             });
                                         }
                                     }

@@ -1,7 +1,7 @@
 //! A parallel mapping: how a workload is split over devices (data, tensor, pipeline, expert and
 //! context parallelism, ZeRO stage, micro-batching, recomputation).
 
-use crate::spec::mapping::{MappingSpec, OverlapKind, RecomputeSpec};
+use crate::spec::mapping::{Dim, MappingSpec, OverlapKind, RecomputeSpec};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,7 +39,12 @@ pub struct Mapping {
     pub overlap_grad_reduce: bool,
     /// Communication the framework overlaps with compute beyond the gradient reduction.
     pub overlap: ExtraOverlap,
+    /// Parallel dimensions from innermost (nearest devices) to outermost.
+    pub order: [Dim; 4],
 }
+
+/// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
+pub const DEFAULT_ORDER: [Dim; 4] = [Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp];
 
 /// Communication a framework can overlap with compute beyond the gradient reduction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -86,7 +91,28 @@ impl Mapping {
             recompute: Recompute::None,
             overlap_grad_reduce: true,
             overlap: ExtraOverlap::default(),
+            order: DEFAULT_ORDER,
         }
+    }
+
+    /// Size of a parallel dimension.
+    pub fn size(&self, d: Dim) -> u64 {
+        match d {
+            Dim::Tp => self.tp,
+            Dim::Cp => self.cp,
+            Dim::Dp => self.dp,
+            Dim::Pp => self.pp,
+        }
+    }
+
+    /// Distance between neighbouring ranks of dimension `d`: the product of the sizes of the
+    /// dimensions laid inside it.
+    pub fn stride(&self, d: Dim) -> u64 {
+        self.order
+            .iter()
+            .take_while(|x| **x != d)
+            .map(|x| self.size(*x))
+            .product()
     }
 
     /// Resolve a spec for `devices` devices: `dp` fills the devices the other dimensions leave.
@@ -124,6 +150,17 @@ impl Mapping {
             recompute: spec.recompute.map(Into::into).unwrap_or(Recompute::None),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             overlap: ExtraOverlap::from_kinds(&spec.overlap),
+            order: match &spec.order {
+                None => DEFAULT_ORDER,
+                Some(o) => match <[Dim; 4]>::try_from(o.as_slice()) {
+                    Ok(a) if DEFAULT_ORDER.iter().all(|d| a.contains(d)) => a,
+                    _ => {
+                        return Err(format!(
+                            "`order` must name each of Tp, Cp, Dp, Pp once, found {o:?}"
+                        ))
+                    }
+                },
+            },
         };
         if m.devices() != devices {
             return Err(format!(

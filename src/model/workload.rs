@@ -275,6 +275,19 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
             cx.count(f, v);
         }
     }
+    if let Some(o) = &m.order {
+        use crate::spec::mapping::Dim;
+        let all = [Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp];
+        if o.len() != 4 || !all.iter().all(|d| o.contains(d)) {
+            cx.error(
+                "order",
+                format!("`order` must name each of Tp, Cp, Dp, Pp once, found {o:?}"),
+                Some(
+                    "innermost first, e.g. `order: [Tp, Cp, Dp, Pp]` (Megatron-LM's layout)".into(),
+                ),
+            );
+        }
+    }
     if let Some(z) = m.zero {
         if z > 3 {
             cx.error(

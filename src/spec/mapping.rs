@@ -43,6 +43,11 @@ pub struct MappingSpec {
     /// (NeMo / Megatron-Core `tp_comm_overlap`, `overlap_p2p_comm`, `overlap_param_gather`).
     #[serde(default)]
     pub overlap: Vec<OverlapKind>,
+    /// How the parallel dimensions are laid over the devices, innermost (fastest-varying, so on
+    /// the fastest links) first. Default `[Tp, Cp, Dp, Pp]`, Megatron-LM's order: tensor
+    /// parallelism inside the scale-up domain, pipeline stages outermost.
+    #[serde(default)]
+    pub order: Option<Vec<Dim>>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -63,4 +68,13 @@ pub enum OverlapKind {
     PipelineSendRecv,
     /// The data-parallel parameter all-gather after the update overlapped with the next forward.
     ParameterGather,
+}
+
+/// A parallel dimension, for [`MappingSpec::order`].
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum Dim {
+    Tp,
+    Cp,
+    Dp,
+    Pp,
 }
