@@ -18,6 +18,8 @@ use serde::Serialize;
 
 /// How the mapping is chosen.
 #[derive(Debug, Clone)]
+// Built once per command, never in a hot loop: boxing the spec would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum MappingChoice {
     /// As written (a mapping file, or the workload's published mapping).
     Given(MappingSpec),

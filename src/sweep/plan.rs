@@ -446,6 +446,8 @@ pub fn build(
 
 /// Which mappings a sweep evaluates.
 #[derive(Clone, Debug)]
+// Built once per sweep: boxing the spec would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum MappingMode {
     /// The workload's published mapping (every candidate if it has none), with `mapping.*` axes
     /// applied to it.
