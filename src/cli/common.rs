@@ -59,3 +59,36 @@ pub fn duration(v: Option<f64>) -> String {
         Some(s) => tessera::units::fmt_si(s, "s"),
     }
 }
+
+/// The inputs of a single run: a system, a workload, how to map it, on how many devices.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Architecture file (a `System(...)`).
+    #[arg(long)]
+    pub arch: String,
+    /// Workload file (a `Workload(...)`).
+    #[arg(long)]
+    pub workload: String,
+    /// A mapping file, or `auto` to search every legal mapping (default: the workload's published
+    /// mapping, else auto).
+    #[arg(long)]
+    pub mapping: Option<String>,
+    /// What `--mapping auto` minimises.
+    #[arg(long, value_enum, default_value = "time")]
+    pub objective: Objective,
+    /// Devices to use (default: all of the system).
+    #[arg(long)]
+    pub devices: Option<u64>,
+}
+
+impl RunArgs {
+    /// Load the system and workload and resolve the mapping choice (diagnostics on stderr).
+    pub fn load(&self) -> Result<(System, Workload, MappingChoice), Exit> {
+        let (sys, w) = match (system(&self.arch), workload(&self.workload)) {
+            (Ok(s), Ok(w)) => (s, w),
+            _ => return Err(Exit::Failed),
+        };
+        let choice = mapping(self.mapping.as_deref(), &w, self.objective)?;
+        Ok((sys, w, choice))
+    }
+}

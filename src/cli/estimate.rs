@@ -3,24 +3,12 @@
 use super::common::{self, duration, si};
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::{estimate, Estimate, MappingChoice, Objective};
+use tessera::engine::{estimate, Estimate, MappingChoice};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(long)]
-    pub arch: String,
-    #[arg(long)]
-    pub workload: String,
-    /// A mapping file, or `auto` to search every legal mapping (default: the workload's published
-    /// mapping, else auto).
-    #[arg(long)]
-    pub mapping: Option<String>,
-    /// What `--mapping auto` minimises.
-    #[arg(long, value_enum, default_value = "time")]
-    pub objective: Objective,
-    /// Devices to use (default: all of the system).
-    #[arg(long)]
-    pub devices: Option<u64>,
+    #[command(flatten)]
+    pub run: common::RunArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
 }
@@ -130,21 +118,17 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
-    let (sys, w) = match (common::system(&a.arch), common::workload(&a.workload)) {
-        (Ok(s), Ok(w)) => (s, w),
-        _ => return Ok(Exit::Failed),
-    };
-    let choice = match common::mapping(a.mapping.as_deref(), &w, a.objective) {
-        Ok(c) => c,
+    let (sys, w, choice) = match a.run.load() {
+        Ok(x) => x,
         Err(e) => return Ok(e),
     };
-    let e = estimate(&sys, &w, &choice, a.devices);
+    let e = estimate(&sys, &w, &choice, a.run.devices);
     match a.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&e).expect("json"))?,
         Format::Table => {
             writeln!(out, "{}", tessera::report::kv_table(&rows(&e)))?;
             if let MappingChoice::Auto(obj) = choice {
-                let n = a.devices.unwrap_or(sys.devices);
+                let n = a.run.devices.unwrap_or(sys.devices);
                 let res = tessera::engine::search::search(&sys, &w, n, obj);
                 let header: Vec<String> = [
                     "rank",

@@ -5,26 +5,14 @@ use super::common::{self, si};
 use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::{default_micro_batch, lower, search, MappingChoice, Objective};
+use tessera::engine::{default_micro_batch, lower, search, MappingChoice};
 use tessera::model::mapping::Mapping;
 use tessera::report::roofline::{roofline, Roofline};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(long)]
-    pub arch: String,
-    #[arg(long)]
-    pub workload: String,
-    /// A mapping file, or `auto` to search every legal mapping (default: the workload's published
-    /// mapping, else auto).
-    #[arg(long)]
-    pub mapping: Option<String>,
-    /// What `--mapping auto` minimises.
-    #[arg(long, value_enum, default_value = "time")]
-    pub objective: Objective,
-    /// Devices to use (default: all of the system).
-    #[arg(long)]
-    pub devices: Option<u64>,
+    #[command(flatten)]
+    pub run: common::RunArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
@@ -113,15 +101,11 @@ fn heading(r: &Roofline) -> String {
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
-    let (sys, w) = match (common::system(&a.arch), common::workload(&a.workload)) {
-        (Ok(s), Ok(w)) => (s, w),
-        _ => return Ok(Exit::Failed),
-    };
-    let choice = match common::mapping(a.mapping.as_deref(), &w, a.objective) {
-        Ok(c) => c,
+    let (sys, w, choice) = match a.run.load() {
+        Ok(x) => x,
         Err(e) => return Ok(e),
     };
-    let n = a.devices.unwrap_or(sys.devices).min(sys.devices).max(1);
+    let n = a.run.devices.unwrap_or(sys.devices).min(sys.devices).max(1);
     let m: Mapping = match &choice {
         MappingChoice::Given(spec) => match Mapping::resolve(spec, n, default_micro_batch(&w)) {
             Ok(m) => m,
