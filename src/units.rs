@@ -367,12 +367,9 @@ pub fn example(dim: Dimension) -> &'static str {
     }
 }
 
-/// Format an SI value with an engineering prefix and unit, e.g. `fmt_si(3.35e12, "B/s")` = "3.35 TB/s".
-pub fn fmt_si(value: f64, unit: &str) -> String {
-    if value == 0.0 || !value.is_finite() {
-        return format!("{value} {unit}");
-    }
-    let prefixes = [
+/// The engineering prefix for magnitude `a` (|value|): its scale and symbol (`u` for micro).
+pub fn si_prefix(a: f64) -> (f64, &'static str) {
+    const PREFIXES: [(f64, &str); 12] = [
         (1e18, "E"),
         (1e15, "P"),
         (1e12, "T"),
@@ -386,12 +383,19 @@ pub fn fmt_si(value: f64, unit: &str) -> String {
         (1e-12, "p"),
         (1e-15, "f"),
     ];
-    let a = value.abs();
-    let (scale, p) = prefixes
+    PREFIXES
         .iter()
         .find(|(s, _)| a >= *s * 0.9995)
         .copied()
-        .unwrap_or((1e-15, "f"));
+        .unwrap_or((1e-15, "f"))
+}
+
+/// Format an SI value with an engineering prefix and unit, e.g. `fmt_si(3.35e12, "B/s")` = "3.35 TB/s".
+pub fn fmt_si(value: f64, unit: &str) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value} {unit}");
+    }
+    let (scale, p) = si_prefix(value.abs());
     let v = value / scale;
     let digits = if v.abs() >= 100.0 {
         0

@@ -172,24 +172,11 @@ pub fn tick_label(v: f64) -> String {
         return "0".into();
     }
     let a = v.abs();
-    let prefixes = [
-        (1e18, "E"),
-        (1e15, "P"),
-        (1e12, "T"),
-        (1e9, "G"),
-        (1e6, "M"),
-        (1e3, "k"),
-        (1.0, ""),
-        (1e-3, "m"),
-        (1e-6, "µ"),
-        (1e-9, "n"),
-        (1e-12, "p"),
-    ];
-    let (scale, p) = prefixes
-        .iter()
-        .find(|(s, _)| a >= *s * 0.9995)
-        .copied()
-        .unwrap_or((1e-12, "p"));
+    let (scale, p) = match crate::units::si_prefix(a) {
+        (_, "f") => (1e-12, "p"),
+        (s, "u") => (s, "µ"),
+        x => x,
+    };
     let x = v / scale;
     let mut s = format!("{x:.2}");
     while s.contains('.') && (s.ends_with('0') || s.ends_with('.')) {
