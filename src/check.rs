@@ -113,6 +113,21 @@ pub fn check_file(name: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
             let l = crate::model::workload::load_mapping(name, fs);
             (l.files, l.diagnostics)
         }
+        Some("Sweep") => {
+            // the file, then the plan it builds: architecture, workload, mapping and every path
+            let l = crate::sweep::plan::read_file(name, fs);
+            let fatal = l
+                .diagnostics
+                .iter()
+                .any(|d| d.severity == crate::diag::Severity::Error);
+            match l.value {
+                Some(inputs) if !fatal => {
+                    let p = crate::sweep::plan::build(&inputs, fs, l.files, l.diagnostics);
+                    (p.files, p.diagnostics)
+                }
+                _ => (l.files, l.diagnostics),
+            }
+        }
         // A part file that is an alias of another: check it as the kind it stands for (a broken
         // or circular chain is reported by the loader, whichever kind it is read as).
         Some("Use") => {
@@ -138,11 +153,6 @@ pub fn check_file(name: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
                 None => (
                     "the file does not start with a tessera value".to_string(),
                     format!("a tessera file starts with one of: {}", KINDS.join(", ")),
-                ),
-                Some(k) if KINDS.contains(&k) => (
-                    format!("`tessera check` cannot check `{k}` files yet"),
-                    "System, Device, Die, Node, Workload, Mapping, Case and Claim files can be checked"
-                        .to_string(),
                 ),
                 Some(k) => {
                     let hint = match crate::diag::did_you_mean(k, KINDS.iter().copied()) {

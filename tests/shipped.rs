@@ -268,3 +268,36 @@ fn every_template_renders_to_a_clean_system() {
         assert!(diags.is_empty(), "{file}:\n{}", rendered(&files, &diags));
     }
 }
+
+#[test]
+fn every_sweep_file_checks_clean_and_a_bad_path_is_located() {
+    // The shipped sweeps build their plans (architecture, workload, mapping, every path) cleanly.
+    let mut n = 0;
+    for e in std::fs::read_dir("architectures/sweeps").unwrap() {
+        let p = e.unwrap().path().to_string_lossy().into_owned();
+        let (_, diags) = tessera::check::check_file(&p, &DiskFs);
+        assert!(diags.is_empty(), "{p}: {diags:?}");
+        n += 1;
+    }
+    assert!(n >= 2);
+    // A misspelt parameter path is an error at its line, with the right spelling as a hint.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string("architectures/sweeps/gb200-cluster-random.ron")
+        .unwrap()
+        .replace("\"scale_up.bandwidth\"", "\"scale_up.bandwith\"")
+        .replace("\"../", &format!("\"{root}/architectures/"));
+    let line = text.lines().position(|l| l.contains("bandwith")).unwrap() + 1;
+    let path = std::env::temp_dir().join("tessera-bad-sweep.ron");
+    std::fs::write(&path, text).unwrap();
+    let (_, diags) = tessera::check::check_file(path.to_str().unwrap(), &DiskFs);
+    let d = diags
+        .iter()
+        .find(|d| d.message.contains("scale_up.bandwith"))
+        .expect("located error");
+    assert_eq!(d.pos.map(|p| p.line), Some(line));
+    assert!(d
+        .hint
+        .as_deref()
+        .unwrap_or("")
+        .contains("scale_up.bandwidth"));
+}
