@@ -109,7 +109,7 @@ fn cpu(c: &mut Criterion) {
 
 #[cfg(feature = "gpu")]
 fn gpu(c: &mut Criterion) {
-    use tessera::engine::gpu::Gpu;
+    use tessera::sweep::gpu::Gpu;
     use tessera::sweep::run::{Backend, Options};
     let g_ = match Gpu::shared() {
         Ok(g) => g,

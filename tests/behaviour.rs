@@ -95,7 +95,10 @@ fn diff(path: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
             }
         }
         (Value::Number(w), Value::Number(g)) => {
-            let (w, g) = (w.as_f64().unwrap_or(f64::NAN), g.as_f64().unwrap_or(f64::NAN));
+            let (w, g) = (
+                w.as_f64().unwrap_or(f64::NAN),
+                g.as_f64().unwrap_or(f64::NAN),
+            );
             if !same_number(w, g) {
                 out.push(format!(
                     "{path}: {g} was {w} ({:+.3e} relative)",
@@ -156,7 +159,15 @@ fn estimate_of_every_shipped_workload_is_unchanged() {
             );
             runs.push((
                 format!("{s} | {w}"),
-                args(&["estimate", "--arch", &a, "--workload", &wl, "--format", "json"]),
+                args(&[
+                    "estimate",
+                    "--arch",
+                    &a,
+                    "--workload",
+                    &wl,
+                    "--format",
+                    "json",
+                ]),
             ));
         }
     }

@@ -22,9 +22,9 @@
 #![allow(clippy::print_stderr)]
 
 use std::collections::BTreeSet;
-use tessera::engine::gpu::{Gpu, GpuError, OUT_WORDS};
 use tessera::spec::Fs;
 use tessera::sweep::accumulate::{Front, TopK};
+use tessera::sweep::gpu::{Gpu, GpuError, OUT_WORDS};
 use tessera::sweep::plan::{self, Plan};
 use tessera::sweep::run::{self, from_words, Backend, Options, Quiet, F32_BOUND};
 use tessera::sweep::Outcome;
@@ -357,7 +357,7 @@ fn two_dimensional_dispatch_and_small_batches_agree() {
 #[test]
 fn too_many_axes_is_an_error_not_a_panic() {
     let Some(g) = gpu() else { return };
-    use tessera::sweep::fields;
+    use tessera::engine::table as fields;
     // 40 axes of one value each: any field, at an example value of its unit
     let vary: Vec<(String, String)> = (0..fields::NF)
         .filter(|i| !fields::name(*i).contains("in_network"))

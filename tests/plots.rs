@@ -530,12 +530,20 @@ fn sizes_are_honoured() {
 fn fixed_estimate(system: &str, devices: u64, thr: f64, power: f64, b: [f64; 5]) -> Estimate {
     let sys = system_for_fixture();
     let w = workload("workloads/llama3.1-8b-pretrain.ron");
-    let mut e = Estimate::infeasible(&sys, &w, devices, None, String::new(), "tokens");
+    let mut e = Estimate::infeasible(
+        &sys,
+        &w,
+        devices,
+        None,
+        &tessera::engine::reason::Reason::NoCompute,
+        "tokens",
+    );
     let step: f64 = b.iter().sum();
     e.system = system.into();
     e.workload = "Fixture workload".into();
     e.feasible = true;
     e.reason = None;
+    e.reason_code = None;
     e.step_time_s = Some(step);
     e.throughput_per_s = Some(thr);
     e.average_power_w = Some(power);
@@ -631,6 +639,7 @@ fn roofline_structure() {
         mapping: tessera::engine::MappingReport::from(&tessera::model::mapping::Mapping::single()),
         feasible: true,
         reason: None,
+        reason_code: None,
         step_time_s: Some(1.0),
         roofs: vec![
             Roof {

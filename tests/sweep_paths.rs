@@ -6,10 +6,10 @@
 //! path's targets); the values below come from the model, not from either.
 
 use tessera::engine::lower;
+use tessera::engine::table as fields;
 use tessera::model::precision::Precision;
 use tessera::model::system::{load_system, System};
 use tessera::spec::Fs;
-use tessera::sweep::fields;
 use tessera::sweep::paths::{self, FileFacts};
 use tessera::sweep::plan;
 use tessera::sweep::space::{Axis, Sampling, Space, Values};

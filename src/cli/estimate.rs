@@ -3,7 +3,7 @@
 use super::common::{self, duration, si};
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::{estimate, Estimate, MappingChoice};
+use tessera::engine::{outcome, prepare, Estimate, Prepared};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -122,14 +122,16 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         Ok(x) => x,
         Err(e) => return Ok(e),
     };
-    let e = estimate(&sys, &w, &choice, a.run.devices);
+    let prep = prepare(&sys, &w, &choice, a.run.devices);
+    let e = outcome(&sys, &w, &prep);
     match a.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&e).expect("json"))?,
         Format::Table => {
             writeln!(out, "{}", tessera::report::kv_table(&rows(&e)))?;
-            if let MappingChoice::Auto(obj) = choice {
-                let n = a.run.devices.unwrap_or(sys.devices);
-                let res = tessera::engine::search::search(&sys, &w, n, obj);
+            if let Ok(Prepared {
+                search: Some(res), ..
+            }) = &prep
+            {
                 let header: Vec<String> = [
                     "rank",
                     "dp",

@@ -5,8 +5,7 @@ use super::common::{self, si};
 use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::{default_micro_batch, lower, search, MappingChoice};
-use tessera::model::mapping::Mapping;
+use tessera::engine::prepare;
 use tessera::report::roofline::{roofline, Roofline};
 
 #[derive(clap::Args, Debug)]
@@ -106,33 +105,14 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         Err(e) => return Ok(e),
     };
     let n = a.run.devices.unwrap_or(sys.devices).min(sys.devices).max(1);
-    let m: Mapping = match &choice {
-        MappingChoice::Given(spec) => match Mapping::resolve(spec, n, default_micro_batch(&w)) {
-            Ok(m) => m,
-            Err(r) => {
-                writeln!(std::io::stderr(), "error: infeasible mapping: {r}")?;
-                return Ok(Exit::Failed);
-            }
-        },
-        MappingChoice::Auto(obj) => {
-            let res = search::search(&sys, &w, n, *obj);
-            match res.best() {
-                Some((m, _)) => *m,
-                None => {
-                    writeln!(std::io::stderr(), "error: {}", res.why_none())?;
-                    return Ok(Exit::Failed);
-                }
-            }
-        }
-    };
-    let p = match lower::lower(&sys, &w, &m, n) {
+    let prep = match prepare(&sys, &w, &choice, Some(n)) {
         Ok(p) => p,
-        Err(r) => {
-            writeln!(std::io::stderr(), "error: infeasible: {r}")?;
+        Err(i) => {
+            writeln!(std::io::stderr(), "error: infeasible: {}", i.reason)?;
             return Ok(Exit::Failed);
         }
     };
-    let mach = lower::machine(&sys, n);
+    let (m, p, mach) = (prep.mapping, prep.program, prep.machine);
     let r = roofline(&sys, &w, &m, &p, &mach);
     a.plot
         .draw(|size, o| tessera::plot::roofline::roofline(&r, size, o))?;

@@ -3,6 +3,7 @@
 //! `gpu/eval.wgsl` is a line-for-line port of this file and must stay so (the parity test checks).
 
 use super::program::*;
+use super::reason::point::{MEMORY as REASON_MEMORY, NO_COMPUTE as REASON_NO_COMPUTE};
 
 /// Alpha-beta time of one collective and the bytes each device sends over the scale-up and
 /// scale-out links. Ring algorithms inside a tier, hierarchical (scale-up, then scale-out, then

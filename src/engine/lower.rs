@@ -3,6 +3,7 @@
 //! footprint, pipeline schedule) lives here, once.
 
 use super::program::*;
+use super::reason::Reason;
 use crate::model::mapping::{ExtraOverlap, Mapping, Recompute};
 use crate::model::precision::Precision;
 use crate::model::system::System;
@@ -331,22 +332,22 @@ fn vector_precision(sys: &System, matmul: usize) -> usize {
 }
 
 /// Lower `w` under `m` onto `devices` devices of `sys`. `Err` is why the mapping is infeasible.
-pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Program, String> {
+pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Program, Reason> {
     if devices == 0 || devices > sys.devices {
-        return Err(format!(
-            "{devices} devices requested, the system has {}",
-            sys.devices
-        ));
+        return Err(Reason::Devices {
+            requested: devices,
+            available: sys.devices,
+        });
     }
     if m.devices() != devices {
-        return Err(format!(
+        return Err(Reason::mapping(format!(
             "the mapping uses {} devices (dp {} × tp {} × pp {} × cp {}), not {devices}",
             m.devices(),
             m.dp,
             m.tp,
             m.pp,
             m.cp
-        ));
+        )));
     }
     match (&w.model, &w.task) {
         (Model::Transformer(t), Task::Training(tr)) => transformer_training(sys, t, tr, m),
@@ -362,7 +363,9 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
             },
             m,
         ),
-        _ => Err("this combination of model and task is not modelled".into()),
+        _ => Err(Reason::unsupported(
+            "this combination of model and task is not modelled",
+        )),
     }
 }
 
@@ -375,48 +378,57 @@ fn transformer_training(
     t: &Transformer,
     tr: &Training,
     m: &Mapping,
-) -> Result<Program, String> {
+) -> Result<Program, Reason> {
     let (tp, pp, cp, dp, v) = (m.tp, m.pp, m.cp, m.dp, m.interleave);
     if t.heads % tp != 0 {
-        return Err(format!(
+        return Err(Reason::mapping(format!(
             "tp {tp} does not divide {} attention heads",
             t.heads
-        ));
+        )));
     }
     if t.kv_heads % tp != 0 && tp % t.kv_heads != 0 {
-        return Err(format!(
+        return Err(Reason::mapping(format!(
             "tp {tp} does not fit {} key/value heads",
             t.kv_heads
-        ));
+        )));
     }
     if pp * v > t.layers {
-        return Err(format!(
+        return Err(Reason::mapping(format!(
             "pp {pp} × interleave {v} exceeds {} layers",
             t.layers
-        ));
+        )));
     }
     if tr.seq % cp != 0 {
-        return Err(format!(
+        return Err(Reason::mapping(format!(
             "cp {cp} does not divide the sequence of {}",
             tr.seq
-        ));
+        )));
     }
     if dp * m.micro_batch > tr.global_batch || tr.global_batch % (dp * m.micro_batch) != 0 {
-        return Err(format!(
+        return Err(Reason::mapping(format!(
             "global batch {} is not a multiple of dp {dp} × micro-batch {}",
             tr.global_batch, m.micro_batch
-        ));
+        )));
     }
     let experts = t.experts.as_ref();
     if let Some(e) = experts {
         if m.ep > e.count || e.count % m.ep != 0 {
-            return Err(format!("ep {} does not divide {} experts", m.ep, e.count));
+            return Err(Reason::mapping(format!(
+                "ep {} does not divide {} experts",
+                m.ep, e.count
+            )));
         }
         if (dp * cp) % m.ep != 0 {
-            return Err(format!("ep {} does not divide dp × cp = {}", m.ep, dp * cp));
+            return Err(Reason::mapping(format!(
+                "ep {} does not divide dp × cp = {}",
+                m.ep,
+                dp * cp
+            )));
         }
     } else if m.ep > 1 {
-        return Err("expert parallelism needs a mixture-of-experts model".into());
+        return Err(Reason::mapping(
+            "expert parallelism needs a mixture-of-experts model",
+        ));
     }
     let n = m.devices();
     let dom = domain_size(sys, n);
@@ -1067,19 +1079,24 @@ fn transformer_inference(
     t: &Transformer,
     inf: &Inference,
     m: &Mapping,
-) -> Result<Program, String> {
+) -> Result<Program, Reason> {
     let (tp, pp) = (m.tp, m.pp);
     if t.heads % tp != 0 {
-        return Err(format!(
+        return Err(Reason::mapping(format!(
             "tp {tp} does not divide {} attention heads",
             t.heads
-        ));
+        )));
     }
     if pp > t.layers {
-        return Err(format!("pp {pp} exceeds {} layers", t.layers));
+        return Err(Reason::mapping(format!(
+            "pp {pp} exceeds {} layers",
+            t.layers
+        )));
     }
     if m.cp > 1 || m.ep > 1 {
-        return Err("context and expert parallelism are modelled for training only".into());
+        return Err(Reason::unsupported(
+            "context and expert parallelism are modelled for training only",
+        ));
     }
     let n = m.devices();
     let dom = domain_size(sys, n);
@@ -1250,23 +1267,25 @@ fn transformer_inference(
     })
 }
 
-fn cnn_training(sys: &System, c: &Cnn, tr: &Training, m: &Mapping) -> Result<Program, String> {
+fn cnn_training(sys: &System, c: &Cnn, tr: &Training, m: &Mapping) -> Result<Program, Reason> {
     if m.tp > 1 || m.pp > 1 || m.cp > 1 || m.ep > 1 {
-        return Err("CNNs are mapped with data parallelism only (tp = pp = cp = ep = 1)".into());
+        return Err(Reason::unsupported(
+            "CNNs are mapped with data parallelism only (tp = pp = cp = ep = 1)",
+        ));
     }
     let dp = m.dp;
     if tr.global_batch % dp != 0 {
-        return Err(format!(
+        return Err(Reason::mapping(format!(
             "global batch {} is not a multiple of dp {dp}",
             tr.global_batch
-        ));
+        )));
     }
     let local = tr.global_batch / dp;
     let mbsz = m.micro_batch.min(local).max(1);
     if local % mbsz != 0 {
-        return Err(format!(
+        return Err(Reason::mapping(format!(
             "per-device batch {local} is not a multiple of micro-batch {mbsz}"
-        ));
+        )));
     }
     let micro_batches = (local / mbsz) as f64;
     let prec = run_precision(sys, tr.compute);
@@ -1380,7 +1399,7 @@ fn cnn_training(sys: &System, c: &Cnn, tr: &Training, m: &Mapping) -> Result<Pro
     })
 }
 
-fn graph_run(sys: &System, g: &[GraphOp], r: &Run, m: &Mapping) -> Result<Program, String> {
+fn graph_run(sys: &System, g: &[GraphOp], r: &Run, m: &Mapping) -> Result<Program, Reason> {
     let n = m.devices();
     let dom = domain_size(sys, n);
     let mut b = Builder {
@@ -1428,9 +1447,9 @@ fn graph_run(sys: &System, g: &[GraphOp], r: &Run, m: &Mapping) -> Result<Progra
                 count,
             } => {
                 if *group > n {
-                    return Err(format!(
+                    return Err(Reason::mapping(format!(
                         "a collective over {group} devices, but the mapping uses {n}"
-                    ));
+                    )));
                 }
                 let k = match kind {
                     CollectiveKind::AllReduce => CollKind::AllReduce,

@@ -222,8 +222,8 @@ impl Breakdown {
 #[derive(Clone, Debug, Serialize)]
 pub struct Eval {
     pub feasible: bool,
-    /// Code of the infeasibility reason (0 = feasible): see [`infeasible_reason`].
-    pub reason_code: u32,
+    /// Point code of the infeasibility reason (0 = feasible): see [`super::reason::point`].
+    pub reason_code: u8,
     pub step_time: f64,
     pub breakdown: Breakdown,
     /// Energy of one step, all devices used plus their share of overheads, facility included (J).
@@ -238,18 +238,9 @@ pub struct Eval {
     pub available_bytes: f64,
 }
 
-pub const REASON_MEMORY: u32 = 1;
-pub const REASON_NO_COMPUTE: u32 = 2;
-
-pub fn infeasible_reason(e: &Eval) -> String {
-    match e.reason_code {
-        0 => String::new(),
-        REASON_MEMORY => format!(
-            "does not fit in memory: needs {} per device, {} available",
-            crate::units::fmt_si(e.needed_bytes, "B"),
-            crate::units::fmt_si(e.available_bytes, "B")
-        ),
-        REASON_NO_COMPUTE => "the device has no compute rate for the workload's number format (e.g. bf16 work on an int8-only chip)".into(),
-        _ => "infeasible".into(),
+impl Eval {
+    /// Why the point is infeasible (`None` when feasible).
+    pub fn reason(&self) -> Option<super::reason::Reason> {
+        super::reason::Reason::of_point(self.reason_code, self.needed_bytes, self.available_bytes)
     }
 }

@@ -2,6 +2,7 @@
 //! keep the best by time or energy, with the runners-up and the most common reason others failed.
 
 use super::program::Eval;
+use super::reason::Reason;
 use super::{cpu, lower, Objective};
 use crate::model::mapping::{ExtraOverlap, Mapping, Recompute};
 use crate::model::system::System;
@@ -12,7 +13,7 @@ pub struct SearchResult {
     /// Feasible mappings, best first.
     pub ranked: Vec<(Mapping, Eval)>,
     pub tried: usize,
-    /// Reasons mappings were infeasible, with counts.
+    /// Reasons mappings were infeasible (without their figures), with counts.
     pub reasons: BTreeMap<String, usize>,
 }
 
@@ -21,13 +22,14 @@ impl SearchResult {
         self.ranked.first()
     }
     /// Why no mapping was feasible: the most common reason.
-    pub fn why_none(&self) -> String {
-        match self.reasons.iter().max_by_key(|(_, c)| **c) {
-            Some((r, c)) => format!(
-                "no feasible mapping among {} tried; most often: {r} ({c} mappings)",
-                self.tried
-            ),
-            None => "no mapping to try".into(),
+    pub fn why_none(&self) -> Reason {
+        Reason::NoFeasibleMapping {
+            tried: self.tried,
+            most_often: self
+                .reasons
+                .iter()
+                .max_by_key(|(_, c)| **c)
+                .map(|(r, c)| (r.clone(), *c)),
         }
     }
 }
@@ -203,14 +205,12 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
                 let e = cpu::eval(&p, &mach);
                 if e.feasible {
                     ranked.push((m, e));
-                } else {
-                    let r = super::program::infeasible_reason(&e);
+                } else if let Some(r) = e.reason() {
                     // group memory reasons regardless of the exact byte counts
-                    let key = r.split(':').next().unwrap_or(&r).to_string();
-                    *reasons.entry(key).or_default() += 1;
+                    *reasons.entry(r.summary()).or_default() += 1;
                 }
             }
-            Err(r) => *reasons.entry(r).or_default() += 1,
+            Err(r) => *reasons.entry(r.summary()).or_default() += 1,
         }
     }
     ranked.sort_by(|a, b| cost(&a.1, obj).total_cmp(&cost(&b.1, obj)));

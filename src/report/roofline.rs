@@ -71,6 +71,8 @@ pub struct Roofline {
     pub mapping: MappingReport,
     pub feasible: bool,
     pub reason: Option<String>,
+    /// The stable code of `reason`.
+    pub reason_code: Option<&'static str>,
     pub step_time_s: Option<f64>,
     pub roofs: Vec<Roof>,
     pub ceilings: Vec<Ceiling>,
@@ -283,7 +285,8 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
         devices: m.devices(),
         mapping: m.into(),
         feasible: e.feasible,
-        reason: (!e.feasible).then(|| crate::engine::program::infeasible_reason(&e)),
+        reason: e.reason().map(|r| r.to_string()),
+        reason_code: e.reason().map(|r| r.code()),
         step_time_s: e.feasible.then_some(e.step_time),
         roofs,
         ceilings,

@@ -13,7 +13,8 @@
 
 pub mod accumulate;
 pub mod expr;
-pub mod fields;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod metric;
 pub mod paths;
 pub mod plan;
@@ -26,35 +27,10 @@ pub use plan::Plan;
 pub use report::Summary;
 pub use run::{run, Backend, Options, Progress};
 
-use crate::engine::program::{Eval, Machine, Program, Tier, REASON_MEMORY, REASON_NO_COMPUTE};
+use crate::engine::program::{Eval, Machine, Program, Tier};
 
-/// Why a point is not feasible (0 = feasible).
-pub mod reason {
-    pub const OK: u8 = 0;
-    /// Does not fit in memory.
-    pub const MEMORY: u8 = 1;
-    /// No compute rate for a precision, or a zero bandwidth where data must move.
-    pub const NO_COMPUTE: u8 = 2;
-    /// Over the power budget.
-    pub const POWER: u8 = 3;
-    /// Less free memory per device than the floor.
-    pub const MEMORY_FLOOR: u8 = 4;
-    pub const COUNT: usize = 5;
-    /// Not a reason: the GPU screen's mark for a point within the f32 margin of a threshold,
-    /// which the host classifies (and counts) in f64.
-    pub const AMBIGUOUS: u8 = 6;
-
-    pub fn name(r: u8) -> &'static str {
-        match r {
-            OK => "feasible",
-            MEMORY => "does not fit in memory",
-            NO_COMPUTE => "no compute rate or no bandwidth",
-            POWER => "over the power budget",
-            MEMORY_FLOOR => "below the memory floor",
-            _ => "infeasible",
-        }
-    }
-}
+/// Why a point is not feasible (0 = feasible): the engine's point codes.
+pub use crate::engine::reason::point as reason;
 
 /// The figures of one evaluated design point (SI units).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -82,7 +58,7 @@ impl Outcome {
     #[inline]
     pub fn from_eval(index: u64, p: &Program, m: &Machine, e: &Eval) -> Outcome {
         let f = &p.footprint;
-        let headroom = if e.reason_code == REASON_MEMORY {
+        let headroom = if e.reason_code == reason::MEMORY {
             e.available_bytes - e.needed_bytes
         } else {
             match (e.weights_tier, e.working_tier) {
@@ -93,9 +69,7 @@ impl Outcome {
             }
         };
         let reason = match e.reason_code {
-            0 => reason::OK,
-            REASON_MEMORY => reason::MEMORY,
-            REASON_NO_COMPUTE => reason::NO_COMPUTE,
+            reason::OK | reason::MEMORY => e.reason_code,
             _ => reason::NO_COMPUTE,
         };
         Outcome {

@@ -12,12 +12,26 @@
 //! Also: `machine.<field>` sets any machine-vector field directly (per device, SI), and
 //! `devices` / `mapping.<dim>` are program axes (see `plan.rs`).
 
-use super::fields as f;
 use super::space::{Op, Target};
+use crate::engine::table as f;
 use crate::model::precision::{Precision, NPREC};
 use crate::model::system::System;
 use crate::spec::arch::MemoryKind;
 use crate::units::Dimension;
+
+/// Mapping fields that may be sweep axes (`mapping.tp`).
+pub const MAPPING_AXES: [&str; 10] = [
+    "dp",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "micro_batch",
+    "interleave",
+    "zero",
+    "recompute",
+    "sp",
+];
 
 /// What a machine path resolves to.
 #[derive(Clone, Debug)]
@@ -135,7 +149,7 @@ pub fn known(sys: &System) -> Vec<String> {
         v.push(format!("machine.{}", f::name(i)));
     }
     v.push("devices".into());
-    for s in super::plan::MAPPING_AXES {
+    for s in MAPPING_AXES {
         v.push(format!("mapping.{s}"));
     }
     v

@@ -3,14 +3,14 @@
 //! from `--vary` options, or both; every input error is reported with its place, all at once.
 
 use super::expr;
-use super::fields::{self, Fields};
 use super::metric::Metric;
 use super::paths::{self, FileFacts};
 use super::space::{Axis, Sampling, Space};
 use super::Outcome;
 use crate::diag::{Diagnostic, Path, Pos, Severity};
 use crate::engine::program::{Machine, Program};
-use crate::engine::{cpu, default_micro_batch, lower, search, unit_of};
+use crate::engine::table::{self as fields, Fields};
+use crate::engine::{self, cpu, default_micro_batch, lower, search, unit_of};
 use crate::model::mapping::{Mapping, Recompute};
 use crate::model::system::{load_system, System};
 use crate::model::workload::{load_mapping, load_workload, Workload};
@@ -20,19 +20,7 @@ use crate::spec::sweep::{AxisValues, SweepSpec};
 use crate::spec::{Files, Fs, Loaded, Q};
 use crate::units::Dimension;
 
-/// Mapping fields that may be sweep axes (`mapping.tp`).
-pub const MAPPING_AXES: [&str; 10] = [
-    "dp",
-    "tp",
-    "pp",
-    "cp",
-    "ep",
-    "micro_batch",
-    "interleave",
-    "zero",
-    "recompute",
-    "sp",
-];
+pub use super::paths::MAPPING_AXES;
 
 /// Where an input was written: a file and position, or a command-line option.
 #[derive(Clone, Debug)]
@@ -113,6 +101,9 @@ pub struct ProgramEntry {
 pub struct Skipped {
     pub label: String,
     pub reason: String,
+    /// The stable code of `reason` (summaries written before it existed read as "").
+    #[serde(default)]
+    pub reason_code: String,
 }
 
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
@@ -695,21 +686,26 @@ fn resolve(
             skipped.push(Skipped {
                 label: format!("{n} devices"),
                 reason: format!("the system has {} devices", sys.devices),
+                reason_code: "devices".into(),
             });
             continue;
         }
         let base = base_fields(sys, n);
         let add = |m: Mapping, programs: &mut Vec<ProgramEntry>, skipped: &mut Vec<Skipped>| {
             let label = label(n, &m);
-            match lower::lower(sys, w, &m, n) {
+            match engine::prepare_mapping(sys, w, m, n) {
                 Ok(p) => programs.push(ProgramEntry {
                     devices: n,
                     mapping: m,
-                    program: p,
+                    program: p.program,
                     base,
                     label,
                 }),
-                Err(r) => skipped.push(Skipped { label, reason: r }),
+                Err(i) => skipped.push(Skipped {
+                    label,
+                    reason: i.reason.to_string(),
+                    reason_code: i.reason.code().into(),
+                }),
             }
         };
         match &mode {
@@ -767,6 +763,7 @@ fn resolve(
                         Err(r) => skipped.push(Skipped {
                             label: format!("{n} devices, {}", desc.join(", ")),
                             reason: r,
+                            reason_code: "mapping".into(),
                         }),
                     }
                 }

@@ -106,6 +106,10 @@ pub struct Summary {
     pub feasible: u64,
     /// Infeasible points by reason.
     pub infeasible: BTreeMap<String, u64>,
+    /// The same counts by stable reason code (`memory`, `no_compute`, `power_budget`,
+    /// `memory_floor`); summaries written before it existed read as empty.
+    #[serde(default)]
+    pub infeasible_by_code: BTreeMap<String, u64>,
     /// The best `top_k` feasible points by `objective`, best first.
     pub top: Vec<PointReport>,
     /// The Pareto front of the two `pareto` metrics, best in the first first.
@@ -148,9 +152,11 @@ impl Summary {
         top_k: usize,
     ) -> Summary {
         let mut infeasible = BTreeMap::new();
+        let mut infeasible_by_code = BTreeMap::new();
         for (r, &n) in counts.0.iter().enumerate().skip(1) {
             if n > 0 {
                 infeasible.insert(reason::name(r as u8).to_string(), n);
+                infeasible_by_code.insert(reason::code(r as u8).to_string(), n);
             }
         }
         Summary {
@@ -184,6 +190,7 @@ impl Summary {
             evaluated: counts.total(),
             feasible: counts.0[0],
             infeasible,
+            infeasible_by_code,
             top: top.iter().map(|o| PointReport::new(plan, o)).collect(),
             front: front.iter().map(|o| PointReport::new(plan, o)).collect(),
             sample: Vec::new(),
@@ -285,6 +292,9 @@ pub fn merge(parts: Vec<Summary>, top: Option<usize>) -> Result<(Summary, Vec<St
         out.feasible += s.feasible;
         for (r, n) in &s.infeasible {
             *out.infeasible.entry(r.clone()).or_default() += n;
+        }
+        for (r, n) in &s.infeasible_by_code {
+            *out.infeasible_by_code.entry(r.clone()).or_default() += n;
         }
     }
     out.sample.sort_by_key(|p| p.index);

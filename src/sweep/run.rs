@@ -164,7 +164,7 @@ fn auto_gpu(points: u64, opts: &Options, progress: &dyn Progress) -> bool {
     if points < opts.gpu_min_points {
         return false;
     }
-    match crate::engine::gpu::Gpu::shared() {
+    match crate::sweep::gpu::Gpu::shared() {
         Ok(g) if g.is_hardware() => true,
         Ok(g) => {
             progress.note(&format!(
@@ -291,8 +291,8 @@ fn gpu(
 /// per-point rows the screening runs on the device ([`Gpu::screen`]); with rows every point is
 /// read back ([`Gpu::evaluate`]) and rows carry the f32 figures.
 ///
-/// [`Gpu::screen`]: crate::engine::gpu::Gpu::screen
-/// [`Gpu::evaluate`]: crate::engine::gpu::Gpu::evaluate
+/// [`Gpu::screen`]: crate::sweep::gpu::Gpu::screen
+/// [`Gpu::evaluate`]: crate::sweep::gpu::Gpu::evaluate
 #[cfg(feature = "gpu")]
 fn gpu(
     plan: &Plan,
@@ -302,7 +302,7 @@ fn gpu(
     mut rows: Option<(&mut dyn Write, RowFormat)>,
     progress: &dyn Progress,
 ) -> Result<(Counts, TopK, Front, String), Error> {
-    use crate::engine::gpu::{Gpu, OUT_WORDS};
+    use crate::sweep::gpu::{Gpu, OUT_WORDS};
     let g = Gpu::shared().map_err(|e| Error::Gpu(e.to_string()))?;
     let design = g
         .upload(
@@ -328,7 +328,7 @@ fn gpu(
     let floor = plan.constraints.memory_floor;
     if fmt.is_none() {
         // Screening on the device: only counts and candidates come back.
-        use crate::engine::gpu::{Bounds, Screened, Screening};
+        use crate::sweep::gpu::{Bounds, Screened, Screening};
         let how = Screening {
             objective: plan.objective.code(),
             pareto: [plan.pareto.0.code(), plan.pareto.1.code()],

@@ -8,8 +8,8 @@
 //! so the WGSL kernel generates exactly the same choices; only continuous values differ, by f32
 //! rounding.
 
-use super::fields::{self, Fields, NX};
 use crate::engine::program::Machine;
+use crate::engine::table::{self as fields, Fields, NX};
 use crate::model::precision::NPREC;
 use crate::units::Dimension;
 

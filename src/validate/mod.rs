@@ -16,8 +16,7 @@ pub mod audit;
 
 use crate::diag::{Diagnostic, Severity};
 use crate::engine::program::{Phase, Section};
-use crate::engine::{self, cpu, lower, search, MappingChoice, Objective};
-use crate::model::mapping::Mapping;
+use crate::engine::{self, cpu, MappingChoice, Objective};
 use crate::model::precision::Precision;
 use crate::model::system::{load_system, System};
 use crate::model::workload::{load_mapping, load_workload, Target, Task, Workload};
@@ -508,24 +507,8 @@ fn evaluate(
     choice: &MappingChoice,
     n: u64,
 ) -> Result<(engine::Estimate, f64), String> {
-    if n == 0 || n > sys.devices {
-        return Err(format!(
-            "{n} devices requested, the system has {}",
-            sys.devices
-        ));
-    }
-    let m: Mapping = match choice {
-        MappingChoice::Given(spec) => Mapping::resolve(spec, n, engine::default_micro_batch(w))?,
-        MappingChoice::Auto(obj) => {
-            let res = search::search(sys, w, n, *obj);
-            match res.best() {
-                Some((m, _)) => *m,
-                None => return Err(res.why_none()),
-            }
-        }
-    };
-    let p = lower::lower(sys, w, &m, n)?;
-    let mach = lower::machine(sys, n);
+    let prep = engine::prepare(sys, w, choice, Some(n)).map_err(|i| i.reason.to_string())?;
+    let (m, p, mach) = (prep.mapping, prep.program, prep.machine);
     let e = engine::finish(sys, w, &m, &p, &mach);
     if !e.feasible {
         return Err(e.reason.clone().unwrap_or_else(|| "infeasible".into()));

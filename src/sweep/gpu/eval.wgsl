@@ -7,7 +7,7 @@
 // against the f64 CPU evaluator on random design points.
 //
 // The field indices (F_*), NX, NPREC and MAX_AXES are prepended by the host from
-// `sweep/fields.rs`, so the layout has one source.
+// `engine/table.rs`, so the layout has one source.
 //
 // Where the CPU divides by a zero bandwidth (an infinite time, hence an infeasible point) the
 // kernel sets `bad` instead of producing an infinity, which WGSL implementations need not honour.
@@ -18,8 +18,8 @@
 // lie on the Pareto front, judged against the host's current threshold and front with a relative
 // margin — so the read-back is a few candidates, not every point.
 
-// Reason code of a candidate the host must classify in f64 (see `sweep::reason::AMBIGUOUS`).
-const AMBIGUOUS: u32 = 6u;
+// The reason codes (REASON_*, REASON_COUNT, AMBIGUOUS: a candidate the host must classify in
+// f64) are prepended by the host from `engine/reason.rs`.
 
 struct Params {
     start_prog: u32,
@@ -86,17 +86,15 @@ struct Prog {
 @group(0) @binding(4) var<storage, read_write> out: array<vec4<u32>>;
 // screening: the current front as (score a, score b), score a descending
 @group(0) @binding(5) var<storage, read> front: array<vec2<f32>>;
-// screening: points by reason (0-4), then the number of candidates written
+// screening: points by reason (0 .. REASON_COUNT - 1), then the number of candidates written
 @group(0) @binding(6) var<storage, read_write> counts: array<atomic<u32>>;
 
-var<workgroup> group_counts: array<atomic<u32>, 5>;
+var<workgroup> group_counts: array<atomic<u32>, REASON_COUNT>;
 
 var<private> X: array<f32, NX>;
 var<private> V: array<f32, MAX_AXES>;
 var<private> bad: bool;
 
-const REASON_MEMORY: f32 = 1.0;
-const REASON_NO_COMPUTE: f32 = 2.0;
 
 // ---- sampler (sweep/space.rs) ----
 
@@ -391,7 +389,7 @@ fn evaluate(li: u32) -> Point {
         at = 1u;
         head = hbm - wk;
     } else {
-        return infeasible(REASON_MEMORY, max(sram, hbm) - tot);
+        return infeasible(f32(REASON_MEMORY), max(sram, hbm) - tot);
     }
     let bw_w = tier_bandwidth(wt);
     let bw_a = tier_bandwidth(at);
@@ -426,7 +424,7 @@ fn evaluate(li: u32) -> Point {
             rate = X[F_VECTOR_PEAK + prec] * X[F_EFF_VECTOR];
         }
         if (flops > 0.0 && rate <= 0.0) {
-            return infeasible(REASON_NO_COMPUTE, head);
+            return infeasible(f32(REASON_NO_COMPUTE), head);
         }
         var t_c = 0.0;
         if (flops > 0.0) {
@@ -491,7 +489,7 @@ fn evaluate(li: u32) -> Point {
     let to = oth[0] * mb + oth[1];
     let t_step = tc + tm + tk + tb + to;
     if (bad || !(t_step > 0.0 && t_step < 3.0e38)) {
-        return infeasible(REASON_NO_COMPUTE, head);
+        return infeasible(f32(REASON_NO_COMPUTE), head);
     }
     let dev_power = min(X[F_IDLE_POWER] + dyn_energy / t_step, X[F_TDP]);
     let power = pr.devices * (dev_power + X[F_OVERHEAD_POWER]) * X[F_PUE];
@@ -548,7 +546,7 @@ fn main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let li = gid.y * nwg.x * 256u + gid.x;
-    var reason = 5u;
+    var reason = REASON_COUNT;
     if (li < P.count) {
         let p = evaluate(li);
         if (P.mode == 0u) {
@@ -564,28 +562,28 @@ fn main(
             var candidate = false;
             var ambiguous = false;
             let tol = P.margin * progs[P.start_prog + (P.start_mi + li) / P.points].total;
-            if (reason == 0u) {
+            if (reason == REASON_OK) {
                 ambiguous = (P.budget > 0.0 && abs(p.a.z - P.budget) <= P.margin * P.budget)
                     || abs(p.b.y - P.floor) <= tol;
                 if (P.budget > 0.0 && p.a.z > P.budget) {
-                    reason = 3u;
+                    reason = REASON_POWER;
                 } else if (p.b.y < P.floor) {
-                    reason = 4u;
+                    reason = REASON_MEMORY_FLOOR;
                 }
-                candidate = reason == 0u
+                candidate = reason == REASON_OK
                     && (score(P.objective, p) >= P.threshold
                         || !screened_out(score(P.pareto_a, p), score(P.pareto_b, p)));
-            } else if (reason == 1u) {
+            } else if (reason == REASON_MEMORY) {
                 ambiguous = abs(p.b.y) <= tol;
             }
             var code = u32(p.b.z);
             if (ambiguous) {
                 candidate = true;
                 code = AMBIGUOUS;
-                reason = 5u;
+                reason = REASON_COUNT;
             }
             if (candidate) {
-                let k = atomicAdd(&counts[5], 1u);
+                let k = atomicAdd(&counts[REASON_COUNT], 1u);
                 var b = bitcast<vec4<u32>>(p.b);
                 b.z = li | (code << 24u);
                 out[2u * k] = bitcast<vec4<u32>>(p.a);
@@ -594,11 +592,11 @@ fn main(
         }
     }
     if (P.mode == 1u) {
-        if (reason < 5u) {
+        if (reason < REASON_COUNT) {
             atomicAdd(&group_counts[reason], 1u);
         }
         workgroupBarrier();
-        if (lid < 5u) {
+        if (lid < REASON_COUNT) {
             let n = atomicLoad(&group_counts[lid]);
             if (n > 0u) {
                 atomicAdd(&counts[lid], n);

@@ -16,7 +16,7 @@
 //!   handler, a device-lost callback, poll timeouts) and returned as [`GpuError`], never a panic.
 
 use crate::engine::program::Program;
-use crate::sweep::fields::{self, Fields, NX};
+use crate::engine::table::{self as fields, Fields, NX};
 use crate::sweep::space::{Op, Sampling, Space, Values};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -164,8 +164,9 @@ impl Gpu {
             });
         }
         let source = format!(
-            "{}const MAX_AXES: u32 = {MAX_AXES}u;\n{SHADER}",
-            fields::wgsl_constants()
+            "{}{}const MAX_AXES: u32 = {MAX_AXES}u;\n{SHADER}",
+            fields::wgsl_constants(),
+            crate::engine::reason::point::wgsl_constants()
         );
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {

@@ -1,0 +1,191 @@
+//! The full estimate of one prepared request: its figures (the `--format json` contract of
+//! estimate, compare and scale), the bottleneck and where the data lives; or infeasible with its
+//! reason and reason code.
+
+use super::cpu;
+use super::program::{self, Breakdown, Eval};
+use super::reason::Reason;
+use crate::model::mapping::{Mapping, Recompute};
+use crate::model::system::System;
+use crate::model::workload::{Task, Workload};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MappingReport {
+    pub dp: u64,
+    pub tp: u64,
+    pub pp: u64,
+    pub ep: u64,
+    pub cp: u64,
+    pub sp: bool,
+    pub zero: u8,
+    pub micro_batch: u64,
+    pub interleave: u64,
+    pub recompute: Recompute,
+}
+
+impl From<&Mapping> for MappingReport {
+    fn from(m: &Mapping) -> Self {
+        MappingReport {
+            dp: m.dp,
+            tp: m.tp,
+            pp: m.pp,
+            ep: m.ep,
+            cp: m.cp,
+            sp: m.sp,
+            zero: m.zero,
+            micro_batch: m.micro_batch,
+            interleave: m.interleave,
+            recompute: m.recompute,
+        }
+    }
+}
+
+/// One estimate: a feasible result with its figures, or infeasible with a reason. Keys of the
+/// `--format json` contract; SI units.
+#[derive(Debug, Clone, Serialize)]
+pub struct Estimate {
+    pub system: String,
+    pub workload: String,
+    pub feasible: bool,
+    pub reason: Option<String>,
+    /// The stable code of `reason` (see [`Reason::code`]).
+    pub reason_code: Option<&'static str>,
+    pub step_time_s: Option<f64>,
+    pub throughput_per_s: Option<f64>,
+    pub throughput_unit: &'static str,
+    pub time_to_train_s: Option<f64>,
+    pub mfu: Option<f64>,
+    pub average_power_w: Option<f64>,
+    /// Whole run with a training target, else one step.
+    pub energy_j: Option<f64>,
+    pub energy_per_step_j: Option<f64>,
+    pub breakdown_s: Option<Breakdown>,
+    pub bottleneck: Option<String>,
+    /// The op or collective that takes the most time, with its share of the step.
+    pub bottleneck_detail: Option<String>,
+    pub mapping: Option<MappingReport>,
+    pub devices: u64,
+    pub scaling_efficiency: Option<f64>,
+    /// Where model state and working data live (sram, hbm, external).
+    pub placement: Option<String>,
+    pub memory_per_device_bytes: Option<f64>,
+    pub perf_per_watt: Option<f64>,
+    /// Energy per unit of work (J per token or sample), facility included.
+    pub energy_per_unit_j: Option<f64>,
+    /// Inference: time between a user's output tokens (one decode round, prefill amortised).
+    pub latency_per_token_s: Option<f64>,
+}
+
+impl Estimate {
+    pub fn infeasible(
+        sys: &System,
+        w: &Workload,
+        devices: u64,
+        mapping: Option<&Mapping>,
+        reason: &Reason,
+        unit: &'static str,
+    ) -> Self {
+        Estimate {
+            system: sys.name.clone(),
+            workload: w.name.clone(),
+            feasible: false,
+            reason: Some(reason.to_string()),
+            reason_code: Some(reason.code()),
+            step_time_s: None,
+            throughput_per_s: None,
+            throughput_unit: unit,
+            time_to_train_s: None,
+            mfu: None,
+            average_power_w: None,
+            energy_j: None,
+            energy_per_step_j: None,
+            breakdown_s: None,
+            bottleneck: None,
+            bottleneck_detail: None,
+            mapping: mapping.map(Into::into),
+            devices,
+            scaling_efficiency: None,
+            placement: None,
+            memory_per_device_bytes: None,
+            perf_per_watt: None,
+            latency_per_token_s: None,
+            energy_per_unit_j: None,
+        }
+    }
+}
+
+/// Build the full estimate from a program and its evaluation.
+pub fn finish(
+    sys: &System,
+    w: &Workload,
+    m: &Mapping,
+    p: &program::Program,
+    mach: &program::Machine,
+) -> Estimate {
+    let mut trace = Vec::new();
+    let e: Eval = cpu::eval_traced(p, mach, Some(&mut trace));
+    let devices = m.devices();
+    if let Some(r) = e.reason() {
+        return Estimate::infeasible(sys, w, devices, Some(m), &r, p.unit);
+    }
+    let b = e.breakdown;
+    let cats = [
+        ("compute", b.compute),
+        ("memory", b.memory),
+        ("communication", b.communication),
+        ("bubble", b.bubble),
+        ("other", b.other),
+    ];
+    let bottleneck = cats
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|c| c.0.to_string());
+    let names: Vec<&str> = p
+        .ops
+        .iter()
+        .map(|o| o.name.as_str())
+        .chain(p.comms.iter().map(|c| c.name.as_str()))
+        .collect();
+    let detail = trace
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(i, t)| format!("{} ({:.0}% of the step)", names[i], 100.0 * t / e.step_time));
+    let steps = p.steps;
+    let tier = |t: program::Tier| format!("{t:?}").to_lowercase();
+    Estimate {
+        system: sys.name.clone(),
+        workload: w.name.clone(),
+        feasible: true,
+        reason: None,
+        reason_code: None,
+        step_time_s: Some(e.step_time),
+        throughput_per_s: Some(e.throughput),
+        throughput_unit: p.unit,
+        time_to_train_s: steps.map(|s| s * e.step_time),
+        mfu: Some(e.mfu),
+        average_power_w: Some(e.average_power),
+        energy_j: Some(
+            steps
+                .map(|s| s * e.energy_per_step)
+                .unwrap_or(e.energy_per_step),
+        ),
+        energy_per_step_j: Some(e.energy_per_step),
+        breakdown_s: Some(b),
+        bottleneck,
+        bottleneck_detail: detail,
+        mapping: Some(m.into()),
+        devices,
+        scaling_efficiency: None,
+        placement: Some(format!(
+            "state: {}, working set: {}",
+            tier(e.weights_tier),
+            tier(e.working_tier)
+        )),
+        memory_per_device_bytes: Some(p.footprint.total()),
+        perf_per_watt: Some(e.throughput / e.average_power),
+        energy_per_unit_j: Some(e.average_power / e.throughput),
+        latency_per_token_s: matches!(w.task, Task::Inference(_)).then_some(e.step_time),
+    }
+}

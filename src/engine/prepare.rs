@@ -1,0 +1,118 @@
+//! One path from a request to something to evaluate: choose the mapping (as given, or by the
+//! search, run once), check it against the device count, lower the workload into its cost
+//! program and build the machine vector; or say, as a typed reason, why it is infeasible.
+//! estimate, roofline, compare, scale, validate and the sweep planner all start here.
+
+use super::program::{Machine, Program};
+use super::reason::Reason;
+use super::search::{self, SearchResult};
+use super::{default_micro_batch, finish, lower, unit_of, Estimate, MappingChoice};
+use crate::model::mapping::Mapping;
+use crate::model::system::System;
+use crate::model::workload::Workload;
+
+/// A workload ready to evaluate on a system.
+pub struct Prepared {
+    pub mapping: Mapping,
+    pub program: Program,
+    pub machine: Machine,
+    pub devices: u64,
+    /// The ranked search, when the mapping was chosen by it.
+    pub search: Option<SearchResult>,
+}
+
+/// Why a request cannot be evaluated, with what was known when it failed.
+#[derive(Clone, Debug)]
+pub struct Infeasible {
+    pub reason: Reason,
+    pub devices: u64,
+    /// The mapping, when one was resolved before the failure.
+    pub mapping: Option<Mapping>,
+}
+
+/// Choose the mapping for `w` on `devices` devices of `sys` (all when `None`), lower it and
+/// build the machine.
+pub fn prepare(
+    sys: &System,
+    w: &Workload,
+    choice: &MappingChoice,
+    devices: Option<u64>,
+) -> Result<Prepared, Box<Infeasible>> {
+    let n = devices.unwrap_or(sys.devices);
+    let fail = |reason: Reason, mapping: Option<Mapping>| {
+        Box::new(Infeasible {
+            reason,
+            devices: n,
+            mapping,
+        })
+    };
+    if n == 0 || n > sys.devices {
+        return Err(fail(
+            Reason::Devices {
+                requested: n,
+                available: sys.devices,
+            },
+            None,
+        ));
+    }
+    let (mapping, search) = match choice {
+        MappingChoice::Given(spec) => match Mapping::resolve(spec, n, default_micro_batch(w)) {
+            Ok(m) => (m, None),
+            Err(r) => return Err(fail(Reason::mapping(r), None)),
+        },
+        MappingChoice::Auto(obj) => {
+            let res = search::search(sys, w, n, *obj);
+            match res.best() {
+                Some((m, _)) => (*m, Some(res)),
+                None => return Err(fail(res.why_none(), None)),
+            }
+        }
+    };
+    let mut p = prepare_mapping(sys, w, mapping, n)?;
+    p.search = search;
+    Ok(p)
+}
+
+/// Lower `w` under a resolved `mapping` onto `devices` devices of `sys` and build the machine:
+/// the step [`prepare`] ends with, and what a sweep does for each of its mappings.
+pub fn prepare_mapping(
+    sys: &System,
+    w: &Workload,
+    mapping: Mapping,
+    devices: u64,
+) -> Result<Prepared, Box<Infeasible>> {
+    match lower::lower(sys, w, &mapping, devices) {
+        Ok(program) => Ok(Prepared {
+            mapping,
+            program,
+            machine: lower::machine(sys, devices),
+            devices,
+            search: None,
+        }),
+        Err(reason) => Err(Box::new(Infeasible {
+            reason,
+            devices,
+            mapping: Some(mapping),
+        })),
+    }
+}
+
+/// Estimate `w` on `devices` devices of `sys` (all of them when `None`).
+pub fn estimate(
+    sys: &System,
+    w: &Workload,
+    choice: &MappingChoice,
+    devices: Option<u64>,
+) -> Estimate {
+    outcome(sys, w, &prepare(sys, w, choice, devices))
+}
+
+/// The estimate of a prepared request, or its infeasibility as an estimate.
+pub fn outcome(sys: &System, w: &Workload, prep: &Result<Prepared, Box<Infeasible>>) -> Estimate {
+    match prep {
+        Ok(p) => finish(sys, w, &p.mapping, &p.program, &p.machine),
+        Err(i) => {
+            Estimate::infeasible(sys, w, i.devices, i.mapping.as_ref(), &i.reason, unit_of(w))
+        }
+    }
+}

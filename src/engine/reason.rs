@@ -1,0 +1,218 @@
+//! Why a design is infeasible, as one typed list: the human `reason`, the stable machine-readable
+//! `reason_code` every JSON output carries beside it, and the small integer codes a design point
+//! carries through the evaluators (the WGSL kernel gets them as generated constants).
+//!
+//! Codes are a contract (scripts and the Python package read them): add new ones, rename none.
+
+use crate::units::fmt_si;
+use serde::Serialize;
+
+/// Why an estimate, a mapping or a design point is infeasible.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum Reason {
+    /// No devices, or more than the system has.
+    Devices { requested: u64, available: u64 },
+    /// The mapping does not fit the workload or the device count (a dimension that does not
+    /// divide, a batch that does not split, more stages than layers).
+    Mapping { detail: String },
+    /// This combination of model, task and mapping is not modelled.
+    Unsupported { detail: String },
+    /// The mapping search found nothing feasible: how many it tried and the most common reason.
+    NoFeasibleMapping {
+        tried: usize,
+        most_often: Option<(String, usize)>,
+    },
+    /// Model state and working data fit in no memory tier (bytes per device).
+    Memory { needed: f64, available: f64 },
+    /// No compute rate for a number format the work needs, or a zero bandwidth where data must
+    /// move.
+    NoCompute,
+    /// A sweep point over the facility power budget.
+    PowerBudget,
+    /// A sweep point with less free memory per device than the floor.
+    MemoryFloor,
+}
+
+/// Per-point reason codes (0 = feasible), as evaluators and sweep counts carry them.
+pub mod point {
+    pub const OK: u8 = 0;
+    /// Does not fit in memory.
+    pub const MEMORY: u8 = 1;
+    /// No compute rate for a precision, or a zero bandwidth where data must move.
+    pub const NO_COMPUTE: u8 = 2;
+    /// Over the power budget.
+    pub const POWER: u8 = 3;
+    /// Less free memory per device than the floor.
+    pub const MEMORY_FLOOR: u8 = 4;
+    pub const COUNT: usize = 5;
+    /// Not a reason: the GPU screen's mark for a point within the f32 margin of a threshold,
+    /// which the host classifies (and counts) in f64.
+    pub const AMBIGUOUS: u8 = 6;
+
+    /// The human name of a point code (the keys of a sweep's `infeasible` counts).
+    pub fn name(r: u8) -> &'static str {
+        match r {
+            OK => "feasible",
+            MEMORY => "does not fit in memory",
+            NO_COMPUTE => "no compute rate or no bandwidth",
+            POWER => "over the power budget",
+            MEMORY_FLOOR => "below the memory floor",
+            _ => "infeasible",
+        }
+    }
+
+    /// The stable `reason_code` of a point code.
+    pub fn code(r: u8) -> &'static str {
+        match r {
+            OK => "feasible",
+            MEMORY => "memory",
+            NO_COMPUTE => "no_compute",
+            POWER => "power_budget",
+            MEMORY_FLOOR => "memory_floor",
+            _ => "infeasible",
+        }
+    }
+
+    /// WGSL constants for the point codes, prepended to the kernel's source.
+    pub fn wgsl_constants() -> String {
+        [
+            ("REASON_OK", OK),
+            ("REASON_MEMORY", MEMORY),
+            ("REASON_NO_COMPUTE", NO_COMPUTE),
+            ("REASON_POWER", POWER),
+            ("REASON_MEMORY_FLOOR", MEMORY_FLOOR),
+            ("REASON_COUNT", COUNT as u8),
+            ("AMBIGUOUS", AMBIGUOUS),
+        ]
+        .iter()
+        .map(|(n, v)| format!("const {n}: u32 = {v}u;\n"))
+        .collect()
+    }
+}
+
+impl Reason {
+    /// The stable machine-readable code (`reason_code` in JSON).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Reason::Devices { .. } => "devices",
+            Reason::Mapping { .. } => "mapping",
+            Reason::Unsupported { .. } => "unsupported",
+            Reason::NoFeasibleMapping { .. } => "no_feasible_mapping",
+            Reason::Memory { .. } => point::code(point::MEMORY),
+            Reason::NoCompute => point::code(point::NO_COMPUTE),
+            Reason::PowerBudget => point::code(point::POWER),
+            Reason::MemoryFloor => point::code(point::MEMORY_FLOOR),
+        }
+    }
+
+    pub fn mapping(detail: impl Into<String>) -> Reason {
+        Reason::Mapping {
+            detail: detail.into(),
+        }
+    }
+
+    pub fn unsupported(detail: impl Into<String>) -> Reason {
+        Reason::Unsupported {
+            detail: detail.into(),
+        }
+    }
+
+    /// The reason of an evaluation's point code, with the bytes that did not fit.
+    pub fn of_point(code: u8, needed: f64, available: f64) -> Option<Reason> {
+        match code {
+            point::OK => None,
+            point::MEMORY => Some(Reason::Memory { needed, available }),
+            point::POWER => Some(Reason::PowerBudget),
+            point::MEMORY_FLOOR => Some(Reason::MemoryFloor),
+            _ => Some(Reason::NoCompute),
+        }
+    }
+
+    /// The reason without its figures, for counting reasons over many mappings.
+    pub fn summary(&self) -> String {
+        match self {
+            Reason::Memory { .. } => point::name(point::MEMORY).into(),
+            _ => self.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Devices {
+                requested,
+                available,
+            } => write!(
+                f,
+                "{requested} devices requested, the system has {available}"
+            ),
+            Reason::Mapping { detail } | Reason::Unsupported { detail } => f.write_str(detail),
+            Reason::NoFeasibleMapping { tried, most_often } => match most_often {
+                Some((r, c)) => write!(
+                    f,
+                    "no feasible mapping among {tried} tried; most often: {r} ({c} mappings)"
+                ),
+                None => f.write_str("no mapping to try"),
+            },
+            Reason::Memory { needed, available } => write!(
+                f,
+                "does not fit in memory: needs {} per device, {} available",
+                fmt_si(*needed, "B"),
+                fmt_si(*available, "B")
+            ),
+            Reason::NoCompute => f.write_str(
+                "the device has no compute rate for the workload's number format (e.g. bf16 work on an int8-only chip)",
+            ),
+            Reason::PowerBudget => f.write_str(point::name(point::POWER)),
+            Reason::MemoryFloor => f.write_str(point::name(point::MEMORY_FLOOR)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_and_stable() {
+        let all = [
+            Reason::Devices {
+                requested: 2,
+                available: 1,
+            },
+            Reason::mapping("x"),
+            Reason::unsupported("x"),
+            Reason::NoFeasibleMapping {
+                tried: 0,
+                most_often: None,
+            },
+            Reason::Memory {
+                needed: 2.0,
+                available: 1.0,
+            },
+            Reason::NoCompute,
+            Reason::PowerBudget,
+            Reason::MemoryFloor,
+        ];
+        let codes: Vec<&str> = all.iter().map(Reason::code).collect();
+        assert_eq!(
+            codes,
+            [
+                "devices",
+                "mapping",
+                "unsupported",
+                "no_feasible_mapping",
+                "memory",
+                "no_compute",
+                "power_budget",
+                "memory_floor"
+            ]
+        );
+        for c in 0..point::COUNT as u8 {
+            let r = Reason::of_point(c, 1.0, 0.0);
+            assert_eq!(r.map(|r| r.code()).unwrap_or("feasible"), point::code(c));
+        }
+    }
+}
