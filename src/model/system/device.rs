@@ -1,0 +1,396 @@
+//! Lowering a device and its die: peak rates per precision (given or derived from units, ops per
+//! cycle and clock, with the sparse-as-dense checks), on-die memory, the core mesh and energy.
+
+use super::lower::{check_version, lower_memory};
+use super::{Device, Efficiency, MemLevel, Mesh};
+use crate::model::precision::{Precision, NPREC};
+use crate::model::Ctx;
+use crate::spec::arch::*;
+use crate::spec::Located;
+use crate::units::Dimension as D;
+
+pub(super) fn lower_device(
+    cx: &mut Ctx,
+    d: &Located<DeviceSpec>,
+    die: &Located<DieSpec>,
+) -> Option<Device> {
+    let s = &d.spec;
+    let top = d.path.0.is_empty();
+    cx.enter_part(d.file, d.path.clone(), None);
+    cx.declare_sources(&s.sources);
+    cx.leave();
+    cx.enter_part(d.file, d.path.clone(), s.source.as_ref());
+    check_version(cx, s.version, top);
+    let dies = cx.count("dies", s.dies as u64).unwrap_or(1) as u32;
+    let tdp = cx.positive("tdp", &s.tdp, D::Power);
+    let idle = match &s.idle_power {
+        Some(q) => cx.non_negative("idle_power", q, D::Power),
+        None => tdp.map(|t| 0.25 * t),
+    };
+    if let (Some(t), Some(i)) = (tdp, idle) {
+        if i > t {
+            cx.error(
+                "idle_power",
+                format!(
+                    "`idle_power` ({}) is above `tdp` ({})",
+                    crate::units::fmt_si(i, "W"),
+                    crate::units::fmt_si(t, "W")
+                ),
+                Some(
+                    "idle power is what the device draws doing nothing; it is below its TDP".into(),
+                ),
+            );
+        }
+    }
+    // Die.
+    let dl = lower_die(cx, die);
+    cx.enter_field("efficiency", None);
+    let e = &s.efficiency;
+    let matmul = cx.fraction("matmul", &e.matmul);
+    let memory_eff = cx.fraction("memory", &e.memory);
+    let network = cx.fraction("network", &e.network);
+    let vector = e.vector.as_ref().and_then(|q| cx.fraction("vector", q));
+    let lowp = e
+        .low_precision_matmul
+        .as_ref()
+        .and_then(|q| cx.fraction("low_precision_matmul", q));
+    let overhead = e
+        .kernel_overhead
+        .as_ref()
+        .and_then(|q| cx.non_negative("kernel_overhead", q, D::Time));
+    cx.leave();
+
+    let mut memory = Vec::new();
+    let (die_mem, cores_per_die, mut matrix_peak, mut vector_peak, epf, mesh, area, clock) = dl?;
+    for mut m in die_mem {
+        // per-die totals scale with dies
+        m.capacity *= dies as f64;
+        m.bandwidth *= dies as f64;
+        if let Some(c) = m.compute.as_mut() {
+            *c *= dies as f64;
+        }
+        memory.push(m);
+    }
+    for (i, m) in s.memory.iter().enumerate() {
+        cx.enter(crate::diag::Seg::Field("memory".into()), None);
+        cx.enter(crate::diag::Seg::Index(i), m.source.as_ref());
+        let lvl = lower_memory(cx, m, cores_per_die.saturating_mul(dies as u64), dies);
+        cx.leave();
+        cx.leave();
+        if let Some(l) = lvl {
+            memory.push(l);
+        }
+    }
+    for p in matrix_peak.iter_mut().chain(vector_peak.iter_mut()) {
+        *p *= dies as f64;
+    }
+    let d2d = s.die_to_die.as_ref().and_then(|l| {
+        cx.enter_field("die_to_die", l.source.as_ref());
+        let v = cx.positive("bandwidth", &l.bandwidth, D::Bandwidth);
+        cx.leave();
+        v
+    });
+    if memory.is_empty() {
+        cx.error(
+            "memory",
+            "the device has no memory level",
+            Some("add HBM under `memory` or SRAM under the die's `sram`".into()),
+        );
+    }
+    cx.leave();
+    let (tdp, idle) = (tdp?, idle?);
+    // Fastest first: by bandwidth, descending.
+    memory.sort_by(|a, b| b.bandwidth.total_cmp(&a.bandwidth));
+    let mut energy_per_flop = epf;
+    let derived = energy_per_flop.iter().all(|e| *e == 0.0);
+    for p in Precision::ALL {
+        let i = p.index();
+        if energy_per_flop[i] == 0.0 {
+            let peak = matrix_peak[i].max(vector_peak[i]);
+            if peak > 0.0 {
+                // Assumption: a device running its matrix engines flat out at `p` draws its TDP.
+                energy_per_flop[i] = (tdp - idle) / peak;
+            }
+        }
+    }
+    Some(Device {
+        name: s.name.clone(),
+        dies,
+        cores: cores_per_die.saturating_mul(dies as u64),
+        matrix_peak,
+        vector_peak,
+        memory,
+        tdp,
+        idle_power: idle,
+        efficiency: Efficiency {
+            matmul: matmul?,
+            low_precision_matmul: lowp.unwrap_or(1.0),
+            vector: vector.unwrap_or(memory_eff?),
+            memory: memory_eff?,
+            network: network?,
+            kernel_overhead: overhead.unwrap_or(0.0),
+        },
+        energy_per_flop,
+        energy_per_flop_derived: derived,
+        mesh,
+        die_to_die_bandwidth: d2d,
+        area,
+        clock,
+    })
+}
+
+type DieOut = (
+    Vec<MemLevel>,
+    u64,
+    [f64; NPREC],
+    [f64; NPREC],
+    [f64; NPREC],
+    Option<Mesh>,
+    Option<f64>,
+    Option<f64>,
+);
+
+pub(super) fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
+    let s = &die.spec;
+    let top = die.path.0.is_empty();
+    cx.enter_part(die.file, die.path.clone(), None);
+    cx.declare_sources(&s.sources);
+    cx.leave();
+    cx.enter_part(die.file, die.path.clone(), s.source.as_ref());
+    check_version(cx, s.version, top);
+    let clock = s
+        .clock
+        .as_ref()
+        .and_then(|q| cx.positive("clock", q, D::Frequency));
+    let area = s
+        .area
+        .as_ref()
+        .and_then(|q| cx.positive("area", q, D::Area));
+    let _process = s
+        .process
+        .as_ref()
+        .and_then(|q| cx.positive("process", q, D::Length));
+    if let Some(a) = area {
+        if a > 0.0472 {
+            cx.error(
+                "area",
+                format!(
+                    "a die of {:.0} mm² is larger than a 300 mm wafer's largest square",
+                    a * 1e6
+                ),
+                Some("a wafer-scale engine is 46,225 mm²".into()),
+            );
+        }
+    }
+    let cores = match s.cores {
+        Some(c) => cx.count("cores", c).unwrap_or(1),
+        None => 1,
+    };
+    let mut matrix = [0.0; NPREC];
+    let mut vector = [0.0; NPREC];
+    if s.compute.is_empty() {
+        cx.error(
+            "compute",
+            "the die has no compute engine",
+            Some("add `compute: [(name: ..., kind: Matrix, peak: {\"bf16\": \"...\"})]`".into()),
+        );
+    }
+    for (i, e) in s.compute.iter().enumerate() {
+        cx.enter_field("compute", None);
+        cx.enter(crate::diag::Seg::Index(i), None);
+        let sparsity = if e.sparse {
+            e.sparsity_factor
+                .as_ref()
+                .and_then(|q| cx.q("sparsity_factor", q, D::Ratio))
+                .unwrap_or(2.0)
+        } else {
+            1.0
+        };
+        if e.peak.is_empty() && (e.units.is_none() || e.ops_per_cycle.is_empty()) {
+            cx.error(
+                "peak",
+                format!("engine `{}` has no peak rate", e.name),
+                Some("give `peak: {\"bf16\": \"989.4 TFLOP/s\"}` or `units` with `ops_per_cycle` and a die `clock`".into()),
+            );
+        }
+        let mut rates = [0.0; NPREC];
+        for (k, q) in &e.peak {
+            let Some(p) = precision_key(cx, "peak", k) else {
+                continue;
+            };
+            if let Some(v) = cx.q_key("peak", k, q, D::FlopRate) {
+                if v <= 0.0 {
+                    cx.error_at(
+                        &cx.path().field("peak").key(k),
+                        format!("peak `{k}` must be greater than zero"),
+                        None,
+                    );
+                }
+                rates[p.index()] = v / sparsity;
+            }
+        }
+        if let (Some(units), false) = (e.units, e.ops_per_cycle.is_empty()) {
+            for (k, q) in &e.ops_per_cycle {
+                let Some(p) = precision_key(cx, "ops_per_cycle", k) else {
+                    continue;
+                };
+                let Some(opc) = cx.q_key("ops_per_cycle", k, q, D::FlopsPerCycle) else {
+                    continue;
+                };
+                let Some(clk) = clock else {
+                    cx.error(
+                        "ops_per_cycle",
+                        "deriving a peak from `ops_per_cycle` needs the die's `clock`",
+                        Some("add the die's clock, e.g. `clock: \"1.98 GHz\"`, or give `peak` directly".into()),
+                    );
+                    continue;
+                };
+                let derived = units as f64 * opc * clk;
+                let given = rates[p.index()];
+                if given > 0.0 {
+                    let ratio = given / derived;
+                    if (ratio - 2.0).abs() < 0.1 && !e.sparse {
+                        cx.error_at(
+                            &cx.path().field("peak").key(k),
+                            format!(
+                                "peak `{k}` is {:.2}x the rate derived from units × ops_per_cycle × clock ({}): it looks like a 2:4 sparse figure written as dense",
+                                ratio,
+                                crate::units::fmt_si(derived, "FLOP/s")
+                            ),
+                            Some("write the dense figure, or set `sparse: true` if the peaks are quoted with sparsity".into()),
+                        );
+                    } else if (ratio - 1.0).abs() > 0.1 {
+                        cx.error_at(
+                            &cx.path().field("peak").key(k),
+                            format!(
+                                "peak `{k}` disagrees with units × ops_per_cycle × clock = {} ({:.0}% off)",
+                                crate::units::fmt_si(derived, "FLOP/s"),
+                                (ratio - 1.0) * 100.0
+                            ),
+                            Some("check the clock (boost or base?) and the per-unit rate".into()),
+                        );
+                    }
+                } else {
+                    rates[p.index()] = derived / sparsity;
+                }
+            }
+        }
+        let target = match e.kind {
+            EngineKind::Matrix => &mut matrix,
+            EngineKind::Vector => &mut vector,
+        };
+        for (t, r) in target.iter_mut().zip(rates) {
+            *t += r;
+        }
+        cx.leave();
+        cx.leave();
+    }
+    // Sparse figures written as dense: an fp8 rate 4x the bf16 rate (where 2x is the rule).
+    let (b, f8) = (
+        matrix[Precision::Bf16.index()],
+        matrix[Precision::Fp8.index()],
+    );
+    if b > 0.0 && f8 > 0.0 && (f8 / b - 4.0).abs() < 0.2 {
+        // At the (first) fp8 matrix peak written, else at `compute`.
+        let at = s
+            .compute
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind == EngineKind::Matrix)
+            .find_map(|(i, e)| {
+                let k = e
+                    .peak
+                    .keys()
+                    .find(|k| Precision::parse(k) == Some(Precision::Fp8))?;
+                Some(cx.path().field("compute").index(i).field("peak").key(k))
+            })
+            .unwrap_or_else(|| cx.path().field("compute"));
+        cx.error_at(
+            &at,
+            "the fp8 peak is 4x the bf16 peak: one of them is probably a 2:4 sparse figure",
+            Some(
+                "dense fp8 is 2x dense bf16 on every current tensor core; write both dense".into(),
+            ),
+        );
+    }
+    let mut mem = Vec::new();
+    for (i, m) in s.sram.iter().enumerate() {
+        cx.enter_field("sram", None);
+        cx.enter(crate::diag::Seg::Index(i), m.source.as_ref());
+        if let Some(l) = lower_memory(cx, m, cores, 1) {
+            mem.push(l);
+        }
+        cx.leave();
+        cx.leave();
+    }
+    let mesh = s.mesh.as_ref().and_then(|m| {
+        cx.enter_field("mesh", m.source.as_ref());
+        let bw = cx.positive("link_bandwidth", &m.link_bandwidth, D::Bandwidth);
+        let lat = cx.non_negative("hop_latency", &m.hop_latency, D::Time);
+        let e = m
+            .energy_per_bit_hop
+            .as_ref()
+            .and_then(|q| cx.non_negative("energy_per_bit_hop", q, D::EnergyPerByte));
+        let product = m
+            .dims
+            .iter()
+            .try_fold(1u64, |a, d| a.checked_mul(*d))
+            .unwrap_or(u64::MAX);
+        if m.dims.is_empty() || m.dims.contains(&0) {
+            cx.error(
+                "dims",
+                "mesh `dims` must be non-empty and positive",
+                Some("e.g. `dims: [750, 994]`".into()),
+            );
+        } else if s.cores.is_some() && product != cores && product != 0 {
+            cx.error(
+                "dims",
+                format!(
+                    "mesh dims {:?} multiply to {product}, but the die has {cores} cores",
+                    m.dims
+                ),
+                Some("the mesh must span the die's cores: dims multiply to `cores`".into()),
+            );
+        }
+        cx.leave();
+        Some(Mesh {
+            topology: m.topology,
+            dims: m.dims.clone(),
+            link_bandwidth: bw?,
+            hop_latency: lat?,
+            energy_per_byte_hop: e.unwrap_or(0.0),
+        })
+    });
+    let mut epf = [0.0; NPREC];
+    for (k, q) in &s.energy_per_flop {
+        let Some(p) = precision_key(cx, "energy_per_flop", k) else {
+            continue;
+        };
+        if let Some(v) = cx.q_key("energy_per_flop", k, q, D::EnergyPerFlop) {
+            epf[p.index()] = v;
+        }
+    }
+    cx.leave();
+    Some((mem, cores, matrix, vector, epf, mesh, area, clock))
+}
+
+fn precision_key(cx: &mut Ctx, field: &str, k: &str) -> Option<Precision> {
+    match Precision::parse(k) {
+        Some(p) => Some(p),
+        None => {
+            let hint = match crate::diag::did_you_mean(k, Precision::names()) {
+                Some(s) => format!(
+                    "did you mean `{s}`? precisions: {}",
+                    Precision::names().collect::<Vec<_>>().join(", ")
+                ),
+                None => format!(
+                    "precisions: {}",
+                    Precision::names().collect::<Vec<_>>().join(", ")
+                ),
+            };
+            let p = cx.path().field(field).key(k);
+            cx.error_at(&p, format!("unknown precision `{k}`"), Some(hint));
+            None
+        }
+    }
+}

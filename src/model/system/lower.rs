@@ -1,0 +1,422 @@
+//! Lowering a system file into the validated [`System`]: the top level with its size and power
+//! checks, the node, the scale-up and scale-out networks, and the memory levels every part shares.
+
+use super::device::lower_device;
+use super::{MemLevel, Node, ScaleOut, ScaleUp, System, WeightStore};
+use crate::diag::Path;
+use crate::model::Ctx;
+use crate::spec::arch::*;
+use crate::spec::{Located, FORMAT_VERSION};
+use crate::units::Dimension as D;
+
+pub(super) fn check_version(cx: &mut Ctx, v: Option<u32>, top: bool) {
+    match v {
+        Some(FORMAT_VERSION) => {}
+        Some(other) => cx.error(
+            "version",
+            format!("unsupported format version {other}"),
+            Some(format!("this tessera reads version {FORMAT_VERSION}")),
+        ),
+        None if top => cx.error(
+            "",
+            "a part file needs `version: 1`",
+            Some("add `version: 1,` as the first field".into()),
+        ),
+        None => {}
+    }
+}
+
+pub(super) fn lower(
+    cx: &mut Ctx,
+    spec: &SystemSpec,
+    device: Option<&Located<DeviceSpec>>,
+    die: Option<&Located<DieSpec>>,
+    node: Option<&Located<NodeSpec>>,
+) -> Option<System> {
+    cx.declare_sources(&spec.sources);
+    check_version(cx, Some(spec.version), true);
+    // The system's own default source applies to its counts (entering checks it is declared).
+    let sys_source = spec.source.clone();
+    cx.enter_part(cx.file(), Path::root(), sys_source.as_ref());
+    if spec.name.trim().is_empty() {
+        cx.error("name", "`name` is empty", None);
+    }
+    let nodes = cx.count("nodes", spec.nodes);
+    let dev = match (device, die) {
+        (Some(d), Some(die)) => lower_device(cx, d, die),
+        _ => None,
+    };
+    let nd = node.and_then(|n| lower_node(cx, n));
+    let scale_up = spec.scale_up.as_ref().and_then(|s| {
+        cx.enter_field("scale_up", s.source.as_ref());
+        let v = lower_scale_up(cx, s);
+        cx.leave();
+        v
+    });
+    let scale_out = spec.scale_out.as_ref().and_then(|s| {
+        cx.enter_field("scale_out", s.source.as_ref());
+        let v = lower_scale_out(cx, s);
+        cx.leave();
+        v
+    });
+    let weight_store = spec.weight_store.as_ref().and_then(|w| {
+        cx.enter_field("weight_store", w.source.as_ref());
+        let capacity = cx.positive("capacity", &w.capacity, D::Bytes);
+        let bandwidth = cx.positive("bandwidth", &w.bandwidth, D::Bandwidth);
+        let latency = w
+            .latency
+            .as_ref()
+            .and_then(|q| cx.non_negative("latency", q, D::Time));
+        let power = w
+            .power
+            .as_ref()
+            .and_then(|q| cx.non_negative("power", q, D::Power));
+        cx.leave();
+        Some(WeightStore {
+            name: w.name.clone(),
+            capacity: capacity?,
+            bandwidth: bandwidth?,
+            latency: latency.unwrap_or(0.0),
+            power: power.unwrap_or(0.0),
+        })
+    });
+    let (pue, power_limit) = match &spec.facility {
+        Some(f) => {
+            cx.enter_field("facility", f.source.as_ref());
+            let pue = f.pue.as_ref().and_then(|q| cx.q("pue", q, D::Ratio));
+            if let Some(p) = pue {
+                if !(1.0..=3.0).contains(&p) {
+                    cx.error(
+                        "pue",
+                        format!("`pue` must be between 1 and 3, found {p}"),
+                        Some("PUE is facility power / IT power; 1.0 is the ideal, ~1.1-1.6 is typical".into()),
+                    );
+                }
+            }
+            let lim = f
+                .power_limit
+                .as_ref()
+                .and_then(|q| cx.positive("power_limit", q, D::Power));
+            cx.leave();
+            (pue.unwrap_or(1.0), lim)
+        }
+        None => (1.0, None),
+    };
+    // Sizes are checked even when the device has errors, so all of them show at once.
+    let (nodes, node_spec, node) = (nodes?, node?, nd?);
+    let Some(devices) = nodes.checked_mul(node.devices as u64) else {
+        cx.error(
+            "nodes",
+            format!(
+                "{nodes} nodes × {} devices is absurdly many devices",
+                node.devices
+            ),
+            Some("expected at most 2^64 devices".into()),
+        );
+        return None;
+    };
+
+    // Sizes that must multiply out.
+    if let Some(su) = &scale_up {
+        let nd = node.devices as u64;
+        let fits_nodes = if su.size >= nd {
+            su.size % nd == 0
+        } else {
+            nd % su.size == 0
+        };
+        if !fits_nodes {
+            cx.error_at(
+                &Path::root().field("scale_up").field("size"),
+                format!(
+                    "scale-up domain of {} devices does not align with nodes of {} devices",
+                    su.size, nd
+                ),
+                Some("a domain is a whole number of nodes, or a node holds a whole number of domains".into()),
+            );
+        }
+        if su.size > devices {
+            cx.error_at(
+                &Path::root().field("scale_up").field("size"),
+                format!("scale-up domain of {} devices is larger than the system ({devices} devices = {nodes} nodes × {nd})", su.size),
+                Some("lower `size` or raise `nodes`".into()),
+            );
+        } else if devices % su.size != 0 {
+            cx.error_at(
+                &Path::root().field("scale_up").field("size"),
+                format!(
+                    "{devices} devices ({nodes} nodes × {nd}) do not divide into domains of {}",
+                    su.size
+                ),
+                Some("every device belongs to a whole domain: change `size` or `nodes`".into()),
+            );
+        }
+    }
+    if devices > 1 && scale_up.as_ref().is_none_or(|s| s.size < devices) && scale_out.is_none() {
+        cx.error_at(
+            &Path::root().field("nodes"),
+            format!("{devices} devices but no network joins the scale-up domains"),
+            Some("add `scale_out: (...)` or make the scale-up domain span the system".into()),
+        );
+    }
+    let device = dev?;
+
+    let sys = System {
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        device,
+        node,
+        nodes,
+        devices,
+        scale_up,
+        scale_out,
+        weight_store,
+        pue,
+        power_limit,
+        fitted: cx.fitted.iter().cloned().collect(),
+        assumed: cx.assumed,
+    };
+    // Budgets.
+    if let Some(lim) = sys.node.power_limit {
+        let parts = sys.device.tdp * sys.node.devices as f64
+            + sys.node.host_power
+            + sys.node.nic_power
+            + sys.node.other_power;
+        if parts > lim * 1.0001 {
+            // At the node's `power_limit`, in whichever file the node is written.
+            cx.enter_part(node_spec.file, node_spec.path.clone(), None);
+            cx.error(
+                "power_limit",
+                format!(
+                    "node parts add up to {} but the node's `power_limit` is {}",
+                    crate::units::fmt_si(parts, "W"),
+                    crate::units::fmt_si(lim, "W")
+                ),
+                Some("devices × tdp + host + NICs + other_power must fit the node's rating".into()),
+            );
+            cx.leave();
+        }
+    }
+    if let Some(lim) = sys.power_limit {
+        let rated = sys.rated_power();
+        if rated > lim * 1.0001 {
+            cx.error_at(
+                &Path::root().field("facility").field("power_limit"),
+                format!(
+                    "rated power of the system's parts is {} but `power_limit` is {}",
+                    crate::units::fmt_si(rated, "W"),
+                    crate::units::fmt_si(lim, "W")
+                ),
+                Some(
+                    "sum of component TDPs (devices, hosts, NICs, switches) exceeds the budget"
+                        .into(),
+                ),
+            );
+        }
+    }
+    cx.leave();
+    Some(sys)
+}
+
+pub(super) fn lower_memory(
+    cx: &mut Ctx,
+    m: &MemorySpec,
+    cores: u64,
+    dies: u32,
+) -> Option<MemLevel> {
+    let cap = cx.positive("capacity", &m.capacity, D::Bytes);
+    let bw = cx.positive("bandwidth", &m.bandwidth, D::Bandwidth);
+    let lat = m
+        .latency
+        .as_ref()
+        .and_then(|q| cx.non_negative("latency", q, D::Time));
+    let e = m
+        .energy_per_byte
+        .as_ref()
+        .and_then(|q| cx.non_negative("energy_per_byte", q, D::EnergyPerByte));
+    let compute = m
+        .compute
+        .as_ref()
+        .and_then(|q| cx.positive("compute", q, D::FlopRate));
+    let instances = match m.attach {
+        Attach::Core => cores as f64,
+        Attach::Die => dies as f64,
+        _ => 1.0,
+    };
+    Some(MemLevel {
+        name: m.name.clone(),
+        kind: m.kind,
+        capacity: cap? * instances,
+        bandwidth: bw? * instances,
+        latency: lat.unwrap_or(0.0),
+        energy_per_byte: e.unwrap_or(0.0),
+        cache: m.kind == MemoryKind::Cache,
+        compute,
+    })
+}
+
+pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
+    let s = &n.spec;
+    let top = n.path.0.is_empty();
+    cx.enter_part(n.file, n.path.clone(), None);
+    cx.declare_sources(&s.sources);
+    cx.leave();
+    cx.enter_part(n.file, n.path.clone(), s.source.as_ref());
+    check_version(cx, s.version, top);
+    let devices = cx.count("devices", s.devices as u64);
+    let host = s.host.as_ref().and_then(|h| {
+        cx.enter_field("host", h.source.as_ref());
+        let tdp = cx.non_negative("cpu_tdp", &h.cpu_tdp, D::Power);
+        cx.leave();
+        tdp.map(|t| t * h.cpus as f64)
+    });
+    let (nic_count, nic_bw, nic_power) = match &s.nics {
+        Some(nn) => {
+            cx.enter_field("nics", nn.source.as_ref());
+            let bw = cx.positive("bandwidth", &nn.bandwidth, D::Bandwidth);
+            let p = nn
+                .power
+                .as_ref()
+                .and_then(|q| cx.non_negative("power", q, D::Power));
+            cx.leave();
+            (
+                nn.count,
+                bw.unwrap_or(0.0) * nn.count as f64,
+                p.unwrap_or(0.0) * nn.count as f64,
+            )
+        }
+        None => (0, 0.0, 0.0),
+    };
+    let other = s
+        .other_power
+        .as_ref()
+        .and_then(|q| cx.non_negative("other_power", q, D::Power));
+    let limit = s
+        .power_limit
+        .as_ref()
+        .and_then(|q| cx.positive("power_limit", q, D::Power));
+    let mut memory = Vec::new();
+    for (i, m) in s.memory.iter().enumerate() {
+        cx.enter_field("memory", None);
+        cx.enter(crate::diag::Seg::Index(i), m.source.as_ref());
+        if let Some(l) = lower_memory(cx, m, 1, 1) {
+            memory.push(l);
+        }
+        cx.leave();
+        cx.leave();
+    }
+    cx.leave();
+    Some(Node {
+        name: s.name.clone(),
+        devices: devices? as u32,
+        host_power: host.unwrap_or(0.0),
+        nic_count,
+        nic_bandwidth: nic_bw,
+        nic_power,
+        other_power: other.unwrap_or(0.0),
+        memory,
+        power_limit: limit,
+    })
+}
+
+fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {
+    let size = cx.count("size", s.size);
+    let bw = cx.positive("bandwidth", &s.bandwidth, D::Bandwidth);
+    let lat = cx.non_negative("latency", &s.latency, D::Time);
+    let e = s
+        .energy_per_bit
+        .as_ref()
+        .and_then(|q| cx.non_negative("energy_per_bit", q, D::EnergyPerByte));
+    if matches!(s.topology, ScaleUpTopology::Torus | ScaleUpTopology::Mesh) && s.dims.is_empty() {
+        cx.error(
+            "topology",
+            "a torus or mesh needs `dims`",
+            Some(
+                "add `dims` that multiply out to `size`, e.g. `dims: [4, 4, 4]` for size 64".into(),
+            ),
+        );
+    }
+    if !s.dims.is_empty() {
+        let product = s.dims.iter().try_fold(1u64, |a, d| a.checked_mul(*d));
+        if product != size {
+            let product = match product {
+                Some(p) => p.to_string(),
+                None => "more than 2^64".into(),
+            };
+            cx.error(
+                "dims",
+                format!(
+                    "dims {:?} multiply to {product}, not the domain size {}",
+                    s.dims, s.size
+                ),
+                Some("`dims` must multiply out to `size`".into()),
+            );
+        }
+    }
+    let (sc, sp) = match &s.switches {
+        Some(sw) => {
+            cx.enter_field("switches", sw.source.as_ref());
+            let p = cx.non_negative("power", &sw.power, D::Power);
+            cx.leave();
+            (sw.count, p.unwrap_or(0.0))
+        }
+        None => (0, 0.0),
+    };
+    let bw = bw?;
+    Some(ScaleUp {
+        name: s.name.clone(),
+        topology: s.topology,
+        size: size?,
+        dims: s.dims.clone(),
+        bandwidth: match s.counted {
+            Counted::BothDirections => bw / 2.0,
+            Counted::PerDirection => bw,
+        },
+        latency: lat?,
+        in_network_reduction: s.in_network_reduction,
+        energy_per_byte: e.unwrap_or(0.0),
+        switch_count: sc,
+        switch_power: sp,
+    })
+}
+
+fn lower_scale_out(cx: &mut Ctx, s: &ScaleOutSpec) -> Option<ScaleOut> {
+    let bw = cx.positive("bandwidth", &s.bandwidth, D::Bandwidth);
+    let lat = cx.non_negative("latency", &s.latency, D::Time);
+    let over = s
+        .oversubscription
+        .as_ref()
+        .and_then(|q| cx.q("oversubscription", q, D::Ratio));
+    if let Some(o) = over {
+        if o < 1.0 {
+            cx.error(
+                "oversubscription",
+                format!("`oversubscription` must be at least 1, found {o}"),
+                Some("1 is a non-blocking fabric; 2 means half the uplink bandwidth".into()),
+            );
+        }
+    }
+    let e = s
+        .energy_per_bit
+        .as_ref()
+        .and_then(|q| cx.non_negative("energy_per_bit", q, D::EnergyPerByte));
+    let (sc, sp) = match &s.switches {
+        Some(sw) => {
+            cx.enter_field("switches", sw.source.as_ref());
+            let p = cx.non_negative("power", &sw.power, D::Power);
+            cx.leave();
+            (sw.count, p.unwrap_or(0.0))
+        }
+        None => (0, 0.0),
+    };
+    Some(ScaleOut {
+        name: s.name.clone(),
+        topology: s.topology,
+        bandwidth: bw?,
+        latency: lat?,
+        oversubscription: over.unwrap_or(1.0).max(1.0),
+        in_network_reduction: s.in_network_reduction,
+        energy_per_byte: e.unwrap_or(0.0),
+        switch_count: sc,
+        switch_power: sp,
+    })
+}

@@ -1,0 +1,281 @@
+//! The validated system: one accelerator type in nodes, a scale-up domain, a scale-out network,
+//! with power for each part, all in SI units. [`load_system`] reads, resolves and lowers a file.
+
+mod device;
+mod lower;
+mod parts;
+
+pub use parts::{check_part, source_of, MemFs};
+
+use lower::lower;
+
+use super::precision::{Precision, NPREC};
+use super::Ctx;
+use crate::diag::{Diagnostic, Path, Severity};
+use crate::spec::arch::*;
+use crate::spec::{Fs, Resolver};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct System {
+    pub name: String,
+    pub description: String,
+    pub device: Device,
+    pub node: Node,
+    pub nodes: u64,
+    /// Accelerator devices in the whole system.
+    pub devices: u64,
+    pub scale_up: Option<ScaleUp>,
+    pub scale_out: Option<ScaleOut>,
+    pub weight_store: Option<WeightStore>,
+    pub pue: f64,
+    pub power_limit: Option<f64>,
+    /// Citations of figures marked fitted (they name the validation cases they were fitted on).
+    pub fitted: Vec<String>,
+    /// Number of figures marked `@assumed`.
+    pub assumed: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Device {
+    pub name: String,
+    pub dies: u32,
+    /// Cores over all dies.
+    pub cores: u64,
+    /// Dense matrix-engine peak per precision (FLOP/s, whole package; 0 = unsupported).
+    pub matrix_peak: [f64; NPREC],
+    /// Vector-engine peak per precision.
+    pub vector_peak: [f64; NPREC],
+    /// Memory levels the device computes from, fastest first (per device totals).
+    pub memory: Vec<MemLevel>,
+    pub tdp: f64,
+    pub idle_power: f64,
+    pub efficiency: Efficiency,
+    /// Dynamic energy per FLOP by precision (J); derived from TDP where the file gives none.
+    pub energy_per_flop: [f64; NPREC],
+    pub energy_per_flop_derived: bool,
+    pub mesh: Option<Mesh>,
+    pub die_to_die_bandwidth: Option<f64>,
+    pub area: Option<f64>,
+    pub clock: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Efficiency {
+    pub matmul: f64,
+    pub low_precision_matmul: f64,
+    pub vector: f64,
+    pub memory: f64,
+    pub network: f64,
+    pub kernel_overhead: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MemLevel {
+    pub name: String,
+    pub kind: MemoryKind,
+    /// Bytes per device.
+    pub capacity: f64,
+    /// B/s per device.
+    pub bandwidth: f64,
+    pub latency: f64,
+    pub energy_per_byte: f64,
+    /// A cache holds no data placement of its own; data streams through it.
+    pub cache: bool,
+    pub compute: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Mesh {
+    pub topology: MeshTopology,
+    pub dims: Vec<u64>,
+    pub link_bandwidth: f64,
+    pub hop_latency: f64,
+    /// J per byte per hop (the file writes it per bit).
+    pub energy_per_byte_hop: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    pub name: String,
+    pub devices: u32,
+    pub host_power: f64,
+    pub nic_count: u32,
+    /// Per node, per direction.
+    pub nic_bandwidth: f64,
+    pub nic_power: f64,
+    pub other_power: f64,
+    pub memory: Vec<MemLevel>,
+    pub power_limit: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleUp {
+    pub name: String,
+    pub topology: ScaleUpTopology,
+    pub size: u64,
+    pub dims: Vec<u64>,
+    /// Per device, per direction.
+    pub bandwidth: f64,
+    pub latency: f64,
+    pub in_network_reduction: bool,
+    /// J per byte sent (the file writes it per bit; units convert it).
+    pub energy_per_byte: f64,
+    pub switch_count: u64,
+    pub switch_power: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleOut {
+    pub name: String,
+    pub topology: ScaleOutTopology,
+    /// Per device, per direction.
+    pub bandwidth: f64,
+    pub latency: f64,
+    pub oversubscription: f64,
+    pub in_network_reduction: bool,
+    /// J per byte sent (the file writes it per bit; units convert it).
+    pub energy_per_byte: f64,
+    pub switch_count: u64,
+    pub switch_power: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WeightStore {
+    pub name: String,
+    pub capacity: f64,
+    /// Per device, per direction.
+    pub bandwidth: f64,
+    pub latency: f64,
+    pub power: f64,
+}
+
+impl System {
+    /// Scale-up domains in the system.
+    pub fn domains(&self) -> u64 {
+        match &self.scale_up {
+            Some(s) => self.devices.div_ceil(s.size),
+            None => self.devices,
+        }
+    }
+
+    /// Devices that share the fastest link tier (1 without a scale-up domain).
+    pub fn scale_up_size(&self) -> u64 {
+        self.scale_up
+            .as_ref()
+            .map(|s| s.size.min(self.devices))
+            .unwrap_or(1)
+    }
+
+    /// Power of everything but the accelerators, whole system (W): hosts, NICs, other node parts,
+    /// switches, weight store.
+    pub fn overhead_power(&self) -> f64 {
+        let n = self.nodes as f64;
+        let node = (self.node.host_power + self.node.nic_power + self.node.other_power) * n;
+        let su = self
+            .scale_up
+            .as_ref()
+            .map(|s| s.switch_count as f64 * s.switch_power * self.domains() as f64)
+            .unwrap_or(0.0);
+        let so = self
+            .scale_out
+            .as_ref()
+            .map(|s| s.switch_count as f64 * s.switch_power)
+            .unwrap_or(0.0);
+        let ws = self.weight_store.as_ref().map(|w| w.power).unwrap_or(0.0);
+        node + su + so + ws
+    }
+
+    /// Rated power of the whole system: devices at TDP plus everything else (W, IT power).
+    pub fn rated_power(&self) -> f64 {
+        self.device.tdp * self.devices as f64 + self.overhead_power()
+    }
+
+    /// Peak dense FLOP/s of the whole system per precision, matrix and vector engines combined
+    /// (the larger of the two, as they are quoted separately).
+    pub fn peak_flops(&self) -> [f64; NPREC] {
+        let mut out = [0.0; NPREC];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.device.matrix_peak[i].max(self.device.vector_peak[i]) * self.devices as f64;
+        }
+        out
+    }
+}
+
+impl Device {
+    /// Matrix peak for precision `p`, falling back to the nearest supported format.
+    pub fn matmul_rate(&self, p: Precision) -> (f64, Precision) {
+        for f in p.fallbacks() {
+            let r = self.matrix_peak[f.index()];
+            if r > 0.0 {
+                return (r, *f);
+            }
+        }
+        for f in p.fallbacks() {
+            let r = self.vector_peak[f.index()];
+            if r > 0.0 {
+                return (r, *f);
+            }
+        }
+        (0.0, p)
+    }
+    /// Vector peak for precision `p` (fallbacks as above; the matrix rate where no vector rate is given).
+    pub fn vector_rate(&self, p: Precision) -> f64 {
+        for f in p.fallbacks() {
+            let r = self.vector_peak[f.index()];
+            if r > 0.0 {
+                return r;
+            }
+        }
+        // No vector figure: elementwise work runs at a sixteenth of the matrix rate (assumption
+        // documented in README: on GPUs the vector rate is 1/16-1/30 of tensor rate).
+        self.matmul_rate(p).0 / 16.0
+    }
+    /// The storage level data lives in (not a cache): index into `memory`.
+    pub fn main_memory(&self) -> Option<usize> {
+        self.memory
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.cache)
+            .max_by(|a, b| a.1.capacity.total_cmp(&b.1.capacity))
+            .map(|(i, _)| i)
+    }
+}
+
+/// Read, resolve and lower a system file. `value` is `None` when any error was found.
+pub fn load_system(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<System> {
+    let mut r = Resolver::new(fs);
+    let Some((spec, id)) = r.load_file::<SystemSpec>(name) else {
+        return crate::spec::Loaded {
+            value: None,
+            files: r.files,
+            diagnostics: r.diagnostics,
+        };
+    };
+    let root = Path::root();
+    let device = r.resolve(spec.device.clone(), id, root.field("device"));
+    let die = device.as_ref().and_then(|d| {
+        let dr = d.spec.die.clone();
+        r.resolve(dr, d.file, d.path.field("die"))
+    });
+    let node = r.resolve(spec.node.clone(), id, root.field("node"));
+    let mut diags = std::mem::take(&mut r.diagnostics);
+    let files = r.files;
+    let value = {
+        let mut cx = Ctx::new(&files, id);
+        let v = lower(&mut cx, &spec, device.as_ref(), die.as_ref(), node.as_ref());
+        diags.extend(cx.diags);
+        v
+    };
+    let ok = !diags.iter().any(|d| d.severity == Severity::Error);
+    crate::spec::Loaded {
+        value: if ok { value } else { None },
+        files,
+        diagnostics: diags,
+    }
+}
+
+/// Errors only (warnings dropped), for callers that treat any error as fatal.
+pub fn errors(diags: &[Diagnostic]) -> impl Iterator<Item = &Diagnostic> {
+    diags.iter().filter(|d| d.severity == Severity::Error)
+}

@@ -1,0 +1,70 @@
+//! Reading parts on their own: checking a `Device`, `Die` or `Node` file without a system, and the
+//! in-memory file map and source lookup that tests and diagnostics use.
+
+use super::device::{lower_device, lower_die};
+use super::lower::lower_node;
+use crate::diag::{Diagnostic, Path};
+use crate::model::Ctx;
+use crate::spec::arch::*;
+use crate::spec::{Files, Fs, Resolver};
+
+/// A file map for tests and in-memory use.
+#[derive(Default)]
+pub struct MemFs(pub std::collections::BTreeMap<String, Vec<u8>>);
+
+impl Fs for MemFs {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        self.0
+            .get(path)
+            .cloned()
+            .ok_or_else(|| "no such file".to_string())
+    }
+}
+
+/// Files of a system, for rendering diagnostics.
+pub fn source_of<'a>(files: &'a Files, name: &str) -> Option<&'a str> {
+    files.text_of(name)
+}
+
+/// Check a part file (`Device`, `Die` or `Node`) on its own.
+pub fn check_part(name: &str, kind: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
+    let mut r = Resolver::new(fs);
+    let mut diags = Vec::new();
+    match kind {
+        "Device" => {
+            if let Some((d, id)) = r.load_file::<DeviceRef>(name) {
+                if let Some(dev) = r.resolve(d, id, Path::root()) {
+                    let die = r.resolve(dev.spec.die.clone(), dev.file, dev.path.field("die"));
+                    diags.append(&mut r.diagnostics);
+                    if let Some(die) = die {
+                        let mut cx = Ctx::new(&r.files, id);
+                        lower_device(&mut cx, &dev, &die);
+                        diags.extend(cx.diags);
+                    }
+                }
+            }
+        }
+        "Die" => {
+            if let Some((d, id)) = r.load_file::<DieRef>(name) {
+                if let Some(die) = r.resolve(d, id, Path::root()) {
+                    diags.append(&mut r.diagnostics);
+                    let mut cx = Ctx::new(&r.files, id);
+                    lower_die(&mut cx, &die);
+                    diags.extend(cx.diags);
+                }
+            }
+        }
+        _ => {
+            if let Some((d, id)) = r.load_file::<NodeRef>(name) {
+                if let Some(n) = r.resolve(d, id, Path::root()) {
+                    diags.append(&mut r.diagnostics);
+                    let mut cx = Ctx::new(&r.files, id);
+                    lower_node(&mut cx, &n);
+                    diags.extend(cx.diags);
+                }
+            }
+        }
+    }
+    diags.append(&mut r.diagnostics);
+    (r.files, diags)
+}

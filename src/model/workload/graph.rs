@@ -1,0 +1,158 @@
+//! Operator-graph workloads: each matmul, convolution, elementwise, attention, embedding or
+//! collective operator lowered to its FLOPs and bytes.
+
+use super::lower::precision;
+use super::{ConvLayer, GraphOp};
+use crate::model::precision::Precision;
+use crate::model::Ctx;
+use crate::spec::workload::*;
+use crate::units::Dimension as D;
+
+pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
+    let mut out = Vec::new();
+    let mut ok = true;
+    if g.ops.is_empty() {
+        cx.error("ops", "the graph has no operators", None);
+        return None;
+    }
+    for (i, op) in g.ops.iter().enumerate() {
+        cx.enter_field("ops", None);
+        cx.enter(crate::diag::Seg::Index(i), None);
+        let prec = |cx: &mut Ctx, p: &Option<String>| {
+            p.as_deref()
+                .map(|s| precision(cx, "precision", s))
+                .unwrap_or(Precision::Bf16)
+        };
+        let cnt = |c: &Option<u64>| c.unwrap_or(1) as f64;
+        let v = match op {
+            OpSpec::Matmul {
+                m,
+                n,
+                k,
+                precision: p,
+                count,
+            } => {
+                let p = prec(cx, p);
+                let b = p.bytes();
+                Some(GraphOp::Compute {
+                    name: format!("matmul {m}x{n}x{k}"),
+                    matrix: true,
+                    flops: 2.0 * (*m as f64) * (*n as f64) * (*k as f64),
+                    weight_bytes: (*k as f64) * (*n as f64) * b,
+                    act_bytes: ((*m as f64) * (*k as f64) + (*m as f64) * (*n as f64)) * b,
+                    precision: p,
+                    count: cnt(count),
+                })
+            }
+            OpSpec::Conv {
+                batch,
+                in_channels,
+                out_channels,
+                out_size,
+                kernel,
+                precision: p,
+                count,
+            } => {
+                let p = prec(cx, p);
+                let l = ConvLayer {
+                    cin: *in_channels,
+                    cout: *out_channels,
+                    kernel: *kernel,
+                    out: *out_size,
+                    inp: *out_size,
+                };
+                Some(GraphOp::Compute {
+                    name: format!("conv {kernel}x{kernel} {in_channels}->{out_channels}"),
+                    matrix: true,
+                    flops: l.flops() * *batch as f64,
+                    weight_bytes: l.params() * p.bytes(),
+                    act_bytes: (l.in_elems() + l.out_elems()) * *batch as f64 * p.bytes(),
+                    precision: p,
+                    count: cnt(count),
+                })
+            }
+            OpSpec::Elementwise {
+                elements,
+                flops_per_element,
+                precision: p,
+                count,
+            } => {
+                let p = prec(cx, p);
+                Some(GraphOp::Compute {
+                    name: "elementwise".into(),
+                    matrix: false,
+                    flops: *elements as f64 * flops_per_element.unwrap_or(1.0),
+                    weight_bytes: 0.0,
+                    act_bytes: 2.0 * *elements as f64 * p.bytes(),
+                    precision: p,
+                    count: cnt(count),
+                })
+            }
+            OpSpec::Attention {
+                batch,
+                seq,
+                heads,
+                head_dim,
+                causal,
+                precision: p,
+                count,
+            } => {
+                let p = prec(cx, p);
+                let f = 4.0
+                    * (*batch * *seq * *seq * *heads * *head_dim) as f64
+                    * if *causal { 0.5 } else { 1.0 };
+                Some(GraphOp::Compute {
+                    name: "attention".into(),
+                    matrix: true,
+                    flops: f,
+                    weight_bytes: 0.0,
+                    act_bytes: 4.0 * (*batch * *seq * *heads * *head_dim) as f64 * p.bytes(),
+                    precision: p,
+                    count: cnt(count),
+                })
+            }
+            OpSpec::Embedding {
+                tokens,
+                dim,
+                precision: p,
+                count,
+            } => {
+                let p = prec(cx, p);
+                Some(GraphOp::Compute {
+                    name: "embedding".into(),
+                    matrix: false,
+                    flops: 0.0,
+                    weight_bytes: (*tokens * *dim) as f64 * p.bytes(),
+                    act_bytes: (*tokens * *dim) as f64 * p.bytes(),
+                    precision: p,
+                    count: cnt(count),
+                })
+            }
+            OpSpec::Collective {
+                kind,
+                bytes,
+                group,
+                count,
+            } => {
+                let b = cx.non_negative("bytes", bytes, D::Bytes);
+                let g = cx.count("group", *group);
+                match (b, g) {
+                    (Some(b), Some(g)) => Some(GraphOp::Collective {
+                        kind: *kind,
+                        bytes: b,
+                        group: g,
+                        count: cnt(count),
+                    }),
+                    _ => None,
+                }
+            }
+        };
+        cx.leave();
+        cx.leave();
+        match v {
+            Some(v) => out.push(v),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}

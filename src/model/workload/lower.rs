@@ -1,0 +1,261 @@
+//! Lowering a workload file: the top level that dispatches on model and task, the transformer
+//! with its shape checks, the training task, and the precision names every part uses.
+
+use super::cnn::lower_cnn;
+use super::graph::lower_graph;
+use super::{
+    check_mapping, Experts, Inference, Lora, Model, Run, Target, Task, Training, Transformer,
+    Workload,
+};
+use crate::diag::Path;
+use crate::model::precision::Precision;
+use crate::model::Ctx;
+use crate::spec::workload::*;
+use crate::spec::FORMAT_VERSION;
+
+pub(super) fn precision(cx: &mut Ctx, field: &str, s: &str) -> Precision {
+    match Precision::parse(s) {
+        Some(p) => p,
+        None => {
+            let names: Vec<&str> = Precision::names().collect();
+            let hint = match crate::diag::did_you_mean(s, names.iter().copied()) {
+                Some(x) => format!("did you mean `{x}`? precisions: {}", names.join(", ")),
+                None => format!("precisions: {}", names.join(", ")),
+            };
+            cx.error(field, format!("unknown precision `{s}`"), Some(hint));
+            Precision::Bf16
+        }
+    }
+}
+
+pub(super) fn lower(cx: &mut Ctx, s: &WorkloadSpec) -> Option<Workload> {
+    cx.declare_sources(&s.sources);
+    if s.version != FORMAT_VERSION {
+        cx.error(
+            "version",
+            format!("unsupported format version {}", s.version),
+            Some(format!("this tessera reads version {FORMAT_VERSION}")),
+        );
+    }
+    cx.enter_part(cx.file(), Path::root(), s.source.as_ref());
+    if s.source.is_none() {
+        cx.warn(
+            "",
+            "the workload names no `source` for its figures",
+            Some("add `source: \"key\"` naming an entry of `sources` (the paper or benchmark that defines it)".into()),
+        );
+    }
+    cx.enter_field("model", None);
+    let model = match &s.model {
+        ModelSpec::Transformer(t) => {
+            cx.enter_field("Transformer", None);
+            let v = lower_transformer(cx, t);
+            cx.leave();
+            v.map(Model::Transformer)
+        }
+        ModelSpec::Cnn(c) => lower_cnn(cx, c).map(Model::Cnn),
+        ModelSpec::Graph(g) => {
+            cx.enter_field("Graph", None);
+            let v = lower_graph(cx, g);
+            cx.leave();
+            v.map(Model::Graph)
+        }
+    };
+    cx.leave();
+    cx.enter_field("task", None);
+    let task = match &s.task {
+        TaskSpec::Training(t) => {
+            cx.enter_field("Training", None);
+            let v = lower_training(cx, t, model.as_ref());
+            cx.leave();
+            v.map(Task::Training)
+        }
+        TaskSpec::Inference(i) => {
+            cx.enter_field("Inference", None);
+            let prompt = cx.count("prompt", i.prompt);
+            let output = cx.count("output", i.output);
+            let batch = cx.count("batch", i.batch);
+            let v = Inference {
+                prompt: prompt.unwrap_or(1),
+                output: output.unwrap_or(1),
+                batch: batch.unwrap_or(1),
+                weights: precision(cx, "weights", &i.weights),
+                compute: precision(cx, "compute", &i.compute),
+                kv_cache: precision(cx, "kv_cache", &i.kv_cache),
+                flash_attention: i.flash_attention,
+            };
+            if matches!(model, Some(Model::Cnn(_)) | Some(Model::Graph(_))) {
+                cx.error(
+                    "",
+                    "inference tasks are modelled for transformers",
+                    Some("use `Run(...)` for an operator graph".into()),
+                );
+            }
+            cx.leave();
+            Some(Task::Inference(v))
+        }
+        TaskSpec::Run(r) => Some(Task::Run(Run {
+            steps: r.steps,
+            samples_per_step: r.samples_per_step.unwrap_or(1.0),
+        })),
+    };
+    cx.leave();
+    if let Some(m) = &s.mapping {
+        cx.enter_field("mapping", m.source.as_ref());
+        check_mapping(cx, m);
+        cx.leave();
+    }
+    cx.leave();
+    Some(Workload {
+        name: s.name.clone(),
+        model: model?,
+        task: task?,
+        mapping: s.mapping.clone(),
+    })
+}
+
+fn lower_transformer(cx: &mut Ctx, t: &TransformerSpec) -> Option<Transformer> {
+    let layers = cx.count("layers", t.layers);
+    let hidden = cx.count("hidden", t.hidden);
+    let heads = cx.count("heads", t.heads);
+    let vocab = cx.count("vocab", t.vocab);
+    let kv = t.kv_heads.map(|k| cx.count("kv_heads", k)).unwrap_or(heads);
+    let ffn = t
+        .ffn
+        .map(|f| cx.count("ffn", f))
+        .unwrap_or(hidden.map(|h| 4 * h));
+    if let (Some(h), Some(a)) = (hidden, heads) {
+        if h % a != 0 {
+            cx.error(
+                "heads",
+                format!("hidden size {h} is not divisible by {a} heads"),
+                Some("head dimension = hidden / heads must be a whole number".into()),
+            );
+        }
+    }
+    if let (Some(a), Some(k)) = (heads, kv) {
+        if k > a || a % k != 0 {
+            cx.error(
+                "kv_heads",
+                format!("{k} key/value heads do not divide {a} attention heads"),
+                Some("grouped-query attention shares each KV head among heads / kv_heads query heads".into()),
+            );
+        }
+    }
+    let experts = t.experts.as_ref().and_then(|e| {
+        cx.enter_field("experts", None);
+        let count = cx.count("count", e.count);
+        let top_k = cx.count("top_k", e.top_k);
+        if let (Some(c), Some(k)) = (count, top_k) {
+            if k > c {
+                cx.error("top_k", format!("top_k {k} exceeds the {c} experts"), None);
+            }
+        }
+        let f = e.ffn.map(|f| cx.count("ffn", f)).unwrap_or(ffn);
+        cx.leave();
+        Some(Experts {
+            count: count?,
+            top_k: top_k?,
+            ffn: f?,
+            shared: e.shared,
+        })
+    });
+    Some(Transformer {
+        layers: layers?,
+        hidden: hidden?,
+        heads: heads?,
+        kv_heads: kv?,
+        ffn: ffn?,
+        gated_ffn: t.gated_ffn,
+        vocab: vocab?,
+        experts: if t.experts.is_some() {
+            Some(experts?)
+        } else {
+            None
+        },
+        tied_embeddings: t.tied_embeddings,
+        causal: t.causal,
+    })
+}
+
+fn lower_training(cx: &mut Ctx, t: &TrainingSpec, model: Option<&Model>) -> Option<Training> {
+    let gb = cx.count("global_batch", t.global_batch);
+    let seq = match (t.seq_len, model) {
+        (Some(s), _) => cx.count("seq_len", s),
+        (None, Some(Model::Transformer(_))) => {
+            cx.error(
+                "",
+                "a transformer training task needs `seq_len`",
+                Some("add `seq_len: 2048,`".into()),
+            );
+            None
+        }
+        _ => Some(1),
+    };
+    cx.enter_field("precision", None);
+    let p = &t.precision;
+    let compute = precision(cx, "compute", &p.compute);
+    let weights = precision(cx, "weights", &p.weights);
+    let gradients = precision(cx, "gradients", &p.gradients);
+    let activations = precision(cx, "activations", &p.activations);
+    if !(p.optimizer_bytes.is_finite() && p.optimizer_bytes >= 0.0 && p.optimizer_bytes <= 64.0) {
+        cx.error(
+            "optimizer_bytes",
+            format!(
+                "`optimizer_bytes` must be between 0 and 64, found {}",
+                p.optimizer_bytes
+            ),
+            Some("Adam with fp32 master weights keeps 12 bytes per parameter".into()),
+        );
+    }
+    cx.leave();
+    let target = t.target.as_ref().and_then(|tg| {
+        let (v, kind) = match tg {
+            TargetSpec::Tokens(v) => (*v, "Tokens"),
+            TargetSpec::Samples(v) => (*v, "Samples"),
+            TargetSpec::Epochs(v) => (*v, "Epochs"),
+            TargetSpec::Steps(v) => (*v, "Steps"),
+        };
+        if !(v.is_finite() && v > 0.0) {
+            cx.error(
+                "target",
+                format!("`{kind}` target must be positive and finite, found {v}"),
+                None,
+            );
+            return None;
+        }
+        Some(match tg {
+            TargetSpec::Tokens(v) => Target::Tokens(*v),
+            TargetSpec::Samples(v) => Target::Samples(*v),
+            TargetSpec::Steps(v) => Target::Steps(*v),
+            TargetSpec::Epochs(e) => match t.dataset_samples {
+                Some(n) => Target::Samples(e * n as f64),
+                None => {
+                    cx.error(
+                        "target",
+                        "an `Epochs` target needs `dataset_samples`",
+                        Some("e.g. `dataset_samples: 1281167` for ImageNet-1K".into()),
+                    );
+                    return None;
+                }
+            },
+        })
+    });
+    let lora = t.lora.as_ref().map(|l| Lora {
+        rank: l.rank,
+        adapted_per_layer: l.adapted_per_layer,
+    });
+    Some(Training {
+        seq: seq?,
+        global_batch: gb?,
+        compute,
+        weights,
+        gradients,
+        optimizer_bytes: p.optimizer_bytes,
+        activations,
+        target,
+        lora,
+        flash_attention: t.flash_attention,
+        dataset_samples: t.dataset_samples,
+    })
+}

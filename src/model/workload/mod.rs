@@ -1,0 +1,307 @@
+//! The validated workload: a transformer, CNN or operator graph, trained or served, with the
+//! arithmetic every estimate starts from (parameters, FLOPs per token).
+
+mod cnn;
+mod graph;
+mod lower;
+
+pub use cnn::resnet;
+
+use lower::lower;
+
+use super::precision::Precision;
+use super::Ctx;
+use crate::diag::Path;
+use crate::spec::mapping::MappingSpec;
+use crate::spec::workload::*;
+use crate::spec::{Fs, Loaded, FORMAT_VERSION};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Workload {
+    pub name: String,
+    pub model: Model,
+    pub task: Task,
+    /// The mapping the source published, if the file gives one.
+    #[serde(skip)]
+    pub mapping: Option<MappingSpec>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub enum Model {
+    Transformer(Transformer),
+    Cnn(Cnn),
+    Graph(Vec<GraphOp>),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Transformer {
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub ffn: u64,
+    pub gated_ffn: bool,
+    pub vocab: u64,
+    pub experts: Option<Experts>,
+    pub tied_embeddings: bool,
+    pub causal: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Experts {
+    pub count: u64,
+    pub top_k: u64,
+    pub ffn: u64,
+    pub shared: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cnn {
+    pub layers: Vec<ConvLayer>,
+    pub image: u64,
+    pub classes: u64,
+    pub name: String,
+}
+
+/// One convolution (or the final fully-connected layer, as a 1×1 conv on a 1×1 map).
+#[derive(Debug, Clone, Serialize)]
+pub struct ConvLayer {
+    pub cin: u64,
+    pub cout: u64,
+    pub kernel: u64,
+    /// Output side.
+    pub out: u64,
+    /// Input side.
+    pub inp: u64,
+}
+
+impl ConvLayer {
+    /// Multiply-accumulate FLOPs per image (2 per MAC).
+    pub fn flops(&self) -> f64 {
+        2.0 * (self.out * self.out * self.kernel * self.kernel * self.cin * self.cout) as f64
+    }
+    pub fn params(&self) -> f64 {
+        (self.kernel * self.kernel * self.cin * self.cout) as f64
+    }
+    pub fn out_elems(&self) -> f64 {
+        (self.out * self.out * self.cout) as f64
+    }
+    pub fn in_elems(&self) -> f64 {
+        (self.inp * self.inp * self.cin) as f64
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub enum GraphOp {
+    /// FLOPs, weight bytes, activation bytes, precision, count.
+    Compute {
+        name: String,
+        matrix: bool,
+        flops: f64,
+        weight_bytes: f64,
+        act_bytes: f64,
+        precision: Precision,
+        count: f64,
+    },
+    Collective {
+        kind: CollectiveKind,
+        bytes: f64,
+        group: u64,
+        count: f64,
+    },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub enum Task {
+    Training(Training),
+    Inference(Inference),
+    Run(Run),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Training {
+    pub seq: u64,
+    pub global_batch: u64,
+    pub compute: Precision,
+    pub weights: Precision,
+    pub gradients: Precision,
+    pub optimizer_bytes: f64,
+    pub activations: Precision,
+    pub target: Option<Target>,
+    pub lora: Option<Lora>,
+    pub flash_attention: bool,
+    pub dataset_samples: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub enum Target {
+    Tokens(f64),
+    Samples(f64),
+    Steps(f64),
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Lora {
+    pub rank: u64,
+    pub adapted_per_layer: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Inference {
+    pub prompt: u64,
+    pub output: u64,
+    pub batch: u64,
+    pub weights: Precision,
+    pub compute: Precision,
+    pub kv_cache: Precision,
+    pub flash_attention: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    pub steps: Option<f64>,
+    pub samples_per_step: f64,
+}
+
+impl Transformer {
+    pub fn head_dim(&self) -> u64 {
+        self.hidden / self.heads
+    }
+    /// Q, K, V and output projection parameters of one layer.
+    pub fn attn_params(&self) -> f64 {
+        let h = self.hidden as f64;
+        let kv = (self.kv_heads * self.head_dim()) as f64;
+        h * h + 2.0 * h * kv + h * h
+    }
+    fn ffn_matrices(&self) -> f64 {
+        if self.gated_ffn {
+            3.0
+        } else {
+            2.0
+        }
+    }
+    /// Parameters of one dense FFN (or one expert).
+    pub fn ffn_params(&self, ffn: u64) -> f64 {
+        self.ffn_matrices() * (self.hidden * ffn) as f64
+    }
+    /// FFN parameters of one layer, all experts.
+    pub fn layer_ffn_params(&self) -> f64 {
+        match &self.experts {
+            Some(e) => {
+                self.ffn_params(e.ffn) * (e.count + e.shared) as f64
+                    + (self.hidden * e.count) as f64
+            }
+            None => self.ffn_params(self.ffn),
+        }
+    }
+    /// FFN parameters a token goes through in one layer.
+    pub fn layer_ffn_active(&self) -> f64 {
+        match &self.experts {
+            Some(e) => self.ffn_params(e.ffn) * (e.top_k + e.shared) as f64,
+            None => self.ffn_params(self.ffn),
+        }
+    }
+    pub fn embedding_params(&self) -> f64 {
+        let e = (self.vocab * self.hidden) as f64;
+        if self.tied_embeddings {
+            e
+        } else {
+            2.0 * e
+        }
+    }
+    /// All parameters.
+    pub fn params(&self) -> f64 {
+        self.layers as f64 * (self.attn_params() + self.layer_ffn_params())
+            + self.embedding_params()
+    }
+    /// Parameters a token is multiplied by (excluding the input embedding lookup).
+    pub fn active_params(&self) -> f64 {
+        self.layers as f64 * (self.attn_params() + self.layer_ffn_active())
+            + (self.vocab * self.hidden) as f64
+    }
+    /// Forward FLOPs per token at context length `s` (attention over `s` keys; halved when causal
+    /// blocks are skipped).
+    pub fn forward_flops_per_token(&self, s: u64, causal_skip: bool) -> f64 {
+        let attn = 4.0 * (s * self.hidden) as f64 * if causal_skip { 0.5 } else { 1.0 };
+        2.0 * self.active_params() + self.layers as f64 * attn
+    }
+}
+
+/// Read and lower a workload file.
+pub fn load_workload(name: &str, fs: &dyn Fs) -> Loaded<Workload> {
+    match super::read_lowered(name, fs, lower) {
+        Ok(r) => super::checked(r.value, r.files, r.diagnostics),
+        Err(u) => u.into(),
+    }
+}
+
+/// Read and check a mapping file.
+pub fn load_mapping(name: &str, fs: &dyn Fs) -> Loaded<MappingSpec> {
+    let check = |cx: &mut Ctx, spec: &MappingSpec| {
+        if spec.version != Some(FORMAT_VERSION) {
+            cx.error(
+                "version",
+                match spec.version {
+                    Some(v) => format!("unsupported format version {v}"),
+                    None => "a mapping file needs `version: 1`".into(),
+                },
+                Some(format!("this tessera reads version {FORMAT_VERSION}")),
+            );
+        }
+        cx.declare_sources(&spec.sources);
+        cx.enter_part(cx.file(), Path::root(), spec.source.as_ref());
+        if spec.source.is_none() {
+            cx.warn(
+                "",
+                "the mapping names no `source`",
+                Some("add `source: \"key\"` and `sources: { \"key\": \"paper, table\" }`, or `source: \"assumed\"`".into()),
+            );
+        }
+        check_mapping(cx, spec);
+        cx.leave();
+        Some(spec.clone())
+    };
+    match super::read_lowered(name, fs, check) {
+        Ok(r) => super::checked(r.value, r.files, r.diagnostics),
+        Err(u) => u.into(),
+    }
+}
+
+fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
+    for (f, v) in [
+        ("dp", m.dp),
+        ("tp", m.tp),
+        ("pp", m.pp),
+        ("ep", m.ep),
+        ("cp", m.cp),
+        ("micro_batch", m.micro_batch),
+        ("interleave", m.interleave),
+    ] {
+        if let Some(v) = v {
+            cx.count(f, v);
+        }
+    }
+    if let Some(o) = &m.order {
+        use crate::spec::mapping::Dim;
+        let all = [Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp];
+        if o.len() != 4 || !all.iter().all(|d| o.contains(d)) {
+            cx.error(
+                "order",
+                format!("`order` must name each of Tp, Cp, Dp, Pp once, found {o:?}"),
+                Some(
+                    "innermost first, e.g. `order: [Tp, Cp, Dp, Pp]` (Megatron-LM's layout)".into(),
+                ),
+            );
+        }
+    }
+    if let Some(z) = m.zero {
+        if z > 3 {
+            cx.error(
+                "zero",
+                format!("ZeRO stage {z} does not exist"),
+                Some("stages are 0 (none), 1 (optimizer state), 2 (+ gradients), 3 (+ weights, = FSDP)".into()),
+            );
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! Reading a case file: its id, metric, published value and tolerance checked with located
+//! diagnostics, the architecture, workload and mapping it names, and the run's conditions applied.
+
+use super::{Case, Metric};
+use crate::diag::{Diagnostic, Severity};
+use crate::engine::{MappingChoice, Objective};
+use crate::model::precision::Precision;
+use crate::model::system::load_system;
+use crate::model::workload::{load_mapping, load_workload, Target, Task, Workload};
+use crate::model::Ctx;
+use crate::spec::validation::*;
+use crate::spec::{join, Files, Fs, Loaded, FORMAT_VERSION};
+use crate::units::Dimension;
+
+/// Whether `text` names `id` as a whole word (ids are `[a-z0-9-]`).
+pub fn mentions(text: &str, id: &str) -> bool {
+    let is_id = |c: char| c.is_ascii_alphanumeric() || c == '-';
+    text.match_indices(id).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + id.len()..].chars().next();
+        !before.is_some_and(is_id) && !after.is_some_and(is_id)
+    })
+}
+
+/// Whether a path lies in a `known-gaps` directory.
+pub fn is_known_gap(path: &str) -> bool {
+    std::path::Path::new(path)
+        .components()
+        .any(|c| c.as_os_str() == "known-gaps")
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !id.starts_with('-')
+        && !id.ends_with('-')
+}
+
+/// Parse a throughput as written in a case (`"28356 tokens/s"`, `"1.8 k tokens/s"`,
+/// `"38400 images/s"`): a number, an optional SI prefix, a unit of work per second.
+pub fn parse_throughput(text: &str) -> Result<f64, String> {
+    let q = split_tag(text).0;
+    let (num, unit) = match q.find(|c: char| c.is_whitespace()) {
+        Some(i) => (q[..i].trim(), q[i..].trim()),
+        None => return Err(format!("`{q}` has no unit: write e.g. \"28356 tokens/s\"")),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{num}` is not a number"))?;
+    let (scale, rest) = match unit.split_once(' ') {
+        Some((p, r)) => match p {
+            "k" => (1e3, r),
+            "M" => (1e6, r),
+            "G" => (1e9, r),
+            _ => return Err(format!("unknown prefix `{p}`: use k, M or G")),
+        },
+        None => (1.0, unit),
+    };
+    const UNITS: [&str; 6] = [
+        "tokens/s",
+        "samples/s",
+        "images/s",
+        "sequences/s",
+        "queries/s",
+        "/s",
+    ];
+    if !UNITS.contains(&rest) {
+        return Err(format!(
+            "unknown throughput unit `{rest}`: use one of {}",
+            UNITS.join(", ")
+        ));
+    }
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("throughput must be positive, found {v}"));
+    }
+    Ok(v * scale)
+}
+
+/// Read and check a case file, its architecture and its workload.
+pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
+    let crate::model::Read {
+        spec,
+        file: id,
+        value: mut lowered,
+        mut files,
+        diagnostics: mut diags,
+    } = match crate::model::read_lowered::<CaseSpec, _>(name, fs, |cx, s| lower_case(cx, s, name)) {
+        Ok(r) => r,
+        Err(u) => return u.into(),
+    };
+    // The architecture, workload and mapping files the case names, with their own diagnostics.
+    let sys_path = join(name, &spec.system);
+    let ls = load_system(&sys_path, fs);
+    merge(&mut files, ls.files, &mut diags, ls.diagnostics);
+    let wl_path = join(name, &spec.workload);
+    let lw = load_workload(&wl_path, fs);
+    merge(&mut files, lw.files, &mut diags, lw.diagnostics);
+    let mapping = match &spec.mapping {
+        CaseMapping::Use(rel) => {
+            let lm = load_mapping(&join(name, rel), fs);
+            let v = lm.value.clone();
+            merge(&mut files, lm.files, &mut diags, lm.diagnostics);
+            v.map(MappingChoice::Given)
+        }
+        CaseMapping::Given(m) => Some(MappingChoice::Given(m.clone())),
+        CaseMapping::Auto => Some(MappingChoice::Auto(Objective::Time)),
+        CaseMapping::Published => lw.value.as_ref().map(|w| match &w.mapping {
+            Some(m) => MappingChoice::Given(m.clone()),
+            None => MappingChoice::Auto(Objective::Time),
+        }),
+    };
+    let value = match (lowered.as_mut(), ls.value, lw.value, mapping) {
+        (Some(l), Some(sys), Some(mut w), Some(mapping)) => {
+            let fitted = sys.fitted.iter().any(|t| mentions(t, &spec.id));
+            if let Err(msg) = apply_run(&mut w, spec.run.as_ref()) {
+                let mut cx = Ctx::new(&files, id);
+                cx.error("run", msg, None);
+                diags.extend(cx.diags);
+            }
+            if let (Some(b), Some(n)) = (l.baseline, spec.devices.or(Some(sys.devices))) {
+                if b == 0 || b >= n {
+                    let mut cx = Ctx::new(&files, id);
+                    cx.error(
+                        "metric",
+                        format!("the baseline ({b} devices) must be between 1 and the case's {n} devices"),
+                        None,
+                    );
+                    diags.extend(cx.diags);
+                }
+            }
+            Some(Case {
+                id: spec.id.clone(),
+                family: spec.family.clone(),
+                description: spec.description.clone(),
+                file: name.to_string(),
+                citation: l.citation.clone(),
+                system: sys,
+                workload: w,
+                devices: spec.devices,
+                mapping,
+                metric: l.metric,
+                baseline: l.baseline,
+                published: l.published,
+                tolerance: l.tolerance,
+                tolerance_basis: spec.tolerance_basis.clone(),
+                evaluation: l.evaluation,
+                startup_s: l.startup_s,
+                boundary: l.boundary,
+                known_gap: is_known_gap(name),
+                fitted,
+            })
+        }
+        _ => None,
+    };
+    let ok = !diags.iter().any(|d| d.severity == Severity::Error);
+    Loaded {
+        value: if ok { value } else { None },
+        files,
+        diagnostics: diags,
+    }
+}
+
+/// Append another load's files and diagnostics.
+pub(crate) fn merge(
+    files: &mut Files,
+    more: Files,
+    diags: &mut Vec<Diagnostic>,
+    more_diags: Vec<Diagnostic>,
+) {
+    for (n, t) in more.files {
+        if files.text_of(&n).is_none() {
+            files.add(&n, t);
+        }
+    }
+    diags.extend(more_diags);
+}
+
+/// The figures of a case file, checked.
+struct Lowered {
+    citation: String,
+    metric: Metric,
+    baseline: Option<u64>,
+    published: f64,
+    tolerance: f64,
+    evaluation: Option<(f64, f64, f64)>,
+    startup_s: f64,
+    boundary: PowerBoundary,
+}
+
+fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
+    cx.declare_sources(&s.sources);
+    if s.version != FORMAT_VERSION {
+        cx.error(
+            "version",
+            format!("unsupported format version {}", s.version),
+            Some(format!("this tessera reads version {FORMAT_VERSION}")),
+        );
+    }
+    if !valid_id(&s.id) {
+        cx.error(
+            "id",
+            format!("case id `{}` must be lower-case letters, digits and `-`", s.id),
+            Some("ids are named in fitted citations of architecture files, e.g. `mlperf-v50-llama405b-h100-8192`".into()),
+        );
+    }
+    let stem = std::path::Path::new(name)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if stem != s.id && valid_id(&s.id) {
+        cx.warn(
+            "id",
+            format!("case id `{}` differs from the file name `{stem}`", s.id),
+            Some("name the file after the id so a case is easy to find".into()),
+        );
+    }
+    if s.family.trim().is_empty() {
+        cx.error("family", "the case names no hardware family", None);
+    }
+    if s.tolerance_basis.trim().is_empty() {
+        cx.error(
+            "tolerance_basis",
+            "say why the tolerance is what it is",
+            Some("the measurement's own uncertainty and what the model leaves out, set before looking at the result".into()),
+        );
+    }
+    let citation = s.sources.get(&s.source).cloned();
+    if citation.is_none() {
+        cx.error(
+            "source",
+            format!("source `{}` is not declared in `sources`", s.source),
+            Some(
+                "cite the MLPerf round, submitter, system and result path, or the paper and table"
+                    .into(),
+            ),
+        );
+    }
+    let (metric, baseline) = match &s.metric {
+        MetricSpec::TimeToTrain => (Metric::TimeToTrain, None),
+        MetricSpec::StepTime => (Metric::StepTime, None),
+        MetricSpec::Throughput => (Metric::Throughput, None),
+        MetricSpec::Mfu => (Metric::Mfu, None),
+        MetricSpec::ScalingEfficiency(b) => (Metric::ScalingEfficiency, Some(b.baseline)),
+        MetricSpec::AveragePower => (Metric::AveragePower, None),
+        MetricSpec::Energy => (Metric::Energy, None),
+    };
+    cx.enter_part(cx.file(), crate::diag::Path::root(), Some(&s.source));
+    let published = match metric {
+        Metric::TimeToTrain | Metric::StepTime => {
+            cx.positive("published", &s.published, Dimension::Time)
+        }
+        Metric::Mfu | Metric::ScalingEfficiency => {
+            let v = cx.positive("published", &s.published, Dimension::Ratio);
+            if v.is_some_and(|v| v > 1.0) {
+                cx.error(
+                    "published",
+                    format!("{} cannot exceed 100 %", metric.name()),
+                    None,
+                );
+            }
+            v
+        }
+        Metric::AveragePower => cx.positive("published", &s.published, Dimension::Power),
+        Metric::Energy => cx.positive("published", &s.published, Dimension::Energy),
+        Metric::Throughput => match parse_throughput(&s.published.0) {
+            Ok(v) => {
+                // check the source tag like any quantity
+                let _ = cx.q(
+                    "published",
+                    &crate::spec::Q(format!("{v} {}", tag_of(&s.published.0))),
+                    Dimension::Ratio,
+                );
+                Some(v)
+            }
+            Err(m) => {
+                cx.error("published", m, None);
+                None
+            }
+        },
+    };
+    let tolerance = cx.positive("tolerance", &s.tolerance, Dimension::Ratio);
+    if tolerance.is_some_and(|t| t >= 1.0) {
+        cx.error(
+            "tolerance",
+            "a tolerance of 100 % or more accepts anything",
+            None,
+        );
+    }
+    let run = s.run.clone().unwrap_or_default();
+    cx.enter_field("run", None);
+    let startup_s = match &run.startup {
+        Some(q) => cx.non_negative("startup", q, Dimension::Time),
+        None => Some(0.0),
+    };
+    let evaluation = run.evaluation.as_ref().and_then(|e| {
+        cx.enter_field("evaluation", e.source.as_ref());
+        let start = e.start.unwrap_or(e.every);
+        let ok = [e.every, e.samples, start]
+            .iter()
+            .all(|v| v.is_finite() && *v > 0.0);
+        if !ok {
+            cx.error("", "`every`, `samples` and `start` must be positive", None);
+        }
+        if e.source.is_none() {
+            cx.warn(
+                "",
+                "the evaluation schedule names no `source`",
+                Some("cite the benchmark's reference, or write `source: \"assumed\"`".into()),
+            );
+        }
+        cx.leave();
+        ok.then_some((start, e.every, e.samples))
+    });
+    cx.leave();
+    cx.leave();
+    Some(Lowered {
+        citation: citation?,
+        metric,
+        baseline,
+        published: published?,
+        tolerance: tolerance?,
+        evaluation,
+        startup_s: startup_s?,
+        boundary: run.power_boundary.unwrap_or(PowerBoundary::It),
+    })
+}
+
+/// A quantity text split into its body and its `@source` tag.
+pub(crate) fn split_tag(text: &str) -> (&str, Option<&str>) {
+    match text.split_once('@') {
+        Some((b, t)) => (b.trim(), Some(t.trim())),
+        None => (text.trim(), None),
+    }
+}
+
+/// The ` @tag` of a quantity text, or "".
+fn tag_of(text: &str) -> String {
+    match split_tag(text).1 {
+        Some(t) => format!("@{t}"),
+        None => String::new(),
+    }
+}
+
+/// Apply the run's global batch and target to the workload.
+fn apply_run(w: &mut Workload, run: Option<&RunConditions>) -> Result<(), String> {
+    let Some(run) = run else { return Ok(()) };
+    if run.global_batch.is_none()
+        && run.target.is_none()
+        && run.activations.is_none()
+        && run.compute.is_none()
+    {
+        return Ok(());
+    }
+    let Task::Training(t) = &mut w.task else {
+        return Err(
+            "`global_batch`, `target`, `compute` and `activations` apply to training workloads"
+                .into(),
+        );
+    };
+    let parse = |field: &str, a: &str| {
+        Precision::parse(a).ok_or_else(|| {
+            format!(
+                "unknown precision `{a}` for `{field}`: {}",
+                Precision::names().collect::<Vec<_>>().join(", ")
+            )
+        })
+    };
+    if let Some(a) = &run.activations {
+        t.activations = parse("activations", a)?;
+    }
+    if let Some(c) = &run.compute {
+        t.compute = parse("compute", c)?;
+    }
+    if let Some(gb) = run.global_batch {
+        if gb == 0 {
+            return Err("`global_batch` must be at least 1".into());
+        }
+        t.global_batch = gb;
+    }
+    if let Some(tg) = run.target {
+        let (RunTarget::Tokens(v) | RunTarget::Samples(v) | RunTarget::Steps(v)) = tg;
+        if !(v.is_finite() && v > 0.0) {
+            return Err(format!("the target must be positive, found {v}"));
+        }
+        t.target = Some(match tg {
+            RunTarget::Tokens(v) => Target::Tokens(v),
+            RunTarget::Samples(v) => Target::Samples(v),
+            RunTarget::Steps(v) => Target::Steps(v),
+        });
+    }
+    Ok(())
+}

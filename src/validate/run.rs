@@ -1,0 +1,161 @@
+//! Evaluating a case through the engine: resolving its mapping, predicting its metric (with the
+//! run's evaluations, start-up and power boundary) and comparing it with the published value.
+
+use super::{Case, CaseResult, Metric};
+use crate::engine::program::{Phase, Section};
+use crate::engine::{self, cpu, MappingChoice};
+use crate::model::system::System;
+use crate::model::workload::{Target, Task, Workload};
+use crate::spec::validation::*;
+
+/// Resolve the mapping and evaluate `w` on `n` devices: the estimate and, per step, the share of
+/// operator time spent in forward passes (for evaluation passes).
+fn evaluate(
+    sys: &System,
+    w: &Workload,
+    choice: &MappingChoice,
+    n: u64,
+) -> Result<(engine::Estimate, f64), String> {
+    let prep = engine::prepare(sys, w, choice, Some(n)).map_err(|i| i.reason.to_string())?;
+    let (m, p, mach) = (prep.mapping, prep.program, prep.machine);
+    let e = engine::finish(sys, w, &m, &p, &mach);
+    if !e.feasible {
+        return Err(e.reason.clone().unwrap_or_else(|| "infeasible".into()));
+    }
+    let mut trace = Vec::new();
+    cpu::eval_traced(&p, &mach, Some(&mut trace));
+    let (mut fwd, mut all) = (0.0, 0.0);
+    for (op, t) in p.ops.iter().zip(&trace) {
+        if op.section == Section::MicroBatch {
+            all += t;
+            if op.phase == Phase::Forward {
+                fwd += t;
+            }
+        }
+    }
+    let share = if all > 0.0 { fwd / all } else { 1.0 };
+    Ok((e, share))
+}
+
+fn mapping_words(e: &engine::Estimate) -> String {
+    match &e.mapping {
+        Some(m) => format!(
+            "dp {} tp {} pp {} cp {} v {} mb {} zero {} {:?}",
+            m.dp, m.tp, m.pp, m.cp, m.interleave, m.micro_batch, m.zero, m.recompute
+        )
+        .to_lowercase(),
+        None => String::new(),
+    }
+}
+
+fn global_batch(w: &Workload) -> Option<u64> {
+    match &w.task {
+        Task::Training(t) => Some(t.global_batch),
+        _ => None,
+    }
+}
+
+/// Predict the case's metric.
+pub fn predict(c: &Case) -> Result<(f64, String), String> {
+    let n = c.devices.unwrap_or(c.system.devices);
+    let (e, fwd_share) = evaluate(&c.system, &c.workload, &c.mapping, n)?;
+    let words = mapping_words(&e);
+    let step = e.step_time_s.unwrap_or(f64::NAN);
+    let facility = e.average_power_w.unwrap_or(f64::NAN);
+    let it = facility / c.system.pue;
+    let power = match c.boundary {
+        PowerBoundary::Facility => facility,
+        PowerBoundary::It => it,
+        // the devices alone: IT power less their share of hosts, NICs, switches, weight store
+        PowerBoundary::Devices => {
+            it - n as f64 * c.system.overhead_power() / c.system.devices as f64
+        }
+    };
+    // Wall-clock time of the whole run: training steps, the run's evaluations (forward passes
+    // over the evaluation set at the training step's per-sample forward cost) and start-up.
+    let run_time = || -> Result<f64, String> {
+        let train = e
+            .time_to_train_s
+            .ok_or("the workload sets no training target")?;
+        let eval = match (c.evaluation, global_batch(&c.workload), &c.workload.task) {
+            (Some((start, every, samples)), Some(gb), Task::Training(t)) => {
+                let trained = match t.target {
+                    Some(Target::Samples(s)) => s,
+                    Some(Target::Tokens(x)) => x / t.seq as f64,
+                    Some(Target::Steps(x)) => x * gb as f64,
+                    None => 0.0,
+                };
+                let evals = if trained >= start {
+                    ((trained - start) / every).floor() + 1.0
+                } else {
+                    0.0
+                };
+                evals * samples * step * fwd_share / gb as f64
+            }
+            _ => 0.0,
+        };
+        Ok(train + eval + c.startup_s)
+    };
+    let v = match c.metric {
+        Metric::StepTime => step,
+        Metric::Throughput => e.throughput_per_s.unwrap_or(f64::NAN),
+        Metric::Mfu => e.mfu.unwrap_or(f64::NAN),
+        Metric::TimeToTrain => run_time()?,
+        Metric::AveragePower => power,
+        Metric::Energy => power * run_time()?,
+        Metric::ScalingEfficiency => {
+            let b = c.baseline.unwrap_or(1);
+            let mut wb = c.workload.clone();
+            if let Task::Training(t) = &mut wb.task {
+                // weak scaling: the baseline keeps the per-device batch
+                let per = t.global_batch as f64 / n as f64;
+                t.global_batch = ((per * b as f64).round() as u64).max(1);
+            }
+            let choice = match &c.mapping {
+                MappingChoice::Given(spec) => {
+                    let mut s = spec.clone();
+                    s.dp = None;
+                    MappingChoice::Given(s)
+                }
+                a => a.clone(),
+            };
+            let (eb, _) = evaluate(&c.system, &wb, &choice, b)
+                .map_err(|r| format!("baseline on {b} devices: {r}"))?;
+            let per_n = e.throughput_per_s.unwrap_or(0.0) / n as f64;
+            let per_b = eb.throughput_per_s.unwrap_or(0.0) / b as f64;
+            per_n / per_b
+        }
+    };
+    if !v.is_finite() {
+        return Err(format!("the estimate gives no {}", c.metric.name()));
+    }
+    Ok((v, words))
+}
+
+/// Evaluate a case against its published value.
+pub fn run_case(c: &Case) -> CaseResult {
+    let n = c.devices.unwrap_or(c.system.devices);
+    let (predicted, detail) = match predict(c) {
+        Ok((v, d)) => (Some(v), d),
+        Err(r) => (None, r),
+    };
+    let error = predicted.map(|p| (p - c.published) / c.published);
+    CaseResult {
+        id: c.id.clone(),
+        family: c.family.clone(),
+        metric: c.metric,
+        published: c.published,
+        predicted,
+        error,
+        tolerance: c.tolerance,
+        within: error.is_some_and(|e| e.abs() <= c.tolerance),
+        fitted: c.fitted,
+        known_gap: c.known_gap,
+        source: c.citation.clone(),
+        file: c.file.clone(),
+        system: c.system.name.clone(),
+        workload: c.workload.name.clone(),
+        devices: n,
+        detail,
+    }
+}
