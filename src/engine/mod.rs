@@ -9,6 +9,7 @@
 pub mod cpu;
 mod estimate;
 pub mod lower;
+pub mod machine;
 mod prepare;
 pub mod program;
 pub mod reason;
