@@ -28,6 +28,24 @@ pub enum Dimension {
 }
 
 impl Dimension {
+    /// The SI symbol values of this dimension are held in ("" for ratios and counts).
+    pub fn si_symbol(self) -> &'static str {
+        match self {
+            Dimension::Ratio => "",
+            Dimension::Time => "s",
+            Dimension::Bytes => "B",
+            Dimension::Bandwidth => "B/s",
+            Dimension::FlopRate => "FLOP/s",
+            Dimension::Power => "W",
+            Dimension::Energy => "J",
+            Dimension::EnergyPerFlop => "J/FLOP",
+            Dimension::EnergyPerByte => "J/B",
+            Dimension::Frequency => "Hz",
+            Dimension::Area => "m2",
+            Dimension::Length => "m",
+            Dimension::FlopsPerCycle => "FLOP/cycle",
+        }
+    }
     /// Units a user may write for this dimension, for messages and did-you-mean hints.
     pub fn example_units(self) -> &'static [&'static str] {
         match self {

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use tessera::engine::cpu::{collective, eval};
 use tessera::engine::lower::{lower, machine};
 use tessera::engine::program::*;
+use tessera::engine::table as t;
 use tessera::model::mapping::{Mapping, Recompute};
 use tessera::model::precision::{Precision, NPREC};
 use tessera::model::system::{load_system, MemFs, System};
@@ -18,38 +19,26 @@ fn h100() -> Machine {
     peak[Precision::Bf16.index()] = 989.4e12;
     let mut vec = [0.0; NPREC];
     vec[Precision::Bf16.index()] = 133.8e12;
-    Machine {
-        matrix_peak: peak,
-        vector_peak: vec,
-        eff_matmul: 1.0,
-        eff_low_precision: 1.0,
-        eff_vector: 1.0,
-        eff_memory: 1.0,
-        eff_network: 1.0,
-        kernel_overhead: 0.0,
-        sram_capacity: 0.0,
-        sram_bandwidth: 0.0,
-        sram_energy_per_byte: 0.0,
-        hbm_capacity: 80e9,
-        hbm_bandwidth: 3.35e12,
-        hbm_energy_per_byte: 0.0,
-        ext_capacity: 0.0,
-        ext_bandwidth: 0.0,
-        ext_latency: 0.0,
-        up_bandwidth: 450e9,
-        up_latency: 0.0,
-        up_in_network_reduction: false,
-        up_energy_per_byte: 0.0,
-        out_bandwidth: 50e9,
-        out_latency: 0.0,
-        out_in_network_reduction: false,
-        out_energy_per_byte: 0.0,
-        tdp: 700.0,
-        idle_power: 100.0,
-        energy_per_flop: [0.0; NPREC],
-        overhead_power: 0.0,
-        pue: 1.0,
+    let mut m = Machine::zero();
+    m.set_row(t::MATRIX_PEAK, &peak);
+    m.set_row(t::VECTOR_PEAK, &vec);
+    for e in [
+        t::EFF_MATMUL,
+        t::EFF_LOW_PRECISION,
+        t::EFF_VECTOR,
+        t::EFF_MEMORY,
+        t::EFF_NETWORK,
+    ] {
+        m[e] = 1.0;
     }
+    m[t::HBM_CAPACITY] = 80e9;
+    m[t::HBM_BANDWIDTH] = 3.35e12;
+    m[t::UP_BANDWIDTH] = 450e9;
+    m[t::OUT_BANDWIDTH] = 50e9;
+    m[t::TDP] = 700.0;
+    m[t::IDLE_POWER] = 100.0;
+    m[t::PUE] = 1.0;
+    m
 }
 
 fn gemm_program(m: f64, n: f64, k: f64) -> Program {
@@ -128,12 +117,12 @@ fn ring_all_reduce_time() {
     assert_relative_eq!(t, 2.0 * 7.0 / 8.0 * 1e9 / 450e9, max_relative = 1e-12);
     assert_relative_eq!(up, 1.75e9, max_relative = 1e-12);
     // with 1 µs per step: + 2·(8−1)·1 µs = 14 µs
-    m.up_latency = 1e-6;
+    m[t::UP_LATENCY] = 1e-6;
     let (t2, _, _) = collective(&comm(CollKind::AllReduce, 1e9, 8.0, 1.0), &m);
     assert_relative_eq!(t2 - t, 14e-6, max_relative = 1e-9);
     // In-network reduction (NVLS/SHARP): each GPU sends and receives the buffer once: 1e9 / 450e9.
-    m.up_latency = 0.0;
-    m.up_in_network_reduction = true;
+    m[t::UP_LATENCY] = 0.0;
+    m[t::UP_INR] = 1.0;
     let (t3, _, _) = collective(&comm(CollKind::AllReduce, 1e9, 8.0, 1.0), &m);
     assert_relative_eq!(t3, 1e9 / 450e9, max_relative = 1e-12);
 }
@@ -173,10 +162,10 @@ fn torus_group_uses_the_dimensions_it_spans() {
     c.inner_share = place_group(&sys, 2, 1, 64).2;
     let m = machine(&sys, 64);
     let (t, _, _) = collective(&c, &m);
-    let bw = m.up_bandwidth * m.eff_network / 3.0;
+    let bw = m[t::UP_BANDWIDTH] * m[t::EFF_NETWORK] / 3.0;
     assert_relative_eq!(
         t,
-        2.0 * 1.0 / 2.0 * 1e9 / bw + 2.0 * m.up_latency,
+        2.0 * 1.0 / 2.0 * 1e9 / bw + 2.0 * m[t::UP_LATENCY],
         max_relative = 1e-12
     );
 }
@@ -406,11 +395,11 @@ proptest! {
         let e0 = eval(&p, &m);
         prop_assume!(e0.feasible);
         let mut m2 = m.clone();
-        for x in m2.matrix_peak.iter_mut() { *x *= flops; }
-        for x in m2.vector_peak.iter_mut() { *x *= flops; }
-        m2.hbm_bandwidth *= hbm;
-        m2.up_bandwidth *= up;
-        m2.out_bandwidth *= out;
+        for x in &mut m2.0[t::MATRIX_PEAK..t::MATRIX_PEAK + NPREC] { *x *= flops; }
+        for x in &mut m2.0[t::VECTOR_PEAK..t::VECTOR_PEAK + NPREC] { *x *= flops; }
+        m2[t::HBM_BANDWIDTH] *= hbm;
+        m2[t::UP_BANDWIDTH] *= up;
+        m2[t::OUT_BANDWIDTH] *= out;
         let e1 = eval(&p, &m2);
         prop_assert!(e1.feasible);
         prop_assert!(e1.step_time <= e0.step_time * (1.0 + 1e-12), "{} > {}", e1.step_time, e0.step_time);
@@ -422,9 +411,9 @@ proptest! {
         let (p, m) = base_eval(tp, pp, Recompute::Selective);
         let e = eval(&p, &m);
         prop_assume!(e.feasible);
-        let static_w = p.devices * (m.idle_power + m.overhead_power) * m.pue;
+        let static_w = p.devices * (m[t::IDLE_POWER] + m[t::OVERHEAD_POWER]) * m[t::PUE];
         prop_assert!(e.energy_per_step >= static_w * e.step_time * (1.0 - 1e-12));
-        prop_assert!(e.average_power <= p.devices * (m.tdp + m.overhead_power) * m.pue * (1.0 + 1e-12));
+        prop_assert!(e.average_power <= p.devices * (m[t::TDP] + m[t::OVERHEAD_POWER]) * m[t::PUE] * (1.0 + 1e-12));
     }
 
     /// A deeper or wider model takes longer per step under the same mapping.

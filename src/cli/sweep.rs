@@ -270,8 +270,17 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         let Some(sys) = l.value else {
             return Ok(Exit::Failed);
         };
-        for p in tessera::sweep::paths::known(&sys) {
-            writeln!(out, "{p}")?;
+        let listed = tessera::sweep::paths::listed(&sys);
+        if a.format == Format::Json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&listed).expect("json")
+            )?;
+        } else {
+            for l in listed {
+                writeln!(out, "{}", l.path)?;
+            }
         }
         return Ok(Exit::Ok);
     }

@@ -4,35 +4,36 @@
 
 use super::program::*;
 use super::reason::point::{MEMORY as REASON_MEMORY, NO_COMPUTE as REASON_NO_COMPUTE};
+use super::table::{self as t, Machine};
 
 /// Alpha-beta time of one collective and the bytes each device sends over the scale-up and
 /// scale-out links. Ring algorithms inside a tier, hierarchical (scale-up, then scale-out, then
 /// scale-up) across tiers, in-network reduction where the switches offer it.
 pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
     if c.weight_stream {
-        let bw = m.ext_bandwidth * m.eff_network;
+        let bw = m[t::EXT_BANDWIDTH] * m[t::EFF_NETWORK];
         if bw <= 0.0 {
             return (f64::INFINITY, 0.0, 0.0);
         }
-        return (c.bytes / bw + m.ext_latency, 0.0, 0.0);
+        return (c.bytes / bw + m[t::EXT_LATENCY], 0.0, 0.0);
     }
     let u = c.inner.max(1.0);
     let o = c.outer.max(1.0);
     if u <= 1.0 && o <= 1.0 {
         return (0.0, 0.0, 0.0);
     }
-    let bu = m.up_bandwidth * m.eff_network * c.inner_share;
-    let bo = m.out_bandwidth * m.eff_network;
+    let bu = m[t::UP_BANDWIDTH] * m[t::EFF_NETWORK] * c.inner_share;
+    let bo = m[t::OUT_BANDWIDTH] * m[t::EFF_NETWORK];
     let s = c.bytes;
     // latency terms: ring inside a domain, tree (log2) across domains
-    let lu = m.up_latency;
-    let lo = m.out_latency;
+    let lu = m[t::UP_LATENCY];
+    let lo = m[t::OUT_LATENCY];
     let log2o = o.log2().max(1.0);
     let (t, up_bytes, out_bytes) = match c.kind {
         CollKind::AllReduce => {
             // reduce-scatter + all-reduce across domains + all-gather
             let (t_in, b_in) = if u > 1.0 {
-                if m.up_in_network_reduction {
+                if m.flag(t::UP_INR) {
                     (s / bu + 2.0 * lu, s)
                 } else {
                     (
@@ -45,7 +46,7 @@ pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
             };
             let shard = s / u;
             let (t_out, b_out) = if o > 1.0 {
-                if m.out_in_network_reduction {
+                if m.flag(t::OUT_INR) {
                     (shard / bo + 2.0 * lo * log2o, shard)
                 } else {
                     (
@@ -113,14 +114,9 @@ pub struct OpTime {
 /// overlapped when they live in two.
 pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
     let rate = if op.matrix {
-        let eff = if op.precision >= 5 {
-            m.eff_matmul * m.eff_low_precision
-        } else {
-            m.eff_matmul
-        };
-        m.matrix_peak[op.precision] * eff
+        m[t::MATRIX_PEAK + op.precision] * t::matrix_efficiency(&m.0, op.precision)
     } else {
-        m.vector_peak[op.precision] * m.eff_vector
+        m[t::VECTOR_PEAK + op.precision] * m[t::EFF_VECTOR]
     };
     if op.flops > 0.0 && rate <= 0.0 {
         return None;
@@ -152,31 +148,36 @@ pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
 
 fn tier_bandwidth(t: Tier, m: &Machine) -> f64 {
     match t {
-        Tier::Sram => m.sram_bandwidth * m.eff_memory,
-        Tier::Hbm => m.hbm_bandwidth * m.eff_memory,
-        Tier::External => m.ext_bandwidth * m.eff_network,
+        Tier::Sram => m[t::SRAM_BANDWIDTH] * m[t::EFF_MEMORY],
+        Tier::Hbm => m[t::HBM_BANDWIDTH] * m[t::EFF_MEMORY],
+        Tier::External => m[t::EXT_BANDWIDTH] * m[t::EFF_NETWORK],
     }
 }
 
 fn tier_energy(t: Tier, m: &Machine) -> f64 {
     match t {
-        Tier::Sram => m.sram_energy_per_byte,
-        Tier::Hbm => m.hbm_energy_per_byte,
-        Tier::External => m.out_energy_per_byte,
+        Tier::Sram => m[t::SRAM_ENERGY],
+        Tier::Hbm => m[t::HBM_ENERGY],
+        Tier::External => m[t::OUT_ENERGY],
     }
 }
 
 /// Place model state and working data in the fastest tier they fit; `None` if nothing holds them.
 pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     let (s, w) = (f.state(), f.working());
-    let (sram, hbm) = (m.sram_capacity > 0.0, m.hbm_capacity > 0.0);
-    if sram && s + w <= m.sram_capacity {
+    let (sram, hbm) = (m[t::SRAM_CAPACITY] > 0.0, m[t::HBM_CAPACITY] > 0.0);
+    if sram && s + w <= m[t::SRAM_CAPACITY] {
         Some((Tier::Sram, Tier::Sram))
-    } else if sram && m.ext_capacity > 0.0 && s <= m.ext_capacity && w <= m.sram_capacity {
+    } else if sram
+        && m[t::EXT_CAPACITY] > 0.0
+        && s <= m[t::EXT_CAPACITY]
+        && w <= m[t::SRAM_CAPACITY]
+    {
         Some((Tier::External, Tier::Sram))
-    } else if hbm && s + w <= m.hbm_capacity {
+    } else if hbm && s + w <= m[t::HBM_CAPACITY] {
         Some((Tier::Hbm, Tier::Hbm))
-    } else if hbm && m.ext_capacity > 0.0 && s <= m.ext_capacity && w <= m.hbm_capacity {
+    } else if hbm && m[t::EXT_CAPACITY] > 0.0 && s <= m[t::EXT_CAPACITY] && w <= m[t::HBM_CAPACITY]
+    {
         Some((Tier::External, Tier::Hbm))
     } else {
         None
@@ -203,7 +204,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         weights_tier: Tier::Hbm,
         working_tier: Tier::Hbm,
         needed_bytes: p.footprint.total(),
-        available_bytes: m.sram_capacity.max(m.hbm_capacity),
+        available_bytes: m[t::SRAM_CAPACITY].max(m[t::HBM_CAPACITY]),
     };
     let Some((wt, at)) = place(&p.footprint, m) else {
         out.reason_code = REASON_MEMORY;
@@ -236,8 +237,8 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         } else {
             b.memory += t_m * op.count;
         }
-        b.other += m.kernel_overhead * op.count;
-        let t = (t_c.max(t_m) + m.kernel_overhead) * op.count;
+        b.other += m[t::KERNEL_OVERHEAD] * op.count;
+        let t = (t_c.max(t_m) + m[t::KERNEL_OVERHEAD]) * op.count;
         busy[s] += t;
         if s == 0 && op.phase == Phase::Backward {
             bwd_mb += t;
@@ -248,7 +249,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         }
         dyn_energy += mult
             * op.count
-            * (op.flops * m.energy_per_flop[op.precision]
+            * (op.flops * m[t::ENERGY_PER_FLOP + op.precision]
                 + op.weight_bytes * e_w
                 + op.act_bytes * e_a);
     }
@@ -266,7 +267,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         if let Some(tr) = trace.as_deref_mut() {
             tr.push(exposed * mult);
         }
-        dyn_energy += mult * c.count * (bu * m.up_energy_per_byte + bo * m.out_energy_per_byte);
+        dyn_energy += mult * c.count * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY]);
     }
     let t_mb = br[0].total();
     let mut total = br[0].scale(p.micro_batches);
@@ -280,12 +281,12 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         return out;
     }
     // Power: each device idles plus its dynamic energy over the step, capped at TDP.
-    let dev_power = (m.idle_power + dyn_energy / t_step).min(m.tdp);
-    let power = p.devices * (dev_power + m.overhead_power) * m.pue;
+    let dev_power = (m[t::IDLE_POWER] + dyn_energy / t_step).min(m[t::TDP]);
+    let power = p.devices * (dev_power + m[t::OVERHEAD_POWER]) * m[t::PUE];
     out.average_power = power;
     out.energy_per_step = power * t_step;
     out.throughput = p.units_per_step / t_step;
-    let peak = m.matrix_peak[p.mfu_precision] * p.devices;
+    let peak = m[t::MATRIX_PEAK + p.mfu_precision] * p.devices;
     out.mfu = if peak > 0.0 {
         p.model_flops_per_step / (t_step * peak)
     } else {

@@ -1,126 +1,133 @@
-//! The system → its machine vector: every number of the validated model an evaluator reads,
-//! per device and in SI, with the rules that combine the model's figures (memory levels into
-//! tiers, oversubscription into the scale-out bandwidth, energy per FLOP derived from TDP).
+//! The system → its machine vector: every slot of the machine table filled from the validated
+//! model, per device and in SI, with the rules that combine the model's figures (memory levels
+//! into tiers, oversubscription into the scale-out bandwidth, energy per FLOP derived from TDP
+//! where the model records that the file gives none).
 
-use super::program::Machine;
-use crate::model::precision::Precision;
+use super::table::{self as t, Derive, Machine};
+use crate::model::precision::{Precision, NPREC};
 use crate::model::system::System;
 use crate::spec::arch::MemoryKind;
 
 /// The machine vector of `sys` when `devices` of its devices are used.
 pub fn machine(sys: &System, devices: u64) -> Machine {
+    let _ = devices;
     let d = &sys.device;
-    let mut sram_cap = 0.0;
-    let mut sram_bw: f64 = 0.0;
-    let mut sram_e = 0.0;
-    let mut hbm_cap = 0.0;
-    let mut hbm_bw = 0.0;
-    let mut hbm_e = 0.0;
-    for m in &d.memory {
-        if m.cache {
-            continue;
-        }
-        if m.kind == MemoryKind::Sram {
-            sram_cap += m.capacity;
-            sram_bw = sram_bw.max(m.bandwidth);
-            sram_e = m.energy_per_byte;
+    let mut m = Machine::zero();
+    // Memory levels (fastest first) into two tiers: SRAM capacities add and the fastest level
+    // sets the rate; main-memory capacities and bandwidths add; a tier's energy per byte and
+    // latency are those of its last and its first level.
+    let mut seen = [false; 2];
+    for l in d.memory.iter().filter(|l| !l.cache) {
+        let sram = l.kind == MemoryKind::Sram;
+        if sram {
+            m[t::SRAM_CAPACITY] += l.capacity;
+            m[t::SRAM_BANDWIDTH] = m[t::SRAM_BANDWIDTH].max(l.bandwidth);
+            m[t::SRAM_ENERGY] = l.energy_per_byte;
         } else {
-            hbm_cap += m.capacity;
-            hbm_bw += m.bandwidth;
-            hbm_e = m.energy_per_byte;
+            m[t::HBM_CAPACITY] += l.capacity;
+            m[t::HBM_BANDWIDTH] += l.bandwidth;
+            m[t::HBM_ENERGY] = l.energy_per_byte;
+        }
+        let (k, lat) = if sram {
+            (0, t::SRAM_LATENCY)
+        } else {
+            (1, t::HBM_LATENCY)
+        };
+        if !seen[k] {
+            m[lat] = l.latency;
+            seen[k] = true;
         }
     }
-    let (up_bw, up_lat, up_inr, up_e) = match &sys.scale_up {
-        Some(u) => (
-            u.bandwidth,
-            u.latency,
-            u.in_network_reduction,
-            u.energy_per_byte,
-        ),
-        None => (0.0, 0.0, false, 0.0),
-    };
-    let (out_bw, out_lat, out_inr, out_e) = match &sys.scale_out {
-        Some(o) => (
-            o.bandwidth / o.oversubscription,
-            o.latency,
-            o.in_network_reduction,
-            o.energy_per_byte,
-        ),
-        None => (0.0, 0.0, false, 0.0),
-    };
-    let (ext_cap, ext_bw, ext_lat) = match &sys.weight_store {
-        Some(w) => (w.capacity, w.bandwidth, w.latency),
-        None => (0.0, 0.0, 0.0),
-    };
-    let _ = devices;
-    let mut vector_peak = d.vector_peak;
+    if let Some(u) = &sys.scale_up {
+        m[t::UP_BANDWIDTH] = u.bandwidth;
+        m[t::UP_LATENCY] = u.latency;
+        m[t::UP_INR] = flag(u.in_network_reduction);
+        m[t::UP_ENERGY] = u.energy_per_byte;
+    }
+    if let Some(o) = &sys.scale_out {
+        m[t::OUT_BANDWIDTH] = o.bandwidth / o.oversubscription;
+        m[t::OUT_LATENCY] = o.latency;
+        m[t::OUT_INR] = flag(o.in_network_reduction);
+        m[t::OUT_ENERGY] = o.energy_per_byte;
+    }
+    if let Some(w) = &sys.weight_store {
+        m[t::EXT_CAPACITY] = w.capacity;
+        m[t::EXT_BANDWIDTH] = w.bandwidth;
+        m[t::EXT_LATENCY] = w.latency;
+    }
+    if let Some(mesh) = &d.mesh {
+        m[t::MESH_X] = mesh.dims.first().copied().unwrap_or(0) as f64;
+        m[t::MESH_Y] = mesh.dims.get(1).copied().unwrap_or(1) as f64;
+        m[t::MESH_LINK_BANDWIDTH] = mesh.link_bandwidth;
+        m[t::MESH_HOP_LATENCY] = mesh.hop_latency;
+        m[t::MESH_ENERGY] = mesh.energy_per_byte_hop;
+    }
+    let mut vector_peak = [0.0; NPREC];
     for p in Precision::ALL {
         vector_peak[p.index()] = d.vector_rate(p);
     }
-    // Where the architecture gives no energy per FLOP, the model derives it from the TDP as
-    // (TDP − idle) / peak: the device would draw its TDP only at 100 % of peak. Accelerators reach
-    // their TDP (and are power-capped there) when their engines run at the *achievable* rate of
-    // large GEMMs, so the derived figure is taken against the achievable rate: divided by the
-    // efficiency of each precision. A device then draws its TDP at its stated efficiency, and a
-    // training step's power is TDP × (achieved / achievable) plus memory and link energy.
-    let mut energy_per_flop = d.energy_per_flop;
-    if d.energy_per_flop_derived {
-        let e = &d.efficiency;
-        for p in Precision::ALL {
-            let i = p.index();
-            let eff = if d.matrix_peak[i] > 0.0 {
-                e.matmul
-                    * if i >= Precision::Fp8.index() {
-                        e.low_precision_matmul
-                    } else {
-                        1.0
-                    }
-            } else {
-                e.vector
-            };
-            if eff > 0.0 {
-                energy_per_flop[i] /= eff;
-            }
-        }
-    }
+    m.set_row(t::VECTOR_PEAK, &vector_peak);
     // A matrix product runs on the vector units where a precision has no matrix-engine rate
     // (P100 and V100 CUDA cores, UPMEM): the matrix rate is then the vector rate.
     let mut matrix_peak = d.matrix_peak;
-    for (m, v) in matrix_peak.iter_mut().zip(d.vector_peak) {
-        if *m == 0.0 {
-            *m = v;
+    for (mp, v) in matrix_peak.iter_mut().zip(d.vector_peak) {
+        if *mp == 0.0 {
+            *mp = v;
         }
     }
-    Machine {
-        matrix_peak,
-        vector_peak,
-        eff_matmul: d.efficiency.matmul,
-        eff_low_precision: d.efficiency.low_precision_matmul,
-        eff_vector: d.efficiency.vector,
-        eff_memory: d.efficiency.memory,
-        eff_network: d.efficiency.network,
-        kernel_overhead: d.efficiency.kernel_overhead,
-        sram_capacity: sram_cap,
-        sram_bandwidth: sram_bw,
-        sram_energy_per_byte: sram_e,
-        hbm_capacity: hbm_cap,
-        hbm_bandwidth: hbm_bw,
-        hbm_energy_per_byte: hbm_e,
-        ext_capacity: ext_cap,
-        ext_bandwidth: ext_bw,
-        ext_latency: ext_lat,
-        up_bandwidth: up_bw,
-        up_latency: up_lat,
-        up_in_network_reduction: up_inr,
-        up_energy_per_byte: up_e,
-        out_bandwidth: out_bw,
-        out_latency: out_lat,
-        out_in_network_reduction: out_inr,
-        out_energy_per_byte: out_e,
-        tdp: d.tdp,
-        idle_power: d.idle_power,
-        energy_per_flop,
-        overhead_power: sys.overhead_power() / sys.devices as f64,
-        pue: sys.pue,
+    m.set_row(t::MATRIX_PEAK, &matrix_peak);
+    m.set_row(t::RAW_MATRIX, &d.matrix_peak);
+    m.set_row(t::RAW_VECTOR, &d.vector_peak);
+    m.set_row(t::RAW_EPF, &d.energy_per_flop);
+    let e = &d.efficiency;
+    m[t::EFF_MATMUL] = e.matmul;
+    m[t::EFF_LOW_PRECISION] = e.low_precision_matmul;
+    m[t::EFF_VECTOR] = e.vector;
+    m[t::EFF_MEMORY] = e.memory;
+    m[t::EFF_NETWORK] = e.network;
+    m[t::KERNEL_OVERHEAD] = e.kernel_overhead;
+    m[t::TDP] = d.tdp;
+    m[t::IDLE_POWER] = d.idle_power;
+    m.set_row(t::ENERGY_PER_FLOP, &d.energy_per_flop);
+    // The model already holds the derived figures; only the division by efficiency remains.
+    t::derive(
+        Derive {
+            rederive: 0,
+            divide: energy_rules(sys).divide,
+        },
+        &mut m.0,
+    );
+    m[t::OVERHEAD_POWER] = sys.overhead_power() / sys.devices as f64;
+    m[t::PUE] = sys.pue;
+    m
+}
+
+fn flag(b: bool) -> f64 {
+    if b {
+        1.0
+    } else {
+        0.0
     }
+}
+
+/// How energy per FLOP follows the other figures on this system, as the model records it.
+///
+/// Where the architecture gives no energy per FLOP, the model derives it from the TDP as
+/// (TDP − idle) / peak: the device would draw its TDP only at 100 % of peak. Accelerators reach
+/// their TDP (and are power-capped there) when their engines run at the *achievable* rate of
+/// large GEMMs, so where every figure is derived it is taken against the achievable rate: divided
+/// by the efficiency of each precision. A device then draws its TDP at its stated efficiency, and
+/// a training step's power is TDP × (achieved / achievable) plus memory and link energy.
+pub fn energy_rules(sys: &System) -> Derive {
+    let d = &sys.device;
+    let mut r = Derive::default();
+    for i in 0..NPREC {
+        if d.energy_per_flop_from_tdp[i] {
+            r.rederive |= 1 << i;
+        }
+        if d.energy_per_flop_derived {
+            r.divide |= 1 << i;
+        }
+    }
+    r
 }

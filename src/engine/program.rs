@@ -5,7 +5,6 @@
 //! count, bubble factor, memory footprint). A [`Machine`] holds every number of the system a sweep
 //! may vary. `eval` in `cpu.rs` and the WGSL kernel read exactly these two.
 
-use crate::model::precision::NPREC;
 use serde::Serialize;
 
 /// Where an operator's work is counted.
@@ -133,46 +132,7 @@ pub struct Program {
     pub steps: Option<f64>,
 }
 
-/// Every system number a sweep may vary, flat. Per device unless noted.
-#[derive(Clone, Debug, Serialize)]
-pub struct Machine {
-    pub matrix_peak: [f64; NPREC],
-    pub vector_peak: [f64; NPREC],
-    pub eff_matmul: f64,
-    pub eff_low_precision: f64,
-    pub eff_vector: f64,
-    pub eff_memory: f64,
-    pub eff_network: f64,
-    pub kernel_overhead: f64,
-    /// On-chip storage (SRAM that holds data, not a cache).
-    pub sram_capacity: f64,
-    pub sram_bandwidth: f64,
-    pub sram_energy_per_byte: f64,
-    /// Device main memory (HBM, DRAM).
-    pub hbm_capacity: f64,
-    pub hbm_bandwidth: f64,
-    pub hbm_energy_per_byte: f64,
-    /// External weight store per device (0 = none).
-    pub ext_capacity: f64,
-    pub ext_bandwidth: f64,
-    pub ext_latency: f64,
-    /// Scale-up link: per device, per direction.
-    pub up_bandwidth: f64,
-    pub up_latency: f64,
-    pub up_in_network_reduction: bool,
-    pub up_energy_per_byte: f64,
-    /// Scale-out link: per device, per direction (already divided by oversubscription).
-    pub out_bandwidth: f64,
-    pub out_latency: f64,
-    pub out_in_network_reduction: bool,
-    pub out_energy_per_byte: f64,
-    pub tdp: f64,
-    pub idle_power: f64,
-    pub energy_per_flop: [f64; NPREC],
-    /// Hosts, NICs, switches, weight store: power per device of the system.
-    pub overhead_power: f64,
-    pub pue: f64,
-}
+pub use super::table::Machine;
 
 /// Where a data class lives for one design point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -1,257 +1,323 @@
-//! The machine vector as a flat array of numbers, one index per quantity: the form sweep axes
-//! write into and the WGSL kernel reads. [`to_fields`] and [`from_fields`] convert to and from
-//! [`Machine`] without loss; the field indices are handed to the kernel as generated constants, so
-//! the host and the shader cannot disagree on the layout.
+//! The machine table: every number of the validated model an evaluator reads (and the few a
+//! sweep needs to re-derive one), declared once — its slot in the flat machine vector, its name,
+//! its unit, how it is obtained from the model, and the sweep paths that reach it.
 //!
-//! After the [`NF`] machine fields come a few "shadow" fields a sweep needs to re-derive dependent
-//! quantities the way the loader does (the raw per-precision peaks the default energy per FLOP is
-//! derived from).
+//! [`Machine`] *is* that vector: `engine::machine` fills it from a system, sweep axes write into
+//! it, `cpu.rs` reads it, and the WGSL kernel gets the slot indices as generated constants
+//! ([`wgsl_constants`]), so no layout is written twice. `tessera sweep --list-paths` lists the
+//! table's paths.
 
-use crate::engine::program::Machine;
-use crate::model::precision::NPREC;
+use crate::model::precision::{Precision, NPREC};
 use crate::units::Dimension;
 
-pub const MATRIX_PEAK: usize = 0;
-pub const VECTOR_PEAK: usize = MATRIX_PEAK + NPREC;
-pub const EFF_MATMUL: usize = VECTOR_PEAK + NPREC;
-pub const EFF_LOW_PRECISION: usize = EFF_MATMUL + 1;
-pub const EFF_VECTOR: usize = EFF_MATMUL + 2;
-pub const EFF_MEMORY: usize = EFF_MATMUL + 3;
-pub const EFF_NETWORK: usize = EFF_MATMUL + 4;
-pub const KERNEL_OVERHEAD: usize = EFF_MATMUL + 5;
-pub const SRAM_CAPACITY: usize = EFF_MATMUL + 6;
-pub const SRAM_BANDWIDTH: usize = EFF_MATMUL + 7;
-pub const SRAM_ENERGY: usize = EFF_MATMUL + 8;
-pub const HBM_CAPACITY: usize = EFF_MATMUL + 9;
-pub const HBM_BANDWIDTH: usize = EFF_MATMUL + 10;
-pub const HBM_ENERGY: usize = EFF_MATMUL + 11;
-pub const EXT_CAPACITY: usize = EFF_MATMUL + 12;
-pub const EXT_BANDWIDTH: usize = EFF_MATMUL + 13;
-pub const EXT_LATENCY: usize = EFF_MATMUL + 14;
-pub const UP_BANDWIDTH: usize = EFF_MATMUL + 15;
-pub const UP_LATENCY: usize = EFF_MATMUL + 16;
-pub const UP_INR: usize = EFF_MATMUL + 17;
-pub const UP_ENERGY: usize = EFF_MATMUL + 18;
-pub const OUT_BANDWIDTH: usize = EFF_MATMUL + 19;
-pub const OUT_LATENCY: usize = EFF_MATMUL + 20;
-pub const OUT_INR: usize = EFF_MATMUL + 21;
-pub const OUT_ENERGY: usize = EFF_MATMUL + 22;
-pub const TDP: usize = EFF_MATMUL + 23;
-pub const IDLE_POWER: usize = EFF_MATMUL + 24;
-pub const ENERGY_PER_FLOP: usize = EFF_MATMUL + 25;
-pub const OVERHEAD_POWER: usize = ENERGY_PER_FLOP + NPREC;
-pub const PUE: usize = OVERHEAD_POWER + 1;
-/// Fields of [`Machine`].
-pub const NF: usize = PUE + 1;
-/// Shadow: the device's own matrix and vector peaks per precision (before the vector-rate
-/// fallback), from which the loader derives energy per FLOP when the file gives none.
-pub const RAW_MATRIX: usize = NF;
-pub const RAW_VECTOR: usize = RAW_MATRIX + NPREC;
-/// Shadow: the device's energy per FLOP as the model holds it, before `lower::machine` divides a
-/// derived figure by the efficiency of its engines.
-pub const RAW_EPF: usize = RAW_VECTOR + NPREC;
-/// All fields, machine and shadow.
-pub const NX: usize = RAW_EPF + NPREC;
+/// How a slot's value is obtained from the validated model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum How {
+    /// A figure of the model as the architecture file states it (sourced or assumed there).
+    Model,
+    /// Combined from several model figures by a fixed rule (stated in the slot's doc).
+    Combined,
+    /// Derived where the file gives none, by a rule the model records per system (energy per FLOP
+    /// from TDP); the model says which precisions were derived, nothing re-detects it.
+    Derived,
+}
 
-/// The flat form of a machine plus its shadow fields.
+/// One row of the machine table.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    /// The `F_…` constant name (without the prefix).
+    pub konst: &'static str,
+    /// Name as `machine.<name>` spells it (per-precision slots add `.<precision>`).
+    pub name: &'static str,
+    /// First index in the machine vector.
+    pub at: usize,
+    /// 1, or [`NPREC`] for a per-precision slot.
+    pub len: usize,
+    pub dimension: Dimension,
+    pub how: How,
+    /// Whether an evaluator reads it today (the others are recorded for the models that will).
+    pub evaluated: bool,
+    /// File-shaped sweep paths that set it (`{p}` a precision, `{level}` a memory level).
+    pub paths: &'static [&'static str],
+    pub doc: &'static str,
+}
+
+macro_rules! machine_table {
+    ($( $konst:ident [$len:expr] $name:literal, $dim:ident, $how:ident, $eval:literal,
+        [$($path:literal),*], $doc:literal; )*) => {
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        #[repr(usize)]
+        enum Id { $($konst),* }
+        const LENS: &[usize] = &[$($len),*];
+        const fn offset(id: usize) -> usize {
+            let (mut s, mut k) = (0, 0);
+            while k < id {
+                s += LENS[k];
+                k += 1;
+            }
+            s
+        }
+        $( #[doc = $doc] pub const $konst: usize = offset(Id::$konst as usize); )*
+        /// Slots in the machine vector.
+        pub const NX: usize = offset(LENS.len());
+        /// The table, in slot order.
+        pub const SLOTS: &[Slot] = &[$(Slot {
+            konst: stringify!($konst),
+            name: $name,
+            at: $konst,
+            len: $len,
+            dimension: Dimension::$dim,
+            how: How::$how,
+            evaluated: $eval,
+            paths: &[$($path),*],
+            doc: $doc,
+        }),*];
+    };
+}
+
+machine_table! {
+    MATRIX_PEAK [NPREC] "matrix_peak", FlopRate, Combined, true, ["device.peak.{p}"],
+        "Matrix-engine peak per precision (FLOP/s); the vector rate where a precision has no matrix rate.";
+    VECTOR_PEAK [NPREC] "vector_peak", FlopRate, Combined, true, ["device.vector_peak.{p}"],
+        "Vector rate per precision: the vector peak, a wider format's, or the matrix peak / 16.";
+    EFF_MATMUL [1] "eff_matmul", Ratio, Model, true, ["device.efficiency.matmul"],
+        "Achievable fraction of the matrix peak.";
+    EFF_LOW_PRECISION [1] "eff_low_precision", Ratio, Model, true,
+        ["device.efficiency.low_precision_matmul"],
+        "Extra factor on the matrix efficiency for fp8 and narrower.";
+    EFF_VECTOR [1] "eff_vector", Ratio, Model, true, ["device.efficiency.vector"],
+        "Achievable fraction of the vector peak.";
+    EFF_MEMORY [1] "eff_memory", Ratio, Model, true, ["device.efficiency.memory"],
+        "Achievable fraction of memory bandwidth.";
+    EFF_NETWORK [1] "eff_network", Ratio, Model, true, ["device.efficiency.network"],
+        "Achievable fraction of link bandwidth.";
+    KERNEL_OVERHEAD [1] "kernel_overhead", Time, Model, true, ["device.efficiency.kernel_overhead"],
+        "Fixed time per operator call (s).";
+    SRAM_CAPACITY [1] "sram_capacity", Bytes, Combined, true,
+        ["device.memory.{sram}.capacity", "sram.capacity"],
+        "On-chip data SRAM per device: the sum of the SRAM levels (B).";
+    SRAM_BANDWIDTH [1] "sram_bandwidth", Bandwidth, Combined, true,
+        ["device.memory.{sram}.bandwidth", "sram.bandwidth"],
+        "SRAM bandwidth per device: the fastest SRAM level (B/s).";
+    SRAM_ENERGY [1] "sram_energy_per_byte", EnergyPerByte, Model, true,
+        ["device.memory.{sram}.energy_per_byte", "sram.energy_per_byte"],
+        "Energy per byte of SRAM traffic: the last SRAM level's (J/B).";
+    HBM_CAPACITY [1] "hbm_capacity", Bytes, Combined, true,
+        ["device.memory.{dram}.capacity", "hbm.capacity"],
+        "Device main memory (HBM, DRAM): the sum of its levels (B).";
+    HBM_BANDWIDTH [1] "hbm_bandwidth", Bandwidth, Combined, true,
+        ["device.memory.{dram}.bandwidth", "hbm.bandwidth"],
+        "Main-memory bandwidth: the sum of its levels (B/s).";
+    HBM_ENERGY [1] "hbm_energy_per_byte", EnergyPerByte, Model, true,
+        ["device.memory.{dram}.energy_per_byte", "hbm.energy_per_byte"],
+        "Energy per byte of main-memory traffic: the last level's (J/B).";
+    EXT_CAPACITY [1] "ext_capacity", Bytes, Model, true, ["weight_store.capacity"],
+        "External weight store per device (0 = none) (B).";
+    EXT_BANDWIDTH [1] "ext_bandwidth", Bandwidth, Model, true, ["weight_store.bandwidth"],
+        "Weight-store bandwidth per device (B/s).";
+    EXT_LATENCY [1] "ext_latency", Time, Model, true, ["weight_store.latency"],
+        "Weight-store latency (s).";
+    UP_BANDWIDTH [1] "up_bandwidth", Bandwidth, Model, true, ["scale_up.bandwidth"],
+        "Scale-up bandwidth per device, per direction (B/s); a file counting both directions is halved.";
+    UP_LATENCY [1] "up_latency", Time, Model, true, ["scale_up.latency"],
+        "Scale-up latency per step of a collective (s).";
+    UP_INR [1] "up_in_network_reduction", Ratio, Model, true, ["scale_up.in_network_reduction"],
+        "1 where the scale-up switches reduce in the network (SHARP), else 0.";
+    UP_ENERGY [1] "up_energy_per_byte", EnergyPerByte, Model, true, ["scale_up.energy_per_bit"],
+        "Energy per byte over the scale-up link (J/B; the file writes it per bit).";
+    OUT_BANDWIDTH [1] "out_bandwidth", Bandwidth, Combined, true,
+        ["scale_out.bandwidth", "scale_out.oversubscription"],
+        "Scale-out bandwidth per device, per direction, divided by the oversubscription (B/s).";
+    OUT_LATENCY [1] "out_latency", Time, Model, true, ["scale_out.latency"],
+        "Scale-out latency per step of a collective (s).";
+    OUT_INR [1] "out_in_network_reduction", Ratio, Model, true, ["scale_out.in_network_reduction"],
+        "1 where the scale-out switches reduce in the network, else 0.";
+    OUT_ENERGY [1] "out_energy_per_byte", EnergyPerByte, Model, true, ["scale_out.energy_per_bit"],
+        "Energy per byte over the scale-out link (J/B).";
+    TDP [1] "tdp", Power, Model, true, ["device.tdp"],
+        "Device power limit (W).";
+    IDLE_POWER [1] "idle_power", Power, Model, true, ["device.idle_power"],
+        "Device power when idle (W).";
+    ENERGY_PER_FLOP [NPREC] "energy_per_flop", EnergyPerFlop, Derived, true,
+        ["device.energy_per_flop.{p}"],
+        "Dynamic energy per FLOP (J): the file's figure, or (TDP − idle) / peak where it gives none, taken against the achievable rate when every figure is derived.";
+    OVERHEAD_POWER [1] "overhead_power", Power, Combined, true, ["overhead_power"],
+        "Hosts, NICs, switches and weight store: power per device of the system (W).";
+    PUE [1] "pue", Ratio, Model, true, ["facility.pue"],
+        "Facility power usage effectiveness.";
+    SRAM_LATENCY [1] "sram_latency", Time, Model, false, ["device.memory.{sram}.latency"],
+        "Access latency of the fastest SRAM level (s).";
+    HBM_LATENCY [1] "hbm_latency", Time, Model, false, ["device.memory.{dram}.latency"],
+        "Access latency of the fastest main-memory level (s).";
+    MESH_X [1] "mesh_x", Ratio, Model, false, ["device.mesh.x"],
+        "Cores along the first dimension of the on-chip mesh (0 = no mesh).";
+    MESH_Y [1] "mesh_y", Ratio, Model, false, ["device.mesh.y"],
+        "Cores along the second dimension of the on-chip mesh.";
+    MESH_LINK_BANDWIDTH [1] "mesh_link_bandwidth", Bandwidth, Model, false,
+        ["device.mesh.link_bandwidth"],
+        "Bandwidth of one mesh link, per direction (B/s).";
+    MESH_HOP_LATENCY [1] "mesh_hop_latency", Time, Model, false, ["device.mesh.hop_latency"],
+        "Latency of one mesh hop (s).";
+    MESH_ENERGY [1] "mesh_energy_per_byte_hop", EnergyPerByte, Model, false,
+        ["device.mesh.energy_per_bit_hop"],
+        "Energy per byte per mesh hop (J/B; the file writes it per bit).";
+    RAW_MATRIX [NPREC] "raw_matrix_peak", FlopRate, Model, false, [],
+        "The device's own matrix peaks (before the vector-rate fallback), which derived energy per FLOP follows.";
+    RAW_VECTOR [NPREC] "raw_vector_peak", FlopRate, Model, false, [],
+        "The device's own vector peaks, which derived energy per FLOP follows.";
+    RAW_EPF [NPREC] "raw_energy_per_flop", EnergyPerFlop, Model, false, [],
+        "Energy per FLOP as the model holds it (before the division by efficiency).";
+}
+
+/// The slots of the machine the evaluators and `machine.*` axes address: all but the raw model
+/// figures at the end.
+pub const NF: usize = RAW_MATRIX;
+
+/// The machine vector: one number per slot of [`SLOTS`], per device, SI. Flags are 1 or 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Machine(pub [f64; NX]);
+
+impl Machine {
+    pub fn zero() -> Machine {
+        Machine([0.0; NX])
+    }
+    /// Slot `at` of a per-precision row at precision index `p`.
+    #[inline]
+    pub fn at(&self, at: usize, p: usize) -> f64 {
+        self.0[at + p]
+    }
+    /// The per-precision row starting at `at`.
+    pub fn row(&self, at: usize) -> [f64; NPREC] {
+        let mut a = [0.0; NPREC];
+        a.copy_from_slice(&self.0[at..at + NPREC]);
+        a
+    }
+    pub fn set_row(&mut self, at: usize, v: &[f64; NPREC]) {
+        self.0[at..at + NPREC].copy_from_slice(v);
+    }
+    pub fn flag(&self, at: usize) -> bool {
+        self.0[at] != 0.0
+    }
+}
+
+impl std::ops::Index<usize> for Machine {
+    type Output = f64;
+    #[inline]
+    fn index(&self, i: usize) -> &f64 {
+        &self.0[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Machine {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut f64 {
+        &mut self.0[i]
+    }
+}
+
+/// The flat form a sweep writes into (the same vector).
 pub type Fields = [f64; NX];
 
-/// Name of field `i` as the `machine.<name>` sweep path spells it (per-precision fields as
+/// The slot holding index `i`.
+pub fn slot_of(i: usize) -> &'static Slot {
+    let k = SLOTS.partition_point(|s| s.at <= i);
+    &SLOTS[k - 1]
+}
+
+/// Name of index `i` as the `machine.<name>` sweep path spells it (per-precision slots as
 /// `matrix_peak.fp8`).
 pub fn name(i: usize) -> String {
-    use crate::model::precision::Precision;
-    let prec = |base: usize| Precision::ALL[i - base].name();
-    match i {
-        _ if i < VECTOR_PEAK => format!("matrix_peak.{}", prec(MATRIX_PEAK)),
-        _ if i < EFF_MATMUL => format!("vector_peak.{}", prec(VECTOR_PEAK)),
-        _ if (ENERGY_PER_FLOP..OVERHEAD_POWER).contains(&i) => {
-            format!("energy_per_flop.{}", prec(ENERGY_PER_FLOP))
-        }
-        _ if (RAW_MATRIX..RAW_VECTOR).contains(&i) => {
-            format!("raw_matrix_peak.{}", prec(RAW_MATRIX))
-        }
-        _ if (RAW_VECTOR..RAW_EPF).contains(&i) => {
-            format!("raw_vector_peak.{}", prec(RAW_VECTOR))
-        }
-        _ if (RAW_EPF..NX).contains(&i) => format!("raw_energy_per_flop.{}", prec(RAW_EPF)),
-        EFF_MATMUL => "eff_matmul".into(),
-        EFF_LOW_PRECISION => "eff_low_precision".into(),
-        EFF_VECTOR => "eff_vector".into(),
-        EFF_MEMORY => "eff_memory".into(),
-        EFF_NETWORK => "eff_network".into(),
-        KERNEL_OVERHEAD => "kernel_overhead".into(),
-        SRAM_CAPACITY => "sram_capacity".into(),
-        SRAM_BANDWIDTH => "sram_bandwidth".into(),
-        SRAM_ENERGY => "sram_energy_per_byte".into(),
-        HBM_CAPACITY => "hbm_capacity".into(),
-        HBM_BANDWIDTH => "hbm_bandwidth".into(),
-        HBM_ENERGY => "hbm_energy_per_byte".into(),
-        EXT_CAPACITY => "ext_capacity".into(),
-        EXT_BANDWIDTH => "ext_bandwidth".into(),
-        EXT_LATENCY => "ext_latency".into(),
-        UP_BANDWIDTH => "up_bandwidth".into(),
-        UP_LATENCY => "up_latency".into(),
-        UP_INR => "up_in_network_reduction".into(),
-        UP_ENERGY => "up_energy_per_byte".into(),
-        OUT_BANDWIDTH => "out_bandwidth".into(),
-        OUT_LATENCY => "out_latency".into(),
-        OUT_INR => "out_in_network_reduction".into(),
-        OUT_ENERGY => "out_energy_per_byte".into(),
-        TDP => "tdp".into(),
-        IDLE_POWER => "idle_power".into(),
-        OVERHEAD_POWER => "overhead_power".into(),
-        PUE => "pue".into(),
-        _ => format!("field{i}"),
-    }
-}
-
-/// What field `i` measures (its values are SI in that dimension).
-pub fn dimension(i: usize) -> Dimension {
-    match i {
-        _ if i < EFF_MATMUL => Dimension::FlopRate,
-        _ if (RAW_MATRIX..RAW_EPF).contains(&i) => Dimension::FlopRate,
-        _ if (RAW_EPF..NX).contains(&i) => Dimension::EnergyPerFlop,
-        _ if (ENERGY_PER_FLOP..OVERHEAD_POWER).contains(&i) => Dimension::EnergyPerFlop,
-        KERNEL_OVERHEAD | EXT_LATENCY | UP_LATENCY | OUT_LATENCY => Dimension::Time,
-        SRAM_CAPACITY | HBM_CAPACITY | EXT_CAPACITY => Dimension::Bytes,
-        SRAM_BANDWIDTH | HBM_BANDWIDTH | EXT_BANDWIDTH | UP_BANDWIDTH | OUT_BANDWIDTH => {
-            Dimension::Bandwidth
-        }
-        SRAM_ENERGY | HBM_ENERGY | UP_ENERGY | OUT_ENERGY => Dimension::EnergyPerByte,
-        TDP | IDLE_POWER | OVERHEAD_POWER => Dimension::Power,
-        _ => Dimension::Ratio,
-    }
-}
-
-fn flag(b: bool) -> f64 {
-    if b {
-        1.0
+    let s = slot_of(i);
+    if s.len == NPREC {
+        format!("{}.{}", s.name, Precision::ALL[i - s.at].name())
     } else {
-        0.0
+        s.name.to_string()
     }
 }
 
-/// The machine's fields; the shadow fields are left at 0 (the caller fills them from the system).
-pub fn to_fields(m: &Machine) -> Fields {
-    let mut x = [0.0; NX];
-    x[MATRIX_PEAK..MATRIX_PEAK + NPREC].copy_from_slice(&m.matrix_peak);
-    x[VECTOR_PEAK..VECTOR_PEAK + NPREC].copy_from_slice(&m.vector_peak);
-    x[EFF_MATMUL] = m.eff_matmul;
-    x[EFF_LOW_PRECISION] = m.eff_low_precision;
-    x[EFF_VECTOR] = m.eff_vector;
-    x[EFF_MEMORY] = m.eff_memory;
-    x[EFF_NETWORK] = m.eff_network;
-    x[KERNEL_OVERHEAD] = m.kernel_overhead;
-    x[SRAM_CAPACITY] = m.sram_capacity;
-    x[SRAM_BANDWIDTH] = m.sram_bandwidth;
-    x[SRAM_ENERGY] = m.sram_energy_per_byte;
-    x[HBM_CAPACITY] = m.hbm_capacity;
-    x[HBM_BANDWIDTH] = m.hbm_bandwidth;
-    x[HBM_ENERGY] = m.hbm_energy_per_byte;
-    x[EXT_CAPACITY] = m.ext_capacity;
-    x[EXT_BANDWIDTH] = m.ext_bandwidth;
-    x[EXT_LATENCY] = m.ext_latency;
-    x[UP_BANDWIDTH] = m.up_bandwidth;
-    x[UP_LATENCY] = m.up_latency;
-    x[UP_INR] = flag(m.up_in_network_reduction);
-    x[UP_ENERGY] = m.up_energy_per_byte;
-    x[OUT_BANDWIDTH] = m.out_bandwidth;
-    x[OUT_LATENCY] = m.out_latency;
-    x[OUT_INR] = flag(m.out_in_network_reduction);
-    x[OUT_ENERGY] = m.out_energy_per_byte;
-    x[TDP] = m.tdp;
-    x[IDLE_POWER] = m.idle_power;
-    x[ENERGY_PER_FLOP..ENERGY_PER_FLOP + NPREC].copy_from_slice(&m.energy_per_flop);
-    x[OVERHEAD_POWER] = m.overhead_power;
-    x[PUE] = m.pue;
-    x
+/// What index `i` measures (its values are SI in that dimension).
+pub fn dimension(i: usize) -> Dimension {
+    slot_of(i).dimension
 }
 
-/// The machine the fields describe (flags are true where their field is not 0).
-pub fn from_fields(x: &[f64]) -> Machine {
-    let arr = |base: usize| -> [f64; NPREC] {
-        let mut a = [0.0; NPREC];
-        a.copy_from_slice(&x[base..base + NPREC]);
-        a
-    };
-    Machine {
-        matrix_peak: arr(MATRIX_PEAK),
-        vector_peak: arr(VECTOR_PEAK),
-        eff_matmul: x[EFF_MATMUL],
-        eff_low_precision: x[EFF_LOW_PRECISION],
-        eff_vector: x[EFF_VECTOR],
-        eff_memory: x[EFF_MEMORY],
-        eff_network: x[EFF_NETWORK],
-        kernel_overhead: x[KERNEL_OVERHEAD],
-        sram_capacity: x[SRAM_CAPACITY],
-        sram_bandwidth: x[SRAM_BANDWIDTH],
-        sram_energy_per_byte: x[SRAM_ENERGY],
-        hbm_capacity: x[HBM_CAPACITY],
-        hbm_bandwidth: x[HBM_BANDWIDTH],
-        hbm_energy_per_byte: x[HBM_ENERGY],
-        ext_capacity: x[EXT_CAPACITY],
-        ext_bandwidth: x[EXT_BANDWIDTH],
-        ext_latency: x[EXT_LATENCY],
-        up_bandwidth: x[UP_BANDWIDTH],
-        up_latency: x[UP_LATENCY],
-        up_in_network_reduction: x[UP_INR] != 0.0,
-        up_energy_per_byte: x[UP_ENERGY],
-        out_bandwidth: x[OUT_BANDWIDTH],
-        out_latency: x[OUT_LATENCY],
-        out_in_network_reduction: x[OUT_INR] != 0.0,
-        out_energy_per_byte: x[OUT_ENERGY],
-        tdp: x[TDP],
-        idle_power: x[IDLE_POWER],
-        energy_per_flop: arr(ENERGY_PER_FLOP),
-        overhead_power: x[OVERHEAD_POWER],
-        pue: x[PUE],
-    }
-}
-
-/// The WGSL constants for the field indices, prepended to the kernel's source.
+/// The WGSL constants for the slot indices, prepended to the kernel's source.
 pub fn wgsl_constants() -> String {
-    let mut s = String::new();
-    let consts = [
-        ("F_MATRIX_PEAK", MATRIX_PEAK),
-        ("F_VECTOR_PEAK", VECTOR_PEAK),
-        ("F_EFF_MATMUL", EFF_MATMUL),
-        ("F_EFF_LOW_PRECISION", EFF_LOW_PRECISION),
-        ("F_EFF_VECTOR", EFF_VECTOR),
-        ("F_EFF_MEMORY", EFF_MEMORY),
-        ("F_EFF_NETWORK", EFF_NETWORK),
-        ("F_KERNEL_OVERHEAD", KERNEL_OVERHEAD),
-        ("F_SRAM_CAPACITY", SRAM_CAPACITY),
-        ("F_SRAM_BANDWIDTH", SRAM_BANDWIDTH),
-        ("F_SRAM_ENERGY", SRAM_ENERGY),
-        ("F_HBM_CAPACITY", HBM_CAPACITY),
-        ("F_HBM_BANDWIDTH", HBM_BANDWIDTH),
-        ("F_HBM_ENERGY", HBM_ENERGY),
-        ("F_EXT_CAPACITY", EXT_CAPACITY),
-        ("F_EXT_BANDWIDTH", EXT_BANDWIDTH),
-        ("F_EXT_LATENCY", EXT_LATENCY),
-        ("F_UP_BANDWIDTH", UP_BANDWIDTH),
-        ("F_UP_LATENCY", UP_LATENCY),
-        ("F_UP_INR", UP_INR),
-        ("F_UP_ENERGY", UP_ENERGY),
-        ("F_OUT_BANDWIDTH", OUT_BANDWIDTH),
-        ("F_OUT_LATENCY", OUT_LATENCY),
-        ("F_OUT_INR", OUT_INR),
-        ("F_OUT_ENERGY", OUT_ENERGY),
-        ("F_TDP", TDP),
-        ("F_IDLE_POWER", IDLE_POWER),
-        ("F_ENERGY_PER_FLOP", ENERGY_PER_FLOP),
-        ("F_OVERHEAD_POWER", OVERHEAD_POWER),
-        ("F_PUE", PUE),
-        ("F_RAW_MATRIX", RAW_MATRIX),
-        ("F_RAW_VECTOR", RAW_VECTOR),
-        ("F_RAW_EPF", RAW_EPF),
-        ("NX", NX),
-        ("NPREC", NPREC),
-    ];
-    for (n, v) in consts {
-        s.push_str(&format!("const {n}: u32 = {v}u;\n"));
-    }
+    let mut s: String = SLOTS
+        .iter()
+        .map(|r| format!("const F_{}: u32 = {}u;\n", r.konst, r.at))
+        .collect();
+    s.push_str(&format!(
+        "const NX: u32 = {NX}u;\nconst NPREC: u32 = {NPREC}u;\n"
+    ));
+    s.push_str(&format!(
+        "const FIRST_LOW_PRECISION: u32 = {}u;\n",
+        Precision::Fp8.index()
+    ));
     s
+}
+
+/// Whether precision index `p` uses the low-precision matrix efficiency (fp8 and narrower): the
+/// one statement of that rule, read by the evaluators, the energy derivation and the kernel's
+/// generated `FIRST_LOW_PRECISION`.
+#[inline]
+pub fn low_precision(p: usize) -> bool {
+    p >= Precision::Fp8.index()
+}
+
+/// The achievable fraction of peak for matrix work at precision index `p` on `m`.
+#[inline]
+pub fn matrix_efficiency(m: &[f64], p: usize) -> f64 {
+    if low_precision(p) {
+        m[EFF_MATMUL] * m[EFF_LOW_PRECISION]
+    } else {
+        m[EFF_MATMUL]
+    }
+}
+
+/// Which precisions' energy per FLOP follows the other figures, and how (bit i = precision i):
+/// recorded in the model by the loader (see `Device::energy_per_flop_from_tdp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Derive {
+    /// The loader's rule where the file gives no figure: (tdp − idle) / peak.
+    pub rederive: u32,
+    /// Divide by the efficiency of the engines that run the precision (every figure of the device
+    /// derived: it draws its TDP at the achievable rate).
+    pub divide: u32,
+}
+
+impl Derive {
+    pub fn active(&self) -> bool {
+        (self.rederive | self.divide) != 0
+    }
+}
+
+/// Energy per FLOP from the raw model figures, by the rules `d` names: the one place the rule
+/// lives (`engine::machine` calls it once, sweeps per point; the kernel has its port).
+pub fn derive(d: Derive, x: &mut [f64]) {
+    for i in 0..NPREC {
+        let bit = 1u32 << i;
+        if (d.rederive | d.divide) & bit == 0 {
+            continue;
+        }
+        let mut e = x[RAW_EPF + i];
+        if d.rederive & bit != 0 {
+            let peak = x[RAW_MATRIX + i].max(x[RAW_VECTOR + i]);
+            if peak > 0.0 {
+                e = (x[TDP] - x[IDLE_POWER]) / peak;
+            }
+        }
+        if d.divide & bit != 0 {
+            let eff = if x[RAW_MATRIX + i] > 0.0 {
+                matrix_efficiency(x, i)
+            } else {
+                x[EFF_VECTOR]
+            };
+            if eff > 0.0 {
+                e /= eff;
+            }
+        }
+        x[ENERGY_PER_FLOP + i] = e;
+    }
 }
 
 #[cfg(test)]
@@ -259,17 +325,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trip_is_exact() {
-        let mut x = [0.0; NX];
-        for (i, v) in x.iter_mut().enumerate().take(NF) {
-            *v = 1.0 + i as f64 * 0.37;
+    fn slots_tile_the_vector_and_names_are_unique() {
+        let mut next = 0;
+        for s in SLOTS {
+            assert_eq!(s.at, next, "{} starts where the last ended", s.konst);
+            next += s.len;
         }
-        x[UP_INR] = 1.0;
-        x[OUT_INR] = 0.0;
-        let m = from_fields(&x);
-        let y = to_fields(&m);
-        assert_eq!(&x[..NF], &y[..NF]);
+        assert_eq!(next, NX);
         let names: std::collections::BTreeSet<String> = (0..NX).map(name).collect();
-        assert_eq!(names.len(), NX, "field names are unique");
+        assert_eq!(names.len(), NX, "slot names are unique");
+        assert_eq!(
+            name(MATRIX_PEAK + Precision::Fp8.index()),
+            "matrix_peak.fp8"
+        );
+        assert_eq!(name(TDP), "tdp");
+        assert_eq!(dimension(UP_BANDWIDTH), Dimension::Bandwidth);
     }
 }

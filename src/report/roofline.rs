@@ -4,7 +4,8 @@
 //! at its arithmetic intensity (FLOP per byte of the traffic it makes to the memory its data
 //! lives in) and the rate it achieves in the evaluated step.
 
-use crate::engine::program::{Machine, Phase, Program, Tier};
+use crate::engine::program::{Phase, Program, Tier};
+use crate::engine::table::{self as t, Machine};
 use crate::engine::{cpu, MappingReport};
 use crate::model::mapping::Mapping;
 use crate::model::precision::Precision;
@@ -173,7 +174,7 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
             level: ws.name.clone(),
             kind: "weight store".into(),
             cache: false,
-            bandwidth_bytes_per_s: mach.ext_bandwidth,
+            bandwidth_bytes_per_s: mach[t::EXT_BANDWIDTH],
             holds: holds(&|t| t == Tier::External),
         });
     }
@@ -207,7 +208,7 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
     let vec_peaks = Precision::ALL.into_iter().map(|p| {
         let i = p.index();
         let r = if d.vector_peak[i] > 0.0 || used.contains(&i) {
-            mach.vector_peak[i]
+            mach[t::VECTOR_PEAK + i]
         } else {
             0.0
         };
@@ -248,7 +249,7 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
             };
             let prec = Precision::ALL[op.precision];
             let engine = if op.matrix { "matrix" } else { "vector" };
-            let bound_by = if mach.kernel_overhead > t_c.max(t_m) {
+            let bound_by = if mach[t::KERNEL_OVERHEAD] > t_c.max(t_m) {
                 "launch overhead".to_string()
             } else if t_c >= t_m {
                 format!("compute ({} {engine})", prec.name())

@@ -27,7 +27,8 @@ pub use plan::Plan;
 pub use report::Summary;
 pub use run::{run, Backend, Options, Progress};
 
-use crate::engine::program::{Eval, Machine, Program, Tier};
+use crate::engine::program::{Eval, Program, Tier};
+use crate::engine::table::{self as t, Machine};
 
 /// Why a point is not feasible (0 = feasible): the engine's point codes.
 pub use crate::engine::reason::point as reason;
@@ -62,10 +63,10 @@ impl Outcome {
             e.available_bytes - e.needed_bytes
         } else {
             match (e.weights_tier, e.working_tier) {
-                (Tier::External, Tier::Sram) => m.sram_capacity - f.working(),
-                (Tier::External, _) => m.hbm_capacity - f.working(),
-                (_, Tier::Sram) => m.sram_capacity - f.total(),
-                _ => m.hbm_capacity - f.total(),
+                (Tier::External, Tier::Sram) => m[t::SRAM_CAPACITY] - f.working(),
+                (Tier::External, _) => m[t::HBM_CAPACITY] - f.working(),
+                (_, Tier::Sram) => m[t::SRAM_CAPACITY] - f.total(),
+                _ => m[t::HBM_CAPACITY] - f.total(),
             }
         };
         let reason = match e.reason_code {

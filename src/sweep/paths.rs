@@ -4,10 +4,12 @@
 //! counted in the file, `scale_out.bandwidth` before oversubscription, `energy_per_bit` written per
 //! bit and held per byte)
 //! or, under `device.`, per device as `tessera show` reports it (peaks of all dies together).
-//! Each path resolves to the machine fields it sets, with the same conversions
-//! `engine::lower::machine` applies, so a point equals the base system with that number edited
-//! (tested in `tests/sweep_paths.rs`). Dependent quantities move with it: a vector rate the device
-//! derives from a matrix peak, and energy per FLOP the loader derives from (TDP − idle) / peak.
+//! Each path resolves to the machine-table slots it sets (the table in `engine/table.rs` names
+//! the paths of every slot), with the same conversions `engine::machine` applies, so a point
+//! equals the base system with that number edited (tested for every path of every shipped
+//! architecture in `tests/sweep_paths.rs`). Dependent quantities move with it: a vector rate the
+//! device derives from a matrix peak, and energy per FLOP the loader derived from
+//! (TDP − idle) / peak, as the model records.
 //!
 //! Also: `machine.<field>` sets any machine-vector field directly (per device, SI), and
 //! `devices` / `mapping.<dim>` are program axes (see `plan.rs`).
@@ -15,7 +17,7 @@
 use super::space::{Op, Target};
 use crate::engine::table as f;
 use crate::model::precision::{Precision, NPREC};
-use crate::model::system::System;
+use crate::model::system::{System, VectorSource};
 use crate::spec::arch::MemoryKind;
 use crate::units::Dimension;
 
@@ -50,13 +52,6 @@ pub struct Knob {
     pub min: f64,
 }
 
-/// Facts about the base system the paths need beyond the model: how its file counts scale-up
-/// bandwidth.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FileFacts {
-    pub scale_up_both_directions: bool,
-}
-
 fn set(field: usize) -> Target {
     scaled(field, 1.0)
 }
@@ -83,76 +78,108 @@ fn knob(dimension: Dimension, targets: Vec<Target>) -> Knob {
 }
 
 /// Which peak the device's vector rate for `q` comes from: (true = a vector peak, precision), or
-/// a matrix peak divided by 16 — the rule of `Device::vector_rate`.
+/// a matrix peak divided by 16 — the model's rule (`Device::vector_source`).
 fn vector_source(sys: &System, q: Precision) -> Option<(bool, usize)> {
-    let d = &sys.device;
-    for fb in q.fallbacks() {
-        if d.vector_peak[fb.index()] > 0.0 {
-            return Some((true, fb.index()));
-        }
+    match sys.device.vector_source(q)? {
+        VectorSource::Vector(p) => Some((true, p.index())),
+        VectorSource::Matrix(p) => Some((false, p.index())),
     }
-    let (r, p) = d.matmul_rate(q);
-    (r > 0.0 && d.matrix_peak[p.index()] > 0.0).then_some((false, p.index()))
 }
 
-/// Every machine path of `sys`, for did-you-mean hints and `tessera sweep --list-paths`.
-pub fn known(sys: &System) -> Vec<String> {
+/// One path `tessera sweep --list-paths` shows.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Listed {
+    pub path: String,
+    /// SI unit of its values ("" for ratios and counts).
+    pub unit: &'static str,
+    /// The machine-table slot it sets (`null` for program axes).
+    pub slot: Option<&'static str>,
+    /// Whether an evaluator reads that slot today (recorded-only slots wait for their models).
+    pub evaluated: bool,
+    /// `machine` (the machine vector) or `program` (devices, nodes, mapping).
+    pub kind: &'static str,
+}
+
+/// Every path of `sys`, from the machine table (each slot's file-shaped paths, expanded over the
+/// system's precisions and memory levels, and `machine.<slot>`), then the program axes.
+pub fn listed(sys: &System) -> Vec<Listed> {
+    let d = &sys.device;
     let mut v = Vec::new();
-    for p in Precision::ALL {
-        if sys.device.matrix_peak[p.index()] > 0.0 {
-            v.push(format!("device.peak.{p}"));
+    let present = |path: &str| match path.split('.').next() {
+        Some("scale_up") => sys.scale_up.is_some(),
+        Some("scale_out") => sys.scale_out.is_some(),
+        Some("weight_store") => sys.weight_store.is_some(),
+        _ => !path.starts_with("device.mesh.") || d.mesh.is_some(),
+    };
+    for slot in f::SLOTS {
+        let mut push = |path: String| {
+            v.push(Listed {
+                path,
+                unit: unit_symbol(slot.dimension),
+                slot: Some(slot.name),
+                evaluated: slot.evaluated,
+                kind: "machine",
+            })
+        };
+        for t in slot.paths {
+            if t.contains("{p}") {
+                for p in Precision::ALL {
+                    let i = p.index();
+                    let has = match *t {
+                        "device.peak.{p}" => d.matrix_peak[i] > 0.0,
+                        "device.vector_peak.{p}" => d.vector_peak[i] > 0.0,
+                        _ => true,
+                    };
+                    if has {
+                        push(t.replace("{p}", p.name()));
+                    }
+                }
+            } else if t.contains("{sram}") || t.contains("{dram}") {
+                let sram = t.contains("{sram}");
+                for m in d.memory.iter().filter(|m| !m.cache) {
+                    if (m.kind == MemoryKind::Sram) == sram {
+                        push(t.replace(if sram { "{sram}" } else { "{dram}" }, &m.name));
+                    }
+                }
+            } else if present(t) {
+                push(t.to_string());
+            }
         }
-        if sys.device.vector_peak[p.index()] > 0.0 {
-            v.push(format!("device.vector_peak.{p}"));
-        }
-        v.push(format!("device.energy_per_flop.{p}"));
     }
-    for s in ["tdp", "idle_power"] {
-        v.push(format!("device.{s}"));
-    }
-    for s in [
-        "matmul",
-        "low_precision_matmul",
-        "vector",
-        "memory",
-        "network",
-        "kernel_overhead",
-    ] {
-        v.push(format!("device.efficiency.{s}"));
-    }
-    for m in sys.device.memory.iter().filter(|m| !m.cache) {
-        for s in ["capacity", "bandwidth", "energy_per_byte"] {
-            v.push(format!("device.memory.{}.{s}", m.name));
-        }
-    }
-    for t in ["hbm", "sram"] {
-        for s in ["capacity", "bandwidth", "energy_per_byte"] {
-            v.push(format!("{t}.{s}"));
-        }
-    }
-    for s in [
-        "bandwidth",
-        "latency",
-        "energy_per_bit",
-        "in_network_reduction",
-    ] {
-        v.push(format!("scale_up.{s}"));
-        v.push(format!("scale_out.{s}"));
-    }
-    v.push("scale_out.oversubscription".into());
-    for s in ["capacity", "bandwidth", "latency"] {
-        v.push(format!("weight_store.{s}"));
-    }
-    v.push("facility.pue".into());
-    v.push("overhead_power".into());
     for i in 0..f::NF {
-        v.push(format!("machine.{}", f::name(i)));
+        let slot = f::slot_of(i);
+        v.push(Listed {
+            path: format!("machine.{}", f::name(i)),
+            unit: unit_symbol(slot.dimension),
+            slot: Some(slot.name),
+            evaluated: slot.evaluated,
+            kind: "machine",
+        });
     }
-    v.push("devices".into());
-    for s in MAPPING_AXES {
-        v.push(format!("mapping.{s}"));
+    for p in ["devices", "nodes"]
+        .into_iter()
+        .map(String::from)
+        .chain(MAPPING_AXES.iter().map(|s| format!("mapping.{s}")))
+    {
+        v.push(Listed {
+            path: p,
+            unit: "",
+            slot: None,
+            evaluated: true,
+            kind: "program",
+        });
     }
     v
+}
+
+/// Every path of `sys`, for did-you-mean hints and `tessera sweep --list-paths`.
+pub fn known(sys: &System) -> Vec<String> {
+    listed(sys).into_iter().map(|l| l.path).collect()
+}
+
+/// The SI symbol values of a dimension are written in.
+pub fn unit_symbol(d: Dimension) -> &'static str {
+    d.si_symbol()
 }
 
 /// Paths that change the cost program itself rather than the machine vector.
@@ -160,10 +187,6 @@ const STRUCTURAL: &[(&str, &str)] = &[
     (
         "scale_up.size",
         "the scale-up domain size decides which collectives cross the scale-out network",
-    ),
-    (
-        "nodes",
-        "the node count decides the devices available; vary `devices` instead",
     ),
     ("node.devices", "devices per node change the system's shape"),
     (
@@ -188,11 +211,7 @@ fn precision(word: &str) -> Result<Precision, (String, Option<String>)> {
 }
 
 /// Resolve a machine path of `sys`. `Err` carries a message and a hint.
-pub fn resolve(
-    path: &str,
-    sys: &System,
-    facts: FileFacts,
-) -> Result<Knob, (String, Option<String>)> {
+pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>)> {
     use Dimension as D;
     let parts: Vec<&str> = path.split('.').collect();
     if let Some((_, why)) = STRUCTURAL.iter().find(|(p, _)| *p == path) {
@@ -242,10 +261,7 @@ pub fn resolve(
             }
             // Where the engine runs matrix products on the vector units for want of a matrix rate
             // (as `lower::machine` does now), the matrix rate follows.
-            if d.matrix_peak[i] == 0.0
-                && crate::engine::lower::machine(sys, sys.devices).matrix_peak[i]
-                    == d.vector_peak[i]
-            {
+            if d.matrix_peak[i] == 0.0 {
                 t.push(set(f::MATRIX_PEAK + i));
             }
             Knob {
@@ -318,11 +334,11 @@ pub fn resolve(
             }
             match *what {
                 "bandwidth" => {
-                    let s = if facts.scale_up_both_directions {
-                        0.5
-                    } else {
-                        1.0
-                    };
+                    let both = sys
+                        .scale_up
+                        .as_ref()
+                        .is_some_and(|u| u.counted_both_directions);
+                    let s = if both { 0.5 } else { 1.0 };
                     knob(D::Bandwidth, vec![scaled(f::UP_BANDWIDTH, s)])
                 }
                 "latency" => knob(D::Time, vec![set(f::UP_LATENCY)]),
@@ -367,6 +383,23 @@ pub fn resolve(
             "latency" => knob(D::Time, vec![set(f::EXT_LATENCY)]),
             _ => return Err(unknown(path, sys)),
         },
+        ["device", "mesh", what] => {
+            if d.mesh.is_none() {
+                return Err((
+                    format!("`{path}`: the device has no on-chip mesh"),
+                    Some("add a `mesh` to the die of the architecture".into()),
+                ));
+            }
+            let (field, dim) = match *what {
+                "x" => (f::MESH_X, D::Ratio),
+                "y" => (f::MESH_Y, D::Ratio),
+                "link_bandwidth" => (f::MESH_LINK_BANDWIDTH, D::Bandwidth),
+                "hop_latency" => (f::MESH_HOP_LATENCY, D::Time),
+                "energy_per_bit_hop" => (f::MESH_ENERGY, D::EnergyPerByte),
+                _ => return Err(unknown(path, sys)),
+            };
+            knob(dim, vec![set(field)])
+        }
         ["facility", "pue"] => Knob {
             min: 1.0,
             ..knob(D::Ratio, vec![set(f::PUE)])
@@ -474,6 +507,28 @@ fn memory_level(
             };
             knob(D::Bandwidth, vec![t])
         }
+        "latency" => {
+            // `engine::machine` records the latency of the first (fastest) level of the class.
+            let first = d
+                .memory
+                .iter()
+                .position(|o| !o.cache && (o.kind == MemoryKind::Sram) == sram);
+            if first != Some(level) {
+                let used = first.map(|i| d.memory[i].name.clone()).unwrap_or_default();
+                return Err(Some((
+                    format!("the latency of `{name}` is not recorded in the machine"),
+                    Some(format!(
+                        "the machine keeps the latency of the fastest level of this class; vary `device.memory.{used}.latency`"
+                    )),
+                )));
+            }
+            let field = if sram {
+                f::SRAM_LATENCY
+            } else {
+                f::HBM_LATENCY
+            };
+            knob(D::Time, vec![set(field)])
+        }
         "energy_per_byte" => {
             // `lower::machine` takes the energy of the last level of the class (levels are
             // ordered fastest first).
@@ -509,52 +564,14 @@ fn unknown(path: &str, sys: &System) -> (String, Option<String>) {
 
 /// How energy per FLOP must be recomputed per point when axes move what it derives from, given
 /// the precisions whose figure an axis sets in the model (`device`) or in the machine
-/// (`machine`) (bit masks).
+/// (`machine`) (bit masks): the model's own record (`engine::machine::energy_rules`), less what
+/// the axes set.
 pub fn derivation(sys: &System, device: u32, machine: u32) -> super::space::Derive {
+    let r = crate::engine::machine::energy_rules(sys);
     super::space::Derive {
-        rederive: derived_energy(sys) & !device & !machine,
-        divide: divided_energy(sys) & !machine,
+        rederive: r.rederive & !device & !machine,
+        divide: r.divide & !machine,
     }
-}
-
-/// Precisions whose energy per FLOP `lower::machine` divides by the engines' efficiency (found by
-/// asking it: halve the efficiencies and see which figures move), bit mask.
-pub fn divided_energy(sys: &System) -> u32 {
-    use crate::engine::lower::machine;
-    let mut base = sys.clone();
-    for e in base
-        .device
-        .energy_per_flop
-        .iter_mut()
-        .filter(|e| **e == 0.0)
-    {
-        *e = 1.0;
-    }
-    let a = machine(&base, sys.devices);
-    let mut s = base.clone();
-    s.device.efficiency.matmul *= 0.5;
-    s.device.efficiency.vector *= 0.5;
-    let b = machine(&s, sys.devices);
-    let mut mask = 0;
-    for i in 0..NPREC {
-        if a.energy_per_flop[i] != b.energy_per_flop[i] {
-            mask |= 1 << i;
-        }
-    }
-    mask
-}
-
-/// Precisions whose energy per FLOP the loader derived from (tdp − idle) / peak (bit mask).
-pub fn derived_energy(sys: &System) -> u32 {
-    let d = &sys.device;
-    let mut mask = 0;
-    for i in 0..NPREC {
-        let peak = d.matrix_peak[i].max(d.vector_peak[i]);
-        if peak > 0.0 && d.energy_per_flop[i] == (d.tdp - d.idle_power) / peak {
-            mask |= 1 << i;
-        }
-    }
-    mask
 }
 
 /// The reference meaning of a path: edit the validated model `sys` as the architecture file
@@ -563,7 +580,7 @@ pub fn derived_energy(sys: &System) -> u32 {
 ///
 /// Sweeps never call this per point; `plan` checks the fast path against it when a sweep is built,
 /// and `tests/sweep_paths.rs` for every path of every shipped architecture.
-pub fn edit_system(sys: &mut System, path: &str, v: f64, facts: FileFacts) -> Option<()> {
+pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
     let parts: Vec<&str> = path.split('.').collect();
     let d = &mut sys.device;
     match parts.as_slice() {
@@ -591,6 +608,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64, facts: FileFacts) -> Op
                 "capacity" => m.capacity = v,
                 "bandwidth" => m.bandwidth = v,
                 "energy_per_byte" => m.energy_per_byte = v,
+                "latency" => m.latency = v,
                 _ => return None,
             }
         }
@@ -598,7 +616,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64, facts: FileFacts) -> Op
             let u = sys.scale_up.as_mut()?;
             match *w {
                 // the model holds it per direction
-                "bandwidth" if facts.scale_up_both_directions => u.bandwidth = v / 2.0,
+                "bandwidth" if u.counted_both_directions => u.bandwidth = v / 2.0,
                 "bandwidth" => u.bandwidth = v,
                 "latency" => u.latency = v,
                 "energy_per_bit" => u.energy_per_byte = v,
@@ -626,6 +644,22 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64, facts: FileFacts) -> Op
                 _ => return None,
             }
         }
+        ["device", "mesh", w] => {
+            let m = d.mesh.as_mut()?;
+            match *w {
+                "x" | "y" => {
+                    let k = usize::from(*w == "y");
+                    while m.dims.len() <= k {
+                        m.dims.push(1);
+                    }
+                    m.dims[k] = v.round().max(0.0) as u64;
+                }
+                "link_bandwidth" => m.link_bandwidth = v,
+                "hop_latency" => m.hop_latency = v,
+                "energy_per_bit_hop" => m.energy_per_byte_hop = v,
+                _ => return None,
+            }
+        }
         ["facility", "pue"] => sys.pue = v,
         _ => return None,
     }
@@ -633,7 +667,8 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64, facts: FileFacts) -> Op
 }
 
 /// The loader's rule for a device file without energy per FLOP: a device running flat out at a
-/// precision draws its TDP, so (tdp − idle) / peak, for the precisions in `mask`.
+/// precision draws its TDP, so (tdp − idle) / peak, for the precisions in `mask` (the reference
+/// for tests: sweeps apply `engine::table::derive` to the machine vector).
 pub fn derive_energy(sys: &mut System, mask: u32) {
     let d = &mut sys.device;
     for i in 0..NPREC {

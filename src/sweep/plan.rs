@@ -4,17 +4,16 @@
 
 use super::expr;
 use super::metric::Metric;
-use super::paths::{self, FileFacts};
+use super::paths;
 use super::space::{Axis, Sampling, Space};
 use super::Outcome;
 use crate::diag::{Diagnostic, Path, Pos, Severity};
 use crate::engine::program::{Machine, Program};
-use crate::engine::table::{self as fields, Fields};
+use crate::engine::table::Fields;
 use crate::engine::{self, cpu, default_micro_batch, lower, search, unit_of};
 use crate::model::mapping::{Mapping, Recompute};
 use crate::model::system::{load_system, System};
 use crate::model::workload::{load_mapping, load_workload, Workload};
-use crate::spec::arch::{Counted, SystemSpec};
 use crate::spec::mapping::{MappingSpec, RecomputeSpec};
 use crate::spec::sweep::{AxisValues, SweepSpec};
 use crate::spec::{Files, Fs, Loaded, Q};
@@ -170,7 +169,7 @@ impl Plan {
         self.space.sample(mi, vals);
         let mut x = prog.base;
         self.space.apply(vals, &mut x);
-        let m = fields::from_fields(&x);
+        let m = Machine(x);
         let e = cpu::eval(&prog.program, &m);
         let mut o = Outcome::from_eval(index, &prog.program, &m, &e);
         self.constrain(&mut o);
@@ -204,21 +203,7 @@ impl Plan {
 
 /// The SI unit symbol of a dimension, for headers.
 pub fn unit_symbol(d: Dimension) -> &'static str {
-    match d {
-        Dimension::Ratio => "",
-        Dimension::Time => "s",
-        Dimension::Bytes => "B",
-        Dimension::Bandwidth => "B/s",
-        Dimension::FlopRate => "FLOP/s",
-        Dimension::Power => "W",
-        Dimension::Energy => "J",
-        Dimension::EnergyPerFlop => "J/FLOP",
-        Dimension::EnergyPerByte => "J/B",
-        Dimension::Frequency => "Hz",
-        Dimension::Area => "m2",
-        Dimension::Length => "m",
-        Dimension::FlopsPerCycle => "FLOP/cycle",
-    }
+    d.si_symbol()
 }
 
 /// Read a sweep file into [`Inputs`] (paths resolved relative to it).
@@ -371,11 +356,6 @@ pub fn build(
         return fail(files, diags);
     };
     let ls = load_system(arch, fs);
-    let facts = ls
-        .files
-        .text_of(arch)
-        .map(|t| file_facts(arch, t))
-        .unwrap_or_default();
     let lw = load_workload(wpath, fs);
     let (sys_missing, w_missing) = (unread(&ls), unread(&lw));
     merge_files(&mut files, ls.files);
@@ -424,7 +404,7 @@ pub fn build(
         }
         None => {}
     }
-    let plan = resolve(inputs, &sys, facts, &w, mapping_mode, &mut diags);
+    let plan = resolve(inputs, &sys, &w, mapping_mode, &mut diags);
     if has_errors(&diags) {
         return fail(files, diags);
     }
@@ -460,7 +440,6 @@ enum MapVal {
 fn resolve(
     inputs: &Inputs,
     sys: &System,
-    facts: FileFacts,
     w: &Workload,
     mode: MappingMode,
     diags: &mut Vec<Diagnostic>,
@@ -487,13 +466,28 @@ fn resolve(
             continue;
         }
         seen.push(p);
-        if p == "devices" {
+        if p == "devices" || p == "nodes" {
+            // `nodes` is the device count in whole nodes of the system's kind.
+            let per = if p == "nodes" {
+                u64::from(sys.node.devices).max(1)
+            } else {
+                1
+            };
+            if devices.is_some() {
+                diags.push(a.at.error(
+                    format!(
+                        "`{p}` sets the device count, which `devices` or `nodes` already varies"
+                    ),
+                    Some("vary `devices` or `nodes`, not both".into()),
+                ));
+                continue;
+            }
             match expr::parse_counts(&a.values) {
                 Ok(v) if v.contains(&0) => {
-                    diags.push(a.at.error("a device count must be at least 1", None))
+                    diags.push(a.at.error(format!("a {p} count must be at least 1"), None))
                 }
-                Ok(v) => devices = Some(v),
-                Err((m, h)) => diags.push(a.at.error(format!("`devices`: {m}"), h)),
+                Ok(v) => devices = Some(v.iter().map(|n| n.saturating_mul(per)).collect()),
+                Err((m, h)) => diags.push(a.at.error(format!("`{p}`: {m}"), h)),
             }
             continue;
         }
@@ -542,7 +536,7 @@ fn resolve(
             }
             continue;
         }
-        let knob = match paths::resolve(p, sys, facts) {
+        let knob = match paths::resolve(p, sys) {
             Ok(k) => k,
             Err((m, h)) => {
                 diags.push(a.at.error(m, h));
@@ -802,24 +796,6 @@ fn resolve(
         top,
         fingerprint: String::new(),
     };
-    // The fast path must agree with the engine's own lowering of the edited system.
-    let mut counts_seen: Vec<u64> = Vec::new();
-    for e in &plan.programs {
-        if counts_seen.contains(&e.devices) {
-            continue;
-        }
-        counts_seen.push(e.devices);
-        if let Err((axis, msg)) = verify(&plan.space, sys, facts, e.devices, &e.base) {
-            let at = axis
-                .and_then(|a| axis_locs.get(a).cloned())
-                .unwrap_or_else(|| inputs.sampling_at.clone());
-            diags.push(at.error(
-                format!("internal error: {msg}"),
-                Some("the sweep's mapping of this path onto the machine vector disagrees with `engine::lower::machine`; please report it, and vary `machine.<field>` meanwhile".into()),
-            ));
-            return None;
-        }
-    }
     plan.fingerprint = fingerprint(&plan);
     Some(plan)
 }
@@ -840,86 +816,9 @@ fn combinations(axes: &[(String, Vec<MapVal>)]) -> Vec<Vec<MapVal>> {
     out
 }
 
-/// Check the machines of a few points of `space` (first, middle, last) against editing `sys` at
-/// every axis's path and lowering it with `lower::machine`. `Err` names the axis that disagrees.
-pub fn verify(
-    space: &Space,
-    sys: &System,
-    facts: FileFacts,
-    n: u64,
-    base: &Fields,
-) -> Result<(), (Option<usize>, String)> {
-    let m = space.points;
-    let mut pts = vec![0, m / 2, m.saturating_sub(1)];
-    pts.dedup();
-    let mut vals = vec![0.0; space.axes.len()];
-    for mi in pts {
-        space.sample(mi, &mut vals);
-        let fast = fields::to_fields(&space.machine(base, &vals));
-        let mut edited = sys.clone();
-        let mut direct = Vec::new();
-        for (k, a) in space.axes.iter().enumerate() {
-            if paths::edit_system(&mut edited, &a.path, vals[k], facts).is_none() {
-                direct.push(k);
-            }
-        }
-        if space.derive.rederive != 0 {
-            paths::derive_energy(&mut edited, space.derive.rederive);
-        }
-        let mut slow = base_fields(&edited, n);
-        // Paths that name machine fields directly set them after lowering.
-        for k in direct {
-            for t in &space.axes[k].targets {
-                if let super::space::Op::Set {
-                    scale,
-                    offset,
-                    floor,
-                } = t.op
-                {
-                    slow[t.field] = (vals[k] * scale + offset).max(floor);
-                }
-            }
-        }
-        for i in 0..fields::NF {
-            let (a, b) = (fast[i], slow[i]);
-            if !(a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())) {
-                let axis = space
-                    .axes
-                    .iter()
-                    .position(|ax| ax.targets.iter().any(|t| t.field == i))
-                    .or_else(|| {
-                        // a field no axis claims moved: the axis whose edit moved it
-                        space.axes.iter().position(|ax| {
-                            let mut e = sys.clone();
-                            paths::edit_system(&mut e, &ax.path, vals[0], facts).is_some()
-                                && fields::to_fields(&lower::machine(&e, n))[i] != base[i]
-                        })
-                    });
-                let who = axis
-                    .map(|k| format!("`{}`", space.axes[k].path))
-                    .unwrap_or_else(|| "the sweep".into());
-                return Err((
-                    axis,
-                    format!(
-                        "{who} sets machine field `{}` to {a:e}, but editing the system gives {b:e}",
-                        fields::name(i)
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The machine fields of `sys` on `n` devices (`lower::machine`), with the shadow fields (the
-/// device's own peaks) filled in.
+/// The machine vector of `sys` on `n` devices (`engine::machine`), as a sweep starts from it.
 pub fn base_fields(sys: &System, n: u64) -> Fields {
-    use crate::model::precision::NPREC;
-    let mut x = fields::to_fields(&lower::machine(sys, n));
-    x[fields::RAW_MATRIX..fields::RAW_MATRIX + NPREC].copy_from_slice(&sys.device.matrix_peak);
-    x[fields::RAW_VECTOR..fields::RAW_VECTOR + NPREC].copy_from_slice(&sys.device.vector_peak);
-    x[fields::RAW_EPF..fields::RAW_EPF + NPREC].copy_from_slice(&sys.device.energy_per_flop);
-    x
+    lower::machine(sys, n).0
 }
 
 /// A short description of a program.
@@ -955,25 +854,9 @@ fn fingerprint(p: &Plan) -> String {
     format!("{h:016x}")
 }
 
-/// What the sweep needs from the architecture file's text beyond the model (how it counts
-/// scale-up bandwidth).
-pub fn file_facts(name: &str, text: &str) -> FileFacts {
-    crate::spec::parse_ron::<SystemSpec>(name, text)
-        .ok()
-        .map(|s| FileFacts {
-            scale_up_both_directions: s
-                .scale_up
-                .as_ref()
-                .map(|u| u.counted == Counted::BothDirections)
-                .unwrap_or(false),
-        })
-        .unwrap_or_default()
-}
-
 /// Build a plan from in-memory parts (benchmarks, tests): `axes` are (path, values expression).
 pub fn from_parts(
     sys: &System,
-    facts: FileFacts,
     w: &Workload,
     mapping: MappingMode,
     axes: &[(&str, &str)],
@@ -992,7 +875,7 @@ pub fn from_parts(
         ..Inputs::default()
     };
     let mut diags = Vec::new();
-    match resolve(&inputs, sys, facts, w, mapping, &mut diags) {
+    match resolve(&inputs, sys, w, mapping, &mut diags) {
         Some(p) if !has_errors(&diags) => Ok(p),
         _ => Err(diags),
     }

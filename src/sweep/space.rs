@@ -8,9 +8,9 @@
 //! so the WGSL kernel generates exactly the same choices; only continuous values differ, by f32
 //! rounding.
 
-use crate::engine::program::Machine;
+pub use crate::engine::table::Derive;
+use crate::engine::table::Machine;
 use crate::engine::table::{self as fields, Fields, NX};
-use crate::model::precision::NPREC;
 use crate::units::Dimension;
 
 /// The values one axis takes.
@@ -260,7 +260,7 @@ impl Space {
             }
         }
         if self.derive.active() {
-            derive(self.derive, x);
+            fields::derive(self.derive, x);
         }
     }
 
@@ -268,58 +268,7 @@ impl Space {
     pub fn machine(&self, base: &Fields, vals: &[f64]) -> Machine {
         let mut x = *base;
         self.apply(vals, &mut x);
-        fields::from_fields(&x)
-    }
-}
-
-/// Which precisions' energy per FLOP is recomputed per point, and how (bit i = precision i).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Derive {
-    /// The loader's rule where the file gives no figure: (tdp − idle) / peak.
-    pub rederive: u32,
-    /// `lower::machine`'s rule for a device whose figures are all derived: divide by the
-    /// efficiency of the engines that run the precision (matmul × low-precision factor from fp8
-    /// down, or the vector efficiency where there is no matrix peak).
-    pub divide: u32,
-}
-
-impl Derive {
-    pub fn active(&self) -> bool {
-        (self.rederive | self.divide) != 0
-    }
-}
-
-/// Recompute energy per FLOP from the (shadow) model figure, as the loader and `lower::machine`
-/// do.
-pub fn derive(d: Derive, x: &mut Fields) {
-    for i in 0..NPREC {
-        let bit = 1u32 << i;
-        if (d.rederive | d.divide) & bit == 0 {
-            continue;
-        }
-        let mut e = x[fields::RAW_EPF + i];
-        if d.rederive & bit != 0 {
-            let peak = x[fields::RAW_MATRIX + i].max(x[fields::RAW_VECTOR + i]);
-            if peak > 0.0 {
-                e = (x[fields::TDP] - x[fields::IDLE_POWER]) / peak;
-            }
-        }
-        if d.divide & bit != 0 {
-            let eff = if x[fields::RAW_MATRIX + i] > 0.0 {
-                x[fields::EFF_MATMUL]
-                    * if i >= crate::model::precision::Precision::Fp8.index() {
-                        x[fields::EFF_LOW_PRECISION]
-                    } else {
-                        1.0
-                    }
-            } else {
-                x[fields::EFF_VECTOR]
-            };
-            if eff > 0.0 {
-                e /= eff;
-            }
-        }
-        x[fields::ENERGY_PER_FLOP + i] = e;
+        Machine(x)
     }
 }
 

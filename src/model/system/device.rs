@@ -103,6 +103,7 @@ pub(super) fn lower_device(
     memory.sort_by(|a, b| b.bandwidth.total_cmp(&a.bandwidth));
     let mut energy_per_flop = epf;
     let derived = energy_per_flop.iter().all(|e| *e == 0.0);
+    let mut from_tdp = [false; crate::model::precision::NPREC];
     for p in Precision::ALL {
         let i = p.index();
         if energy_per_flop[i] == 0.0 {
@@ -110,6 +111,7 @@ pub(super) fn lower_device(
             if peak > 0.0 {
                 // Assumption: a device running its matrix engines flat out at `p` draws its TDP.
                 energy_per_flop[i] = (tdp - idle) / peak;
+                from_tdp[i] = true;
             }
         }
     }
@@ -132,6 +134,7 @@ pub(super) fn lower_device(
         },
         energy_per_flop,
         energy_per_flop_derived: derived,
+        energy_per_flop_from_tdp: from_tdp,
         mesh,
         die_to_die_bandwidth: d2d,
         area,

@@ -371,6 +371,7 @@ fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {
             Counted::BothDirections => bw / 2.0,
             Counted::PerDirection => bw,
         },
+        counted_both_directions: s.counted == Counted::BothDirections,
         latency: lat?,
         in_network_reduction: s.in_network_reduction,
         energy_per_byte: e.unwrap_or(0.0),

@@ -53,11 +53,29 @@ pub struct Device {
     pub efficiency: Efficiency,
     /// Dynamic energy per FLOP by precision (J); derived from TDP where the file gives none.
     pub energy_per_flop: [f64; NPREC],
+    /// Every precision's figure derived (the file gives none): the machine then takes them
+    /// against the achievable rate (see `engine::machine`).
     pub energy_per_flop_derived: bool,
+    /// Per precision: the figure was derived from TDP as (TDP − idle) / peak because the file
+    /// gives none for it (an assumption, recorded here so nothing downstream re-detects it).
+    pub energy_per_flop_from_tdp: [bool; NPREC],
     pub mesh: Option<Mesh>,
     pub die_to_die_bandwidth: Option<f64>,
     pub area: Option<f64>,
     pub clock: Option<f64>,
+}
+
+/// No vector figure: elementwise work runs at a sixteenth of the matrix rate (assumption
+/// documented in README: on GPUs the vector rate is 1/16-1/30 of tensor rate).
+pub const VECTOR_FROM_MATRIX: f64 = 16.0;
+
+/// Where a device's vector rate for a precision comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VectorSource {
+    /// The vector peak of this format.
+    Vector(Precision),
+    /// The matrix peak of this format / [`VECTOR_FROM_MATRIX`].
+    Matrix(Precision),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -117,6 +135,8 @@ pub struct ScaleUp {
     pub dims: Vec<u64>,
     /// Per device, per direction.
     pub bandwidth: f64,
+    /// The file counts `bandwidth` in both directions (the model halved it).
+    pub counted_both_directions: bool,
     pub latency: f64,
     pub in_network_reduction: bool,
     /// J per byte sent (the file writes it per bit; units convert it).
@@ -221,15 +241,22 @@ impl Device {
     }
     /// Vector peak for precision `p` (fallbacks as above; the matrix rate where no vector rate is given).
     pub fn vector_rate(&self, p: Precision) -> f64 {
+        match self.vector_source(p) {
+            Some(VectorSource::Vector(f)) => self.vector_peak[f.index()],
+            Some(VectorSource::Matrix(f)) => self.matrix_peak[f.index()] / VECTOR_FROM_MATRIX,
+            None => self.matmul_rate(p).0 / VECTOR_FROM_MATRIX,
+        }
+    }
+    /// Which peak the vector rate for `p` comes from (`None`: no rate, or one the matrix
+    /// fallback takes from a vector peak of another format).
+    pub fn vector_source(&self, p: Precision) -> Option<VectorSource> {
         for f in p.fallbacks() {
-            let r = self.vector_peak[f.index()];
-            if r > 0.0 {
-                return r;
+            if self.vector_peak[f.index()] > 0.0 {
+                return Some(VectorSource::Vector(*f));
             }
         }
-        // No vector figure: elementwise work runs at a sixteenth of the matrix rate (assumption
-        // documented in README: on GPUs the vector rate is 1/16-1/30 of tensor rate).
-        self.matmul_rate(p).0 / 16.0
+        let (r, f) = self.matmul_rate(p);
+        (r > 0.0 && self.matrix_peak[f.index()] > 0.0).then_some(VectorSource::Matrix(f))
     }
     /// The storage level data lives in (not a cache): index into `memory`.
     pub fn main_memory(&self) -> Option<usize> {
