@@ -1,102 +1,50 @@
 //! The reference evaluator: a program on a machine → step time, breakdown, power, energy.
-//! f64, single design point; `sweep` runs it over many machines with rayon. The WGSL kernel in
-//! `gpu/eval.wgsl` is a line-for-line port of this file and must stay so (the parity test checks).
+//! f64, single design point; `sweep` runs it over many machines with rayon. It interprets the
+//! cost program: each operator's rate is the machine slots its efficiency class names, each
+//! collective its alpha-beta coefficients. The WGSL kernel (`sweep/gpu/eval.wgsl`) interprets the
+//! same records the same way (the parity test checks).
 
+use super::coeffs::Link;
 use super::program::*;
 use super::reason::point::{MEMORY as REASON_MEMORY, NO_COMPUTE as REASON_NO_COMPUTE};
 use super::table::{self as t, Machine};
 
 /// Alpha-beta time of one collective and the bytes each device sends over the scale-up and
-/// scale-out links. Ring algorithms inside a tier, hierarchical (scale-up, then scale-out, then
-/// scale-up) across tiers, in-network reduction where the switches offer it.
+/// scale-out links, from its coefficients (`coeffs.rs`): per link class, latencies × latency +
+/// bytes / bandwidth; the classes add, or the slowest bounds an all-to-all.
 pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
-    if c.weight_stream {
-        let bw = m[t::EXT_BANDWIDTH] * m[t::EFF_NETWORK];
-        if bw <= 0.0 {
-            return (f64::INFINITY, 0.0, 0.0);
-        }
-        return (c.bytes / bw + m[t::EXT_LATENCY], 0.0, 0.0);
-    }
-    let u = c.inner.max(1.0);
-    let o = c.outer.max(1.0);
-    if u <= 1.0 && o <= 1.0 {
-        return (0.0, 0.0, 0.0);
-    }
-    let bu = m[t::UP_BANDWIDTH] * m[t::EFF_NETWORK] * c.inner_share;
-    let bo = m[t::OUT_BANDWIDTH] * m[t::EFF_NETWORK];
-    let s = c.bytes;
-    // latency terms: ring inside a domain, tree (log2) across domains
-    let lu = m[t::UP_LATENCY];
-    let lo = m[t::OUT_LATENCY];
-    let log2o = o.log2().max(1.0);
-    let (t, up_bytes, out_bytes) = match c.kind {
-        CollKind::AllReduce => {
-            // reduce-scatter + all-reduce across domains + all-gather
-            let (t_in, b_in) = if u > 1.0 {
-                if m.flag(t::UP_INR) {
-                    (s / bu + 2.0 * lu, s)
-                } else {
-                    (
-                        2.0 * (u - 1.0) / u * s / bu + 2.0 * (u - 1.0) * lu,
-                        2.0 * (u - 1.0) / u * s,
-                    )
-                }
-            } else {
-                (0.0, 0.0)
-            };
-            let shard = s / u;
-            let (t_out, b_out) = if o > 1.0 {
-                if m.flag(t::OUT_INR) {
-                    (shard / bo + 2.0 * lo * log2o, shard)
-                } else {
-                    (
-                        2.0 * (o - 1.0) / o * shard / bo + 2.0 * lo * log2o,
-                        2.0 * (o - 1.0) / o * shard,
-                    )
-                }
-            } else {
-                (0.0, 0.0)
-            };
-            (t_in + t_out, b_in, b_out)
-        }
-        CollKind::AllGather | CollKind::ReduceScatter => {
-            let (t_out, b_out) = if o > 1.0 {
-                let part = s / u;
-                ((o - 1.0) / o * part / bo + lo * log2o, (o - 1.0) / o * part)
-            } else {
-                (0.0, 0.0)
-            };
-            let (t_in, b_in) = if u > 1.0 {
-                ((u - 1.0) / u * s / bu + (u - 1.0) * lu, (u - 1.0) / u * s)
-            } else {
-                (0.0, 0.0)
-            };
-            (t_in + t_out, b_in, b_out)
-        }
-        CollKind::AllToAll => {
-            let n = u * o;
-            let b_in = (u - 1.0) / n * s;
-            let b_out = (n - u) / n * s;
-            let t_in = if u > 1.0 { b_in / bu + lu } else { 0.0 };
-            let t_out = if o > 1.0 { b_out / bo + lo } else { 0.0 };
-            (t_in.max(t_out), b_in, b_out)
-        }
-        CollKind::Broadcast => {
-            if o > 1.0 {
-                (s / bo + lo * log2o, 0.0, s)
-            } else {
-                (s / bu + lu * u.log2().max(1.0), s, 0.0)
-            }
-        }
-        CollKind::SendRecv => {
-            if o > 1.0 {
-                (s / bo + lo, 0.0, s)
-            } else {
-                (s / bu + lu, s, 0.0)
-            }
-        }
+    let k = c.coeffs();
+    let net = m[t::EFF_NETWORK];
+    let up = &k.up[usize::from(m.flag(t::UP_INR))];
+    let out = &k.out[usize::from(m.flag(t::OUT_INR))];
+    let t_up = link(
+        up,
+        m[t::UP_BANDWIDTH] * net * c.inner_share,
+        m[t::UP_LATENCY],
+    );
+    let t_out = link(out, m[t::OUT_BANDWIDTH] * net, m[t::OUT_LATENCY]);
+    let t_ext = link(&k.ext, m[t::EXT_BANDWIDTH] * net, m[t::EXT_LATENCY]);
+    let t = if k.overlapped {
+        t_up.max(t_out)
+    } else {
+        t_up + t_out + t_ext
     };
-    (t, up_bytes, out_bytes)
+    (t, up.bytes, out.bytes)
+}
+
+/// Time on one link class: latencies × latency + bytes / bandwidth (infinite without bandwidth).
+#[inline]
+fn link(l: &Link, bw: f64, lat: f64) -> f64 {
+    let b = if l.bytes > 0.0 {
+        if bw > 0.0 {
+            l.bytes / bw
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        0.0
+    };
+    b + l.latencies * lat
 }
 
 /// One call of an operator: its compute time and its memory time (and the tier that carries the
@@ -113,11 +61,13 @@ pub struct OpTime {
 /// bytes over each tier's bandwidth, added when both live in one tier (they share it) and
 /// overlapped when they live in two.
 pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
-    let rate = if op.matrix {
-        m[t::MATRIX_PEAK + op.precision] * t::matrix_efficiency(&m.0, op.precision)
+    let r = op.class().slots();
+    let eff = if r.eff2 < t::NX {
+        m[r.eff] * m[r.eff2]
     } else {
-        m[t::VECTOR_PEAK + op.precision] * m[t::EFF_VECTOR]
+        m[r.eff]
     };
+    let rate = m[r.peak + op.precision] * eff;
     if op.flops > 0.0 && rate <= 0.0 {
         return None;
     }
@@ -146,42 +96,30 @@ pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
     })
 }
 
-fn tier_bandwidth(t: Tier, m: &Machine) -> f64 {
-    match t {
-        Tier::Sram => m[t::SRAM_BANDWIDTH] * m[t::EFF_MEMORY],
-        Tier::Hbm => m[t::HBM_BANDWIDTH] * m[t::EFF_MEMORY],
-        Tier::External => m[t::EXT_BANDWIDTH] * m[t::EFF_NETWORK],
-    }
+fn tier_bandwidth(k: Tier, m: &Machine) -> f64 {
+    let s = k.slots();
+    m[s.bandwidth] * m[s.efficiency]
 }
 
-fn tier_energy(t: Tier, m: &Machine) -> f64 {
-    match t {
-        Tier::Sram => m[t::SRAM_ENERGY],
-        Tier::Hbm => m[t::HBM_ENERGY],
-        Tier::External => m[t::OUT_ENERGY],
-    }
+fn tier_energy(k: Tier, m: &Machine) -> f64 {
+    m[k.slots().energy]
 }
 
-/// Place model state and working data in the fastest tier they fit; `None` if nothing holds them.
+/// Place model state and working data in the fastest tier they fit (SRAM, then main memory),
+/// else state in the weight store and working data in that tier; `None` if nothing holds them.
 pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     let (s, w) = (f.state(), f.working());
-    let (sram, hbm) = (m[t::SRAM_CAPACITY] > 0.0, m[t::HBM_CAPACITY] > 0.0);
-    if sram && s + w <= m[t::SRAM_CAPACITY] {
-        Some((Tier::Sram, Tier::Sram))
-    } else if sram
-        && m[t::EXT_CAPACITY] > 0.0
-        && s <= m[t::EXT_CAPACITY]
-        && w <= m[t::SRAM_CAPACITY]
-    {
-        Some((Tier::External, Tier::Sram))
-    } else if hbm && s + w <= m[t::HBM_CAPACITY] {
-        Some((Tier::Hbm, Tier::Hbm))
-    } else if hbm && m[t::EXT_CAPACITY] > 0.0 && s <= m[t::EXT_CAPACITY] && w <= m[t::HBM_CAPACITY]
-    {
-        Some((Tier::External, Tier::Hbm))
-    } else {
-        None
+    let ext = m[t::EXT_CAPACITY];
+    for k in [Tier::Sram, Tier::Hbm] {
+        let cap = m[k.slots().capacity];
+        if cap > 0.0 && s + w <= cap {
+            return Some((k, k));
+        }
+        if cap > 0.0 && ext > 0.0 && s <= ext && w <= cap {
+            return Some((Tier::External, k));
+        }
     }
+    None
 }
 
 /// Evaluate `p` on `m`.

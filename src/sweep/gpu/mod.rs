@@ -30,7 +30,28 @@ pub const MAX_AXES: usize = 32;
 /// Largest batch per dispatch (points); smaller when the adapter's buffers are.
 pub const MAX_CHUNK: u32 = 1 << 20;
 
-const SHADER: &str = include_str!("eval.wgsl");
+/// The kernel's hand-written parts: entry point and screening, design-point generation, and the
+/// cost-program interpreter. The host prepends the generated constants and records.
+const SHADER: [&str; 3] = [
+    include_str!("kernel.wgsl"),
+    include_str!("sample.wgsl"),
+    include_str!("eval.wgsl"),
+];
+
+mod layout;
+use layout::{AxisRec, CommRec, Layout, OpRec, Params, ProgRec, TargetRec};
+
+/// The whole shader source: generated constants and record layouts, then the kernel.
+pub fn shader_source() -> String {
+    format!(
+        "{}{}{}const MAX_AXES: u32 = {MAX_AXES}u;\n{}{}",
+        fields::wgsl_constants(),
+        crate::engine::reason::point::wgsl_constants(),
+        crate::engine::coeffs::tier_wgsl(),
+        layout::wgsl(),
+        SHADER.concat()
+    )
+}
 const WAIT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Clone, PartialEq)]
@@ -163,11 +184,7 @@ impl Gpu {
                 }
             });
         }
-        let source = format!(
-            "{}{}const MAX_AXES: u32 = {MAX_AXES}u;\n{SHADER}",
-            fields::wgsl_constants(),
-            crate::engine::reason::point::wgsl_constants()
-        );
+        let source = shader_source();
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("eval.wgsl"),
@@ -251,11 +268,12 @@ impl Gpu {
                 space.axes.len()
             )));
         }
-        let f = |x: f64| (x as f32).to_bits();
+        let f = |x: f64| x as f32;
         let mut recs: Vec<u32> = Vec::new();
         let mut vals: Vec<f32> = Vec::new();
         let mut progs: Vec<u32> = Vec::new();
         let mut bases: Vec<&Fields> = Vec::new();
+        let at = |recs: &Vec<u32>| (recs.len() / 8) as u32;
         for (p, base) in programs {
             let b = match bases.iter().position(|x| x == base) {
                 Some(i) => i,
@@ -264,71 +282,102 @@ impl Gpu {
                     bases.len() - 1
                 }
             };
-            let op_start = recs.len() / 8;
+            let op_start = at(&recs);
             for o in &p.ops {
-                recs.extend([
-                    o.matrix as u32,
-                    o.precision as u32,
-                    o.section as u32,
-                    o.phase as u32,
-                    f(o.flops),
-                    f(o.weight_bytes),
-                    f(o.act_bytes),
-                    f(o.count),
-                ]);
+                let r = o.class().slots();
+                let rec = OpRec {
+                    rate: (r.peak + o.precision) as u32,
+                    eff: r.eff as u32,
+                    eff2: r.eff2 as u32,
+                    epf: (fields::ENERGY_PER_FLOP + o.precision) as u32,
+                    flops: f(o.flops),
+                    weight_bytes: f(o.weight_bytes),
+                    act_bytes: f(o.act_bytes),
+                    count: f(o.count),
+                    section: o.section as u32,
+                    phase: o.phase as u32,
+                    ..OpRec::default()
+                };
+                recs.extend_from_slice(rec.words());
             }
-            let comm_start = recs.len() / 8;
+            let comm_start = at(&recs);
             for c in &p.comms {
-                recs.extend([
-                    c.kind as u32 | (c.weight_stream as u32) << 8,
-                    c.section as u32,
-                    c.overlap as u32,
-                    f(c.inner_share),
-                    f(c.bytes),
-                    f(c.inner),
-                    f(c.outer),
-                    f(c.count),
-                ]);
+                let k = c.coeffs();
+                let rec = CommRec {
+                    section: c.section as u32,
+                    overlap: c.overlap as u32,
+                    overlapped: k.overlapped as u32,
+                    share: f(c.inner_share),
+                    count: f(c.count),
+                    ext_lat: f(k.ext.latencies),
+                    ext_bytes: f(k.ext.bytes),
+                    up_lat: f(k.up[0].latencies),
+                    up_bytes: f(k.up[0].bytes),
+                    up_lat_inr: f(k.up[1].latencies),
+                    up_bytes_inr: f(k.up[1].bytes),
+                    out_lat: f(k.out[0].latencies),
+                    out_bytes: f(k.out[0].bytes),
+                    out_lat_inr: f(k.out[1].latencies),
+                    out_bytes_inr: f(k.out[1].bytes),
+                    ..CommRec::default()
+                };
+                recs.extend_from_slice(rec.words());
             }
             let fp = &p.footprint;
-            progs.extend([
-                op_start as u32,
-                p.ops.len() as u32,
-                comm_start as u32,
-                p.comms.len() as u32,
-                (b * NX) as u32,
-                p.mfu_precision as u32,
-                0,
-                0,
-                f(p.micro_batches),
-                f(p.bubble),
-                f(p.devices),
-                f(p.units_per_step),
-                f(p.model_flops_per_step),
-                f(fp.state()),
-                f(fp.working()),
-                f(fp.total()),
-            ]);
+            let rec = ProgRec {
+                op_start,
+                n_ops: p.ops.len() as u32,
+                comm_start,
+                n_comms: p.comms.len() as u32,
+                base: (b * NX) as u32,
+                mfu_prec: p.mfu_precision as u32,
+                micro_batches: f(p.micro_batches),
+                bubble: f(p.bubble),
+                devices: f(p.devices),
+                units: f(p.units_per_step),
+                model_flops: f(p.model_flops_per_step),
+                state: f(fp.state()),
+                working: f(fp.working()),
+                total: f(fp.total()),
+                ..ProgRec::default()
+            };
+            progs.extend_from_slice(rec.words());
         }
         for b in &bases {
             vals.extend(b.iter().map(|x| *x as f32));
         }
-        let axis_start = recs.len() / 8;
+        let axis_start = at(&recs);
         for a in &space.axes {
-            let (kind, count, off, lo, hi, lr) = match &a.values {
+            let rec = match &a.values {
                 Values::List(v) => {
-                    let off = vals.len();
+                    let offset = vals.len() as u32;
                     vals.extend(v.iter().map(|x| *x as f32));
-                    (0, v.len(), off, 0.0, 0.0, 0.0)
+                    AxisRec {
+                        kind: 0,
+                        count: v.len() as u32,
+                        offset,
+                        ..AxisRec::default()
+                    }
                 }
-                Values::Linear { lo, hi } => (1, 0, 0, *lo, *hi, 0.0),
-                Values::Log { lo, hi } => (2, 0, 0, *lo, *hi, (hi / lo).ln()),
+                Values::Linear { lo, hi } => AxisRec {
+                    kind: 1,
+                    lo: f(*lo),
+                    hi: f(*hi),
+                    ..AxisRec::default()
+                },
+                Values::Log { lo, hi } => AxisRec {
+                    kind: 2,
+                    lo: f(*lo),
+                    hi: f(*hi),
+                    ln_ratio: f((hi / lo).ln()),
+                    ..AxisRec::default()
+                },
             };
-            recs.extend([kind, count as u32, off as u32, 0, f(lo), f(hi), f(lr), 0]);
+            recs.extend_from_slice(rec.words());
         }
-        let target_start = recs.len() / 8;
+        let target_start = at(&recs);
         for (axis, t) in &space.flat {
-            let (op, a, b, floor) = match t.op {
+            let (op, scale, offset, floor) = match t.op {
                 Op::Set {
                     scale,
                     offset,
@@ -336,7 +385,16 @@ impl Gpu {
                 } => (0, scale, offset, floor.max(f32::MIN as f64)),
                 Op::DivBy { scale } => (1, scale, 0.0, 0.0),
             };
-            recs.extend([*axis as u32, t.field as u32, op, 0, f(a), f(b), f(floor), 0]);
+            let rec = TargetRec {
+                axis: *axis as u32,
+                field: t.field as u32,
+                op,
+                scale: f(scale),
+                offset: f(offset),
+                floor: f(floor),
+                ..TargetRec::default()
+            };
+            recs.extend_from_slice(rec.words());
         }
         let (sampling, seed) = match space.sampling {
             Sampling::Grid => (0, 0),
@@ -351,9 +409,9 @@ impl Gpu {
             points: space.points,
             programs: programs.len(),
             n_axes: space.axes.len() as u32,
-            axis_start: axis_start as u32,
+            axis_start,
             n_targets: space.flat.len() as u32,
-            target_start: target_start as u32,
+            target_start,
             sampling,
             seed,
             rederive: space.derive.rederive,
@@ -383,7 +441,11 @@ impl Gpu {
             })
         };
         use wgpu::BufferUsages as U;
-        let params = buffer("params", PARAMS_WORDS as u64 * 4, U::UNIFORM | U::COPY_DST);
+        let params = buffer(
+            "params",
+            std::mem::size_of::<Params>() as u64,
+            U::UNIFORM | U::COPY_DST,
+        );
         let out = buffer("out", bytes, U::STORAGE | U::COPY_SRC);
         let staging = buffer("staging", bytes, U::MAP_READ | U::COPY_DST);
         let front = buffer("front", MAX_FRONT as u64 * 8, U::STORAGE | U::COPY_DST);
@@ -538,21 +600,21 @@ impl Gpu {
     ) -> Result<wgpu::SubmissionIndex, GpuError> {
         let prog = first / d.points;
         let mi = first % d.points;
-        let mut params: [u32; PARAMS_WORDS] = [0; PARAMS_WORDS];
-        params[..12].copy_from_slice(&[
-            prog as u32,
-            mi as u32,
-            n,
-            d.points as u32,
-            d.n_axes,
-            d.axis_start,
-            d.n_targets,
-            d.target_start,
-            d.sampling,
-            d.seed,
-            d.rederive,
-            d.divide,
-        ]);
+        let mut params = Params {
+            start_prog: prog as u32,
+            start_mi: mi as u32,
+            count: n,
+            points: d.points as u32,
+            n_axes: d.n_axes,
+            axis_start: d.axis_start,
+            n_targets: d.n_targets,
+            target_start: d.target_start,
+            sampling: d.sampling,
+            seed: d.seed,
+            rederive: d.rederive,
+            divide: d.divide,
+            ..Params::default()
+        };
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         if let Some((how, b)) = screen {
             // the front the kernel screens against: at most MAX_FRONT of its points (a subset
@@ -572,20 +634,15 @@ impl Gpu {
                 self.queue
                     .write_buffer(&slot.front, 0, bytemuck::cast_slice(&pts));
             }
-            params[12..24].copy_from_slice(&[
-                1,
-                how.objective,
-                how.pareto[0],
-                how.pareto[1],
-                pts.len() as u32,
-                b.threshold.to_bits(),
-                how.margin.to_bits(),
-                how.budget.to_bits(),
-                how.floor.to_bits(),
-                0,
-                0,
-                0,
-            ]);
+            params.mode = 1;
+            params.objective = how.objective;
+            params.pareto_a = how.pareto[0];
+            params.pareto_b = how.pareto[1];
+            params.n_front = pts.len() as u32;
+            params.threshold = b.threshold;
+            params.margin = how.margin;
+            params.budget = how.budget;
+            params.floor = how.floor;
         }
         let groups = n.div_ceil(WORKGROUP);
         let x = groups.min(max_groups);
@@ -597,7 +654,7 @@ impl Gpu {
             )));
         }
         self.queue
-            .write_buffer(&slot.params, 0, bytemuck::cast_slice(&params));
+            .write_buffer(&slot.params, 0, params.words_bytes());
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -715,7 +772,6 @@ impl Gpu {
 }
 
 /// Words of the kernel's `Params`.
-const PARAMS_WORDS: usize = 24;
 /// Front points the kernel screens against.
 pub const MAX_FRONT: usize = 4096;
 /// Candidates read back with the counts in one trip.

@@ -1,0 +1,248 @@
+//! What an evaluator needs of each operator and collective, settled at lowering time: the typed
+//! efficiency class of an operator (which peak and which efficiencies of the machine table its
+//! rate is), and a collective's alpha-beta coefficients per link class (how many latencies and
+//! how many bytes it puts on the scale-up link, the scale-out link and the weight-store link, with
+//! and without in-network reduction). The CPU evaluator and the WGSL kernel read only these, so
+//! the collective algorithms (ring, hierarchical, tree across domains, in-network reduction) are
+//! written once, here.
+
+use super::program::{CollKind, Comm, Op, Tier};
+use super::table as t;
+use serde::Serialize;
+
+/// Which engines an operator runs on, and so which slots of the machine its rate reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[repr(u32)]
+pub enum EffClass {
+    /// Matrix engines at the matrix efficiency.
+    #[default]
+    Matrix = 0,
+    /// Matrix engines at fp8 and narrower: matrix efficiency × the low-precision factor.
+    MatrixLowPrecision = 1,
+    /// Vector engines at the vector efficiency.
+    Vector = 2,
+}
+
+/// Slots an operator's rate reads: peak row, efficiency, and an optional second efficiency
+/// factor (`t::NX` = none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateSlots {
+    pub peak: usize,
+    pub eff: usize,
+    pub eff2: usize,
+}
+
+impl EffClass {
+    /// The class of work on the matrix (`matrix`) or vector engines at precision index `p`: the
+    /// one place the "fp8 and narrower" rule is applied to operators.
+    pub fn of(matrix: bool, p: usize) -> EffClass {
+        match (matrix, t::low_precision(p)) {
+            (false, _) => EffClass::Vector,
+            (true, true) => EffClass::MatrixLowPrecision,
+            (true, false) => EffClass::Matrix,
+        }
+    }
+
+    pub fn slots(self) -> RateSlots {
+        match self {
+            EffClass::Matrix => RateSlots {
+                peak: t::MATRIX_PEAK,
+                eff: t::EFF_MATMUL,
+                eff2: t::NX,
+            },
+            EffClass::MatrixLowPrecision => RateSlots {
+                peak: t::MATRIX_PEAK,
+                eff: t::EFF_MATMUL,
+                eff2: t::EFF_LOW_PRECISION,
+            },
+            EffClass::Vector => RateSlots {
+                peak: t::VECTOR_PEAK,
+                eff: t::EFF_VECTOR,
+                eff2: t::NX,
+            },
+        }
+    }
+}
+
+impl Op {
+    /// The efficiency class of this operator.
+    pub fn class(&self) -> EffClass {
+        EffClass::of(self.matrix, self.precision)
+    }
+}
+
+/// Latencies and bytes one call of a collective puts on one link class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Link {
+    /// Number of link latencies on the critical path.
+    pub latencies: f64,
+    /// Bytes each device sends over the link.
+    pub bytes: f64,
+}
+
+impl Link {
+    fn new(latencies: f64, bytes: f64) -> Link {
+        Link { latencies, bytes }
+    }
+}
+
+/// A collective as alpha-beta coefficients per link class. The time on a link class is
+/// `latencies × latency + bytes / (bandwidth × network efficiency × share)` (the share applies to
+/// the scale-up link only); the classes add (hierarchical algorithms run their phases one after
+/// the other) or, with `overlapped`, the slowest bounds it (all-to-all drives both at once).
+/// `up[1]` and `out[1]` hold the coefficients with in-network reduction on that tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Coeffs {
+    pub up: [Link; 2],
+    pub out: [Link; 2],
+    /// To the external weight store (over its own link, charged no link energy).
+    pub ext: Link,
+    pub overlapped: bool,
+}
+
+impl Coeffs {
+    /// Ring algorithms inside a scale-up domain, hierarchical (scale-up, then scale-out, then
+    /// scale-up) across domains with a tree of log2(domains) latency steps, in-network reduction
+    /// where the switches offer it.
+    pub fn of(c: &Comm) -> Coeffs {
+        let mut k = Coeffs::default();
+        let s = c.bytes;
+        if c.weight_stream {
+            k.ext = Link::new(1.0, s);
+            return k;
+        }
+        let u = c.inner.max(1.0);
+        let o = c.outer.max(1.0);
+        if u <= 1.0 && o <= 1.0 {
+            return k;
+        }
+        let log2o = o.log2().max(1.0);
+        let both = |l: Link| [l, l];
+        match c.kind {
+            CollKind::AllReduce => {
+                // reduce-scatter + all-reduce across domains + all-gather
+                if u > 1.0 {
+                    k.up = [
+                        Link::new(2.0 * (u - 1.0), 2.0 * (u - 1.0) / u * s),
+                        Link::new(2.0, s),
+                    ];
+                }
+                let shard = s / u;
+                if o > 1.0 {
+                    k.out = [
+                        Link::new(2.0 * log2o, 2.0 * (o - 1.0) / o * shard),
+                        Link::new(2.0 * log2o, shard),
+                    ];
+                }
+            }
+            CollKind::AllGather | CollKind::ReduceScatter => {
+                if o > 1.0 {
+                    let part = s / u;
+                    k.out = both(Link::new(log2o, (o - 1.0) / o * part));
+                }
+                if u > 1.0 {
+                    k.up = both(Link::new(u - 1.0, (u - 1.0) / u * s));
+                }
+            }
+            CollKind::AllToAll => {
+                let n = u * o;
+                if u > 1.0 {
+                    k.up = both(Link::new(1.0, (u - 1.0) / n * s));
+                }
+                if o > 1.0 {
+                    k.out = both(Link::new(1.0, (n - u) / n * s));
+                }
+                k.overlapped = true;
+            }
+            CollKind::Broadcast => {
+                if o > 1.0 {
+                    k.out = both(Link::new(log2o, s));
+                } else {
+                    k.up = both(Link::new(u.log2().max(1.0), s));
+                }
+            }
+            CollKind::SendRecv => {
+                if o > 1.0 {
+                    k.out = both(Link::new(1.0, s));
+                } else {
+                    k.up = both(Link::new(1.0, s));
+                }
+            }
+        }
+        k
+    }
+}
+
+impl Comm {
+    /// This collective's alpha-beta coefficients.
+    pub fn coeffs(&self) -> Coeffs {
+        Coeffs::of(self)
+    }
+}
+
+/// The machine slots of a memory tier: capacity (`t::NX` for the weight store, whose capacity
+/// is the separate `EXT_CAPACITY`), bandwidth, the efficiency applied to it, energy per byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TierSlots {
+    pub capacity: usize,
+    pub bandwidth: usize,
+    pub efficiency: usize,
+    pub energy: usize,
+}
+
+impl Tier {
+    /// In the order the kernel indexes them (0 SRAM, 1 main memory, 2 weight store).
+    pub const ALL: [Tier; 3] = [Tier::Sram, Tier::Hbm, Tier::External];
+
+    pub fn slots(self) -> TierSlots {
+        match self {
+            Tier::Sram => TierSlots {
+                capacity: t::SRAM_CAPACITY,
+                bandwidth: t::SRAM_BANDWIDTH,
+                efficiency: t::EFF_MEMORY,
+                energy: t::SRAM_ENERGY,
+            },
+            Tier::Hbm => TierSlots {
+                capacity: t::HBM_CAPACITY,
+                bandwidth: t::HBM_BANDWIDTH,
+                efficiency: t::EFF_MEMORY,
+                energy: t::HBM_ENERGY,
+            },
+            // Streamed over the scale-out fabric: charged its energy per byte.
+            Tier::External => TierSlots {
+                capacity: t::NX,
+                bandwidth: t::EXT_BANDWIDTH,
+                efficiency: t::EFF_NETWORK,
+                energy: t::OUT_ENERGY,
+            },
+        }
+    }
+
+    /// Index of this tier in the kernel's tier constants.
+    pub fn index(self) -> u32 {
+        match self {
+            Tier::Sram => 0,
+            Tier::Hbm => 1,
+            Tier::External => 2,
+        }
+    }
+}
+
+/// The tier slots as WGSL constant arrays (`TIER_CAPACITY` covers the two tiers that hold data
+/// on the device).
+pub fn tier_wgsl() -> String {
+    let row = |name: &str, f: &dyn Fn(TierSlots) -> usize, n: usize| {
+        let v: Vec<String> = Tier::ALL[..n]
+            .iter()
+            .map(|t| format!("{}u", f(t.slots())))
+            .collect();
+        format!("const {name} = array<u32, {n}>({});\n", v.join(", "))
+    };
+    [
+        row("TIER_CAPACITY", &|s| s.capacity, 2),
+        row("TIER_BANDWIDTH", &|s| s.bandwidth, 3),
+        row("TIER_EFFICIENCY", &|s| s.efficiency, 3),
+        row("TIER_ENERGY", &|s| s.energy, 3),
+    ]
+    .concat()
+}

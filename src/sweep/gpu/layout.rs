@@ -1,0 +1,252 @@
+//! The records the host packs and the kernel reads, declared once in Rust (`#[repr(C)]`, Pod)
+//! and generated into the shader source: the WGSL struct of each, and for those stored in the
+//! shared record array a reader that reassembles it from 8-word `Rec`s. A field cannot drift
+//! between host and kernel, because neither side writes the layout by hand.
+//!
+//! Records in the array are multiples of 8 words: words 0-3 of each 8 are read as `vec4<u32>`,
+//! words 4-7 as `vec4<f32>`; a field of the other type is bitcast, so any order of u32 and f32
+//! fields works.
+
+/// A record whose WGSL form is generated from its Rust definition.
+pub trait Layout: bytemuck::Pod {
+    const NAME: &'static str;
+    /// (field, `u32` | `f32`) in memory order.
+    const FIELDS: &'static [(&'static str, &'static str)];
+
+    /// The WGSL struct.
+    fn wgsl_struct() -> String {
+        let fields: Vec<String> = Self::FIELDS
+            .iter()
+            .map(|(n, t)| format!("    {n}: {t},"))
+            .collect();
+        format!("struct {} {{\n{}\n}}\n", Self::NAME, fields.join("\n"))
+    }
+
+    /// Records of the shared array this one occupies.
+    fn recs() -> usize {
+        Self::FIELDS.len().div_ceil(8)
+    }
+
+    /// `fn read_<Name>(i: u32) -> <Name>`: the record starting at `recs[i]`.
+    fn wgsl_reader() -> String {
+        assert_eq!(
+            Self::FIELDS.len() % 8,
+            0,
+            "{} is not a whole number of records",
+            Self::NAME
+        );
+        let comp = ["x", "y", "z", "w"];
+        let args: Vec<String> = Self::FIELDS
+            .iter()
+            .enumerate()
+            .map(|(k, (_, t))| {
+                let (r, w) = (k / 8, k % 8);
+                let (half, native) = if w < 4 { ("u", "u32") } else { ("f", "f32") };
+                let e = format!("r{r}.{half}.{}", comp[w % 4]);
+                if *t == native {
+                    e
+                } else {
+                    format!("bitcast<{t}>({e})")
+                }
+            })
+            .collect();
+        let loads: String = (0..Self::recs())
+            .map(|r| format!("    let r{r} = recs[i + {r}u];\n"))
+            .collect();
+        format!(
+            "const {n}_RECS: u32 = {k}u;\nfn read_{n}(i: u32) -> {n} {{\n{loads}    return {n}({});\n}}\n",
+            args.join(", "),
+            n = Self::NAME,
+            k = Self::recs(),
+        )
+    }
+
+    /// This record as words of the shared array.
+    fn words(&self) -> &[u32] {
+        bytemuck::cast_slice(std::slice::from_ref(self))
+    }
+
+    /// This record as bytes (a uniform buffer's contents).
+    fn words_bytes(&self) -> &[u8] {
+        bytemuck::bytes_of(self)
+    }
+}
+
+macro_rules! gpu_record {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident : $ty:ident),* $(,)? }) => {
+        $(#[$m])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+        pub struct $name { $($(#[$fm])* pub $field: $ty),* }
+        impl Layout for $name {
+            const NAME: &'static str = stringify!($name);
+            const FIELDS: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($field), stringify!($ty))),*];
+        }
+    };
+}
+
+gpu_record! {
+    /// One operator: the machine slots its rate and energy read, and its work per call.
+    OpRec {
+        /// Slot of its peak (peak row + precision).
+        rate: u32,
+        /// Slot of its efficiency, and of a second factor (`NX` = none).
+        eff: u32,
+        eff2: u32,
+        /// Slot of its energy per FLOP.
+        epf: u32,
+        flops: f32,
+        weight_bytes: f32,
+        act_bytes: f32,
+        count: f32,
+        section: u32,
+        phase: u32,
+        pad0: u32,
+        pad1: u32,
+        pad2: f32,
+        pad3: f32,
+        pad4: f32,
+        pad5: f32,
+    }
+}
+
+gpu_record! {
+    /// One collective as alpha-beta coefficients per link class (`engine::coeffs`).
+    CommRec {
+        section: u32,
+        overlap: u32,
+        /// 1: the slowest link class bounds it (all-to-all), else the classes add.
+        overlapped: u32,
+        pad0: u32,
+        share: f32,
+        count: f32,
+        ext_lat: f32,
+        ext_bytes: f32,
+        up_lat: f32,
+        up_bytes: f32,
+        up_lat_inr: f32,
+        up_bytes_inr: f32,
+        out_lat: f32,
+        out_bytes: f32,
+        out_lat_inr: f32,
+        out_bytes_inr: f32,
+    }
+}
+
+gpu_record! {
+    /// One sweep axis: kind 0 list (`count` values at `offset` of `vals`), 1 linear, 2 log.
+    AxisRec {
+        kind: u32,
+        count: u32,
+        offset: u32,
+        pad0: u32,
+        lo: f32,
+        hi: f32,
+        ln_ratio: f32,
+        pad1: f32,
+    }
+}
+
+gpu_record! {
+    /// One axis target: op 0 sets `field = max(v × scale + offset, floor)`, op 1 divides
+    /// `field = field × scale / v`.
+    TargetRec {
+        axis: u32,
+        field: u32,
+        op: u32,
+        pad0: u32,
+        scale: f32,
+        offset: f32,
+        floor: f32,
+        pad1: f32,
+    }
+}
+
+gpu_record! {
+    /// One program: where its records and base machine are, and its scalars.
+    ProgRec {
+        op_start: u32,
+        n_ops: u32,
+        comm_start: u32,
+        n_comms: u32,
+        base: u32,
+        mfu_prec: u32,
+        pad0: u32,
+        pad1: u32,
+        micro_batches: f32,
+        bubble: f32,
+        devices: f32,
+        units: f32,
+        model_flops: f32,
+        state: f32,
+        working: f32,
+        total: f32,
+    }
+}
+
+gpu_record! {
+    /// The uniform parameters of one dispatch.
+    Params {
+        start_prog: u32,
+        start_mi: u32,
+        count: u32,
+        points: u32,
+        n_axes: u32,
+        axis_start: u32,
+        n_targets: u32,
+        target_start: u32,
+        sampling: u32,
+        seed: u32,
+        rederive: u32,
+        divide: u32,
+        /// 0: every point's figures; 1: screening.
+        mode: u32,
+        objective: u32,
+        pareto_a: u32,
+        pareto_b: u32,
+        n_front: u32,
+        threshold: f32,
+        margin: f32,
+        budget: f32,
+        floor: f32,
+        pad0: u32,
+        pad1: u32,
+        pad2: u32,
+    }
+}
+
+/// The generated part of the shader: every record's struct, the readers of those in the shared
+/// record array, and the shared `Rec` shape.
+pub fn wgsl() -> String {
+    let mut s = String::from("struct Rec {\n    u: vec4<u32>,\n    f: vec4<f32>,\n}\n");
+    s += &Params::wgsl_struct();
+    s += &ProgRec::wgsl_struct();
+    for (st, rd) in [
+        (OpRec::wgsl_struct(), OpRec::wgsl_reader()),
+        (CommRec::wgsl_struct(), CommRec::wgsl_reader()),
+        (AxisRec::wgsl_struct(), AxisRec::wgsl_reader()),
+        (TargetRec::wgsl_struct(), TargetRec::wgsl_reader()),
+    ] {
+        s += &st;
+        s += &rd;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readers_bitcast_fields_outside_their_half() {
+        let r = OpRec::wgsl_reader();
+        assert!(r.contains("const OpRec_RECS: u32 = 2u;"));
+        // word 8 (section) sits in the u half of the second record; word 12 (pad2) in its f half
+        assert!(r.contains("r1.u.x"), "{r}");
+        let c = CommRec::wgsl_reader();
+        assert!(c.contains("bitcast<f32>(r1.u.x)"), "{c}");
+        assert_eq!(std::mem::size_of::<Params>(), 24 * 4);
+        assert_eq!(std::mem::size_of::<ProgRec>(), 16 * 4);
+    }
+}
