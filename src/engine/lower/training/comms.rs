@@ -62,74 +62,83 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
         // gradients and 2 AG re-gathering the layer input for the weight gradients (both
         // overlapped with GEMMs). Reduce-scatter and all-gather cost the same, so the overlapped
         // pair is one entry.
-        let tp_comm = |name: &str, role, kind, count, overlap| Collective {
-            name: name.into(),
-            role,
-            kind,
+
+        // What every tensor-parallel collective shares; each entry names the rest.
+        let tp_comm = Collective {
+            name: String::new(),
+            role: Role::TensorParallel,
+            kind: CollKind::AllReduce,
             bytes: tp_bytes,
             group: g_tp,
-            count,
+            count: 0.0,
             section: mbs,
-            overlap,
+            overlap: Overlap::None,
         };
         if sp {
-            b.comm(tp_comm(
-                "tp all-gather",
-                Role::TensorParallel,
-                CollKind::AllGather,
-                l * (4.0 + 2.0 * rec_extra),
-                Overlap::None,
-            ));
-            b.comm(tp_comm(
-                "tp reduce-scatter",
-                Role::TensorParallel,
-                CollKind::ReduceScatter,
-                l * (2.0 + 2.0 * rec_extra),
-                Overlap::None,
-            ));
+            b.comm(Collective {
+                name: "tp all-gather".into(),
+                role: Role::TensorParallel,
+                kind: CollKind::AllGather,
+                count: l * (4.0 + 2.0 * rec_extra),
+                overlap: Overlap::None,
+                ..tp_comm.clone()
+            });
+            b.comm(Collective {
+                name: "tp reduce-scatter".into(),
+                role: Role::TensorParallel,
+                kind: CollKind::ReduceScatter,
+                count: l * (2.0 + 2.0 * rec_extra),
+                overlap: Overlap::None,
+                ..tp_comm.clone()
+            });
             if lora.is_some() {
                 // Frozen weights have no weight-gradient GEMMs: the re-gather is not needed and
                 // the reduce-scatter of the input gradients has nothing to hide behind.
-                b.comm(tp_comm(
-                    "backward tp reduce-scatter (frozen weights, exposed)",
-                    Role::FrozenTensorParallel,
-                    CollKind::ReduceScatter,
-                    l * 2.0,
-                    Overlap::None,
-                ));
+                b.comm(Collective {
+                    name: "backward tp reduce-scatter (frozen weights, exposed)".into(),
+                    role: Role::FrozenTensorParallel,
+                    kind: CollKind::ReduceScatter,
+                    count: l * 2.0,
+                    overlap: Overlap::None,
+                    ..tp_comm.clone()
+                });
             } else {
-                b.comm(tp_comm(
-                    "tp backward reduce-scatter + re-gather (overlapped)",
-                    Role::TensorParallel,
-                    CollKind::AllGather,
-                    l * 4.0,
-                    Overlap::Backward,
-                ));
+                b.comm(Collective {
+                    name: "tp backward reduce-scatter + re-gather (overlapped)".into(),
+                    role: Role::TensorParallel,
+                    kind: CollKind::AllGather,
+                    count: l * 4.0,
+                    overlap: Overlap::Backward,
+                    ..tp_comm.clone()
+                });
             }
         } else {
-            b.comm(tp_comm(
-                "tp all-reduce",
-                Role::TensorParallel,
-                CollKind::AllReduce,
-                l * (2.0 + 2.0 * rec_extra),
-                Overlap::None,
-            ));
+            b.comm(Collective {
+                name: "tp all-reduce".into(),
+                role: Role::TensorParallel,
+                kind: CollKind::AllReduce,
+                count: l * (2.0 + 2.0 * rec_extra),
+                overlap: Overlap::None,
+                ..tp_comm.clone()
+            });
             if lora.is_some() {
-                b.comm(tp_comm(
-                    "backward tp all-reduce (frozen weights, exposed)",
-                    Role::FrozenTensorParallel,
-                    CollKind::AllReduce,
-                    l * 2.0,
-                    Overlap::None,
-                ));
+                b.comm(Collective {
+                    name: "backward tp all-reduce (frozen weights, exposed)".into(),
+                    role: Role::FrozenTensorParallel,
+                    kind: CollKind::AllReduce,
+                    count: l * 2.0,
+                    overlap: Overlap::None,
+                    ..tp_comm.clone()
+                });
             } else {
-                b.comm(tp_comm(
-                    "tp backward all-reduce (overlapped)",
-                    Role::TensorParallel,
-                    CollKind::AllReduce,
-                    l * 2.0,
-                    Overlap::Backward,
-                ));
+                b.comm(Collective {
+                    name: "tp backward all-reduce (overlapped)".into(),
+                    role: Role::TensorParallel,
+                    kind: CollKind::AllReduce,
+                    count: l * 2.0,
+                    overlap: Overlap::Backward,
+                    ..tp_comm.clone()
+                });
             }
         }
     }
