@@ -97,6 +97,7 @@ fn gemm_below_the_ridge_is_memory_bound() {
 fn comm(kind: CollKind, bytes: f64, inner: f64, outer: f64) -> Comm {
     Comm {
         name: "c".into(),
+        role: Role::Other,
         kind,
         bytes,
         inner,

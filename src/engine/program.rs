@@ -66,11 +66,38 @@ pub enum Overlap {
     Compute = 2,
 }
 
+/// What a collective is for: policies (which collectives a framework overlaps) read this, never
+/// the report label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Role {
+    /// Tensor-parallel activation collectives (all-reduce, or all-gather / reduce-scatter with
+    /// sequence parallelism), forward and backward, training and inference.
+    TensorParallel,
+    /// Backward tensor-parallel collectives of frozen (LoRA base) weights: no weight-gradient
+    /// GEMMs to hide behind.
+    FrozenTensorParallel,
+    /// Context-parallel key/value gathers and their gradient reductions.
+    ContextParallel,
+    /// Activations (and their gradients) between pipeline stages.
+    PipelineSendRecv,
+    /// Data-parallel gradient reduction (all-reduce or ZeRO reduce-scatter), once per step.
+    GradientReduction,
+    /// Data-parallel all-gather of the updated parameters after the optimizer step (ZeRO 1, 2).
+    ParameterGather,
+    /// ZeRO-3 all-gather of the weights before their use, per micro-batch.
+    WeightGather,
+    /// Expert-parallel token dispatch and combine.
+    ExpertAllToAll,
+    /// A collective a graph workload states explicitly.
+    Other,
+}
+
 /// One collective, per device. The group spans `inner` devices inside a scale-up domain and
 /// `outer` domains (ranks in different domains talk over the scale-out network).
 #[derive(Clone, Debug, Serialize)]
 pub struct Comm {
     pub name: String,
+    pub role: Role,
     pub kind: CollKind,
     /// Payload: the full buffer size per device (all-reduce input, gathered output).
     pub bytes: f64,

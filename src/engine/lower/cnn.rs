@@ -1,0 +1,156 @@
+//! Convolutional network training: data parallelism only, per layer a convolution and a fused
+//! batch-norm + ReLU forward and backward, the gradient all-reduce and the optimizer update.
+
+use super::{
+    domain_size, place_group, run_precision, vector_precision, Builder, Collective, Reason,
+};
+use crate::engine::program::*;
+use crate::model::mapping::Mapping;
+use crate::model::system::System;
+use crate::model::workload::{Cnn, Target, Training};
+
+pub(super) fn cnn_training(
+    sys: &System,
+    c: &Cnn,
+    tr: &Training,
+    m: &Mapping,
+) -> Result<Program, Reason> {
+    if m.tp > 1 || m.pp > 1 || m.cp > 1 || m.ep > 1 {
+        return Err(Reason::unsupported(
+            "CNNs are mapped with data parallelism only (tp = pp = cp = ep = 1)",
+        ));
+    }
+    let dp = m.dp;
+    if tr.global_batch % dp != 0 {
+        return Err(Reason::mapping(format!(
+            "global batch {} is not a multiple of dp {dp}",
+            tr.global_batch
+        )));
+    }
+    let local = tr.global_batch / dp;
+    let mbsz = m.micro_batch.min(local).max(1);
+    if local % mbsz != 0 {
+        return Err(Reason::mapping(format!(
+            "per-device batch {local} is not a multiple of micro-batch {mbsz}"
+        )));
+    }
+    let micro_batches = (local / mbsz) as f64;
+    let prec = run_precision(sys, tr.compute);
+    let p = prec.index();
+    let vecp = vector_precision(sys, p);
+    let ab = tr.activations.bytes();
+    let wb = tr.weights.bytes().max(prec.bytes());
+    let bsz = mbsz as f64;
+    let dom = domain_size(sys, dp);
+    let g_dp = place_group(sys, dp, 1, dom);
+    let mut b = Builder::default();
+    let mbs = Section::MicroBatch;
+    let mut params = 0.0;
+    let mut act = 0.0;
+    let mut fwd = 0.0;
+    for layer in &c.layers {
+        let f = layer.flops() * bsz;
+        let wbytes = layer.params() * wb;
+        let io = (layer.in_elems() + layer.out_elems()) * bsz * ab;
+        b.op(Op {
+            name: "conv".into(),
+            matrix: true,
+            precision: p,
+            flops: f,
+            weight_bytes: wbytes,
+            act_bytes: io,
+            count: 1.0,
+            section: mbs,
+            phase: Phase::Forward,
+        });
+        b.op(Op {
+            name: "conv (backward)".into(),
+            matrix: true,
+            precision: p,
+            flops: 2.0 * f,
+            weight_bytes: 2.0 * wbytes,
+            act_bytes: 2.0 * io,
+            count: 1.0,
+            section: mbs,
+            phase: Phase::Backward,
+        });
+        let el = layer.out_elems() * bsz;
+        b.op(Op {
+            name: "batch-norm + relu".into(),
+            matrix: false,
+            precision: vecp,
+            flops: 8.0 * el,
+            weight_bytes: 0.0,
+            act_bytes: 4.0 * el * ab,
+            count: 1.0,
+            section: mbs,
+            phase: Phase::Forward,
+        });
+        b.op(Op {
+            name: "batch-norm + relu (backward)".into(),
+            matrix: false,
+            precision: vecp,
+            flops: 12.0 * el,
+            weight_bytes: 0.0,
+            act_bytes: 6.0 * el * ab,
+            count: 1.0,
+            section: mbs,
+            phase: Phase::Backward,
+        });
+        params += layer.params();
+        act += (layer.out_elems() * 3.0) * bsz * ab;
+        fwd += layer.flops();
+    }
+    if dp > 1 {
+        let ov = if m.overlap_grad_reduce {
+            Overlap::Backward
+        } else {
+            Overlap::None
+        };
+        b.grad_comm(Collective {
+            name: "dp gradient all-reduce".into(),
+            role: Role::GradientReduction,
+            kind: CollKind::AllReduce,
+            bytes: params * tr.gradients.bytes(),
+            group: g_dp,
+            count: 1.0,
+            section: Section::Step,
+            overlap: ov,
+        });
+    }
+    b.op(Op {
+        name: "optimizer update".into(),
+        matrix: false,
+        precision: vecp,
+        flops: 6.0 * params,
+        weight_bytes: params * (2.0 * tr.optimizer_bytes + tr.gradients.bytes() + wb),
+        act_bytes: 0.0,
+        count: 1.0,
+        section: Section::Step,
+        phase: Phase::Update,
+    });
+    let samples = tr.global_batch as f64;
+    let steps = tr.target.map(|tg| match tg {
+        Target::Tokens(x) | Target::Samples(x) => x / samples,
+        Target::Steps(x) => x,
+    });
+    Ok(Program {
+        ops: b.ops,
+        comms: b.comms,
+        micro_batches,
+        bubble: 0.0,
+        footprint: Footprint {
+            weights: params * wb,
+            gradients: params * tr.gradients.bytes(),
+            optimizer: params * tr.optimizer_bytes,
+            activations: act,
+            kv_cache: 0.0,
+        },
+        devices: dp as f64,
+        units_per_step: samples,
+        unit: "samples",
+        model_flops_per_step: 3.0 * fwd * samples,
+        mfu_precision: prec.index(),
+        steps,
+    })
+}

@@ -1,0 +1,129 @@
+//! The memory footprint of transformer training per device: parameters and model state by ZeRO
+//! stage, and the activations kept for the backward pass under the pipeline schedule.
+
+use super::Shape;
+use crate::model::mapping::Recompute;
+use crate::model::precision::Precision;
+
+/// Parameters and model state per device (the stage with the LM head).
+pub(super) struct State {
+    /// Parameters held by one device before ZeRO sharding.
+    pub params_local: f64,
+    /// Parameters it trains (the adapters only under LoRA).
+    pub trainable_local: f64,
+    /// Bytes of weights, gradients and optimizer state it holds.
+    pub weights: f64,
+    pub gradients: f64,
+    pub optimizer: f64,
+}
+
+pub(super) fn state(d: &Shape) -> State {
+    let Shape {
+        t,
+        tr,
+        m,
+        l,
+        tpf,
+        wb,
+        gb,
+        dpn,
+        ..
+    } = *d;
+    let experts = t.experts.as_ref();
+    let dense_layer = t.attn_params()
+        + match experts {
+            Some(e) => t.ffn_params(e.ffn) * e.shared as f64 + (t.hidden * e.count) as f64,
+            None => t.layer_ffn_params(),
+        };
+    let expert_layer = experts
+        .map(|e| t.ffn_params(e.ffn) * e.count as f64)
+        .unwrap_or(0.0);
+    // The last stage holds the output head; with one stage it holds the input embedding too.
+    let embed = if m.pp == 1 {
+        t.embedding_params()
+    } else {
+        (t.vocab * t.hidden) as f64
+    };
+    let params_local = l * (dense_layer / tpf + expert_layer / (tpf * m.ep as f64)) + embed / tpf;
+    let trainable_local = match tr.lora {
+        Some(lr) => l * (lr.adapted_per_layer * 2 * lr.rank * t.hidden) as f64 / tpf,
+        None => params_local,
+    };
+    let z = m.zero;
+    State {
+        params_local,
+        trainable_local,
+        weights: params_local * wb / if z >= 3 { dpn } else { 1.0 },
+        gradients: trainable_local * gb / if z >= 2 { dpn } else { 1.0 },
+        optimizer: trainable_local * tr.optimizer_bytes / if z >= 1 { dpn } else { 1.0 },
+    }
+}
+
+/// Bytes of activations one device holds at the peak of the pipeline schedule.
+pub(super) fn activations(d: &Shape) -> f64 {
+    let Shape {
+        t,
+        tr,
+        m,
+        p,
+        prec,
+        ab,
+        h,
+        kvd,
+        tpf,
+        seq: s,
+        tok,
+        l,
+        ..
+    } = *d;
+    let (act_shard, act_in, ffn_inner) = (d.act_shard, d.act_in, d.ffn_inner);
+    let lora = tr.lora;
+    let (pp, v) = (m.pp, m.interleave);
+    // Activations kept for the backward pass, per layer and micro-batch: the terms of Korthikanti
+    // et al. 2022 (§4.1: 34·s·b·h + 5·a·s²·b bytes at 16 bits for a 4h FFN and full attention),
+    // written per tensor so that GQA, gated FFNs, 8-bit recipes and LoRA change the right ones.
+    //  - replicated across tensor-parallel ranks (split only with sequence parallelism): the two
+    //    norm inputs, two 1-byte dropout masks, the inputs of the QKV and FFN-up GEMMs;
+    //  - split by tp: Q, K and V for the attention backward, the input of the output projection,
+    //    the FFN activation's inputs and the input of the FFN-down GEMM; the score matrix when the
+    //    attention is not fused (5·a·s² per sequence);
+    //  - GEMM inputs are what the weight gradients need: 8-bit recipes (Transformer Engine) keep
+    //    them in the GEMM format, and a frozen GEMM (LoRA's base weights) keeps none, except where
+    //    an adapter on it needs its input (the QKV and output projections).
+    let e = ab;
+    let e_lin = if p >= Precision::Fp8.index() {
+        prec.bytes()
+    } else {
+        ab
+    };
+    let adapted = lora.map(|lr| lr.adapted_per_layer).unwrap_or(u64::MAX);
+    let keep_qkv = if adapted >= 1 { e_lin } else { 0.0 };
+    let keep_proj = if adapted >= 2 { e_lin } else { 0.0 };
+    let keep_ffn = if lora.is_none() { e_lin } else { 0.0 };
+    let replicated = 2.0 * h * e + 2.0 * h + h * keep_qkv + h * keep_ffn;
+    let split = (h + 2.0 * kvd) * e
+        + h * keep_proj
+        + act_in * ffn_inner * e
+        + ffn_inner * keep_ffn
+        + if tr.flash_attention || m.recompute != Recompute::None {
+            0.0
+        } else {
+            5.0 * t.heads as f64 * s * e / 2.0
+        };
+    let per_token = match m.recompute {
+        // full recomputation keeps the layer input only
+        Recompute::Full => h * e / act_shard,
+        _ => replicated / act_shard + split / tpf,
+    };
+    let per_layer = per_token * tok;
+    // 1F1B: the first stage holds the activations of min(micro-batches, pp) micro-batches; the
+    // interleaved schedule raises that by 1 + (pp − 1) / (pp · v) (Korthikanti et al. 2022,
+    // §4.2.3). The factor applies to the interleaved schedule only; plain 1F1B holds exactly pp.
+    let interleave_factor = if v > 1 {
+        1.0 + (pp as f64 - 1.0) / (pp as f64 * v as f64)
+    } else {
+        1.0
+    };
+    let in_flight = d.micro_batches.min(pp as f64) * interleave_factor;
+    per_layer * l * in_flight + d.logits
+}

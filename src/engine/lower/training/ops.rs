@@ -1,0 +1,392 @@
+//! The operators of transformer training. A layer's forward operators are built once, as data;
+//! their backward and their recomputation are derived from that list by one rule each. Then the
+//! LoRA adapters, the LM head and the optimizer update.
+
+use super::memory::State;
+use super::Shape;
+use crate::engine::lower::Builder;
+use crate::engine::program::{Op, Phase, Section};
+use crate::model::mapping::Recompute;
+
+/// How an operator's backward pass relates to its forward.
+///
+/// Today's rule, kept to the bit; two parts of it look like inconsistencies, to be revisited
+/// deliberately: a GEMM's backward moves the forward's activation bytes (it reads the output
+/// gradient and the input and writes the input gradient, about twice that), and under LoRA the
+/// frozen weights are still counted × 2 though they have no gradient to write.
+#[derive(Clone, Copy)]
+enum Backward {
+    /// A GEMM with weights: FLOPs × [`Shape::bwd`] (input and weight gradients; input gradients
+    /// only through LoRA's frozen base), weight bytes × 2 (read the weights, write their
+    /// gradient), activation bytes as forward.
+    Gemm,
+    /// No weights (the attention core, its softmax): FLOPs and activation bytes × 2, LoRA or not.
+    Weightless,
+    /// Elementwise work: FLOPs × 2, these activation bytes.
+    Elementwise { act_bytes: f64 },
+}
+
+/// How recomputation redoes an operator: it repeats the forward FLOPs and weight bytes.
+///
+/// The labels and activation bytes below are today's figures, kept to the bit. Some differ from
+/// the forward operator's without a modelling reason and look like inconsistencies, to be fixed
+/// deliberately (with re-recorded numbers), not here:
+///  - every label differs from the forward's ("qkv" vs "qkv projection", …), and the attention
+///    core is "attention" under full recomputation but "attention scores" under selective;
+///  - `qkv` reads `x` (tok·h·ab): the forward reads `x / act_shard` and also writes Q, K and V
+///    (`tok·(h + 2·kvd)/tp·ab`), which the recomputation must write again;
+///  - `ffn` reads `x`, the forward `x / act_shard` (they differ with sequence parallelism).
+#[derive(Clone, Copy)]
+struct Redo {
+    /// Label under full recomputation, after `recompute: `.
+    full: &'static str,
+    /// Label under selective recomputation (the attention core, without flash attention only);
+    /// `None`: selective recomputation keeps it.
+    selective: Option<&'static str>,
+    /// Activation bytes when redone, where they differ from the forward's.
+    act_bytes: Option<f64>,
+}
+
+/// One forward operator of a transformer layer, with what its backward and recomputation cost.
+struct LayerOp {
+    name: &'static str,
+    matrix: bool,
+    precision: usize,
+    flops: f64,
+    weight_bytes: f64,
+    act_bytes: f64,
+    backward: Backward,
+    redo: Redo,
+}
+
+/// The forward operators of one layer, in program order.
+fn layer(d: &Shape) -> [LayerOp; 6] {
+    let Shape {
+        t,
+        tr,
+        m,
+        p,
+        pa,
+        vecp,
+        ab,
+        wb,
+        mb,
+        seq: s,
+        tok,
+        h,
+        kvd,
+        tpf,
+        ..
+    } = *d;
+    let (act_shard, ffn_inner, act_in, x) = (d.act_shard, d.ffn_inner, d.act_in, d.x);
+    let cp = m.cp;
+    let experts = t.experts.as_ref();
+    let causal = if tr.flash_attention && t.causal {
+        0.5
+    } else {
+        1.0
+    };
+    let qkv_f = 2.0 * tok * h * (h + 2.0 * kvd) / tpf;
+    let qkv_w = h * (h + 2.0 * kvd) / tpf * wb;
+    let attn_f = 4.0 * tok * s * h / tpf * causal;
+    let proj_f = 2.0 * tok * h * h / tpf;
+    let proj_w = h * h / tpf * wb;
+    let (ffn_f, ffn_w) = match experts {
+        Some(e) => {
+            let mats = if t.gated_ffn { 3.0 } else { 2.0 };
+            let local_experts = (e.count / m.ep) as f64 + e.shared as f64;
+            (
+                2.0 * tok * h * e.ffn as f64 * mats * (e.top_k + e.shared) as f64 / tpf,
+                local_experts * mats * h * e.ffn as f64 / tpf * wb,
+            )
+        }
+        None => (
+            2.0 * tok * t.ffn_params(t.ffn) / tpf,
+            t.ffn_params(t.ffn) / tpf * wb,
+        ),
+    };
+    let heads_local = (t.heads / m.tp) as f64;
+    // Attention core. Fused (FlashAttention): one kernel reading q, k, v and writing the context.
+    // Unfused (Megatron-LM 2022): the QK^T and AV batched GEMMs write the score matrix and read
+    // the probabilities, and a separate fused scale-mask-softmax + dropout kernel reads the scores
+    // and writes the probabilities and a 1-byte dropout mask. The kernels run one after the other,
+    // so the softmax is its own (memory-bound) operator rather than hidden under the GEMMs' FLOPs.
+    let qkvo_bytes = (2.0 * tok * h / tpf + 2.0 * tok * kvd / tpf) * ab;
+    let score_elems = mb * heads_local * (s / cp as f64) * s;
+    let (attn_bytes, softmax_bytes, softmax_flops) = if tr.flash_attention {
+        (qkvo_bytes, 0.0, 0.0)
+    } else {
+        (
+            qkvo_bytes + 2.0 * score_elems * ab,
+            score_elems * (4.0 * ab + 1.0),
+            6.0 * score_elems,
+        )
+    };
+    // Elementwise traffic per layer with the fused kernels of Megatron-LM / NeMo (fused layer norm,
+    // fused bias-dropout-add, fused bias-activation), in tensors of tok × h: two layer norms (read
+    // and write, 2 each) and two bias-dropout-adds (read the branch and the residual, write the
+    // sum and a 1-byte mask: 3.5 each) = 11 forward, about the same backward (layer-norm backward
+    // reads x and dy and writes dx; dropout-add backward reads the gradient and mask, writes two).
+    // The FFN activation reads its inputs (2 for a gated FFN) and writes one; its backward reads
+    // the gradient and the inputs and writes a gradient per input.
+    let elem_fwd_bytes = (11.0 * tok * h / act_shard + (act_in + 1.0) * tok * ffn_inner / tpf) * ab;
+    let elem_bwd_bytes =
+        (11.0 * tok * h / act_shard + (1.0 + 2.0 * act_in) * tok * ffn_inner / tpf) * ab;
+    let elem_flops = 10.0 * tok * h / act_shard + 4.0 * tok * ffn_inner / tpf;
+    [
+        LayerOp {
+            name: "qkv projection",
+            matrix: true,
+            precision: p,
+            flops: qkv_f,
+            weight_bytes: qkv_w,
+            act_bytes: x / act_shard + tok * (h + 2.0 * kvd) / tpf * ab,
+            backward: Backward::Gemm,
+            // Inconsistent with the forward (see `Redo`): no QKV write, no sp split.
+            redo: Redo {
+                full: "qkv",
+                selective: None,
+                act_bytes: Some(x),
+            },
+        },
+        LayerOp {
+            name: "attention scores + context",
+            matrix: true,
+            precision: pa,
+            flops: attn_f,
+            weight_bytes: 0.0,
+            act_bytes: attn_bytes,
+            // attention has no weights: its backward is 2× forward even for LoRA
+            backward: Backward::Weightless,
+            // Selective recomputation redoes the whole attention core: QK^T, softmax, dropout and
+            // the product with V (Korthikanti et al. 2022, §5).
+            redo: Redo {
+                full: "attention",
+                selective: Some("attention scores"),
+                act_bytes: None,
+            },
+        },
+        LayerOp {
+            name: "attention softmax + dropout",
+            matrix: false,
+            precision: vecp,
+            flops: softmax_flops,
+            weight_bytes: 0.0,
+            act_bytes: softmax_bytes,
+            backward: Backward::Weightless,
+            redo: Redo {
+                full: "attention softmax + dropout",
+                selective: Some("attention softmax + dropout"),
+                act_bytes: None,
+            },
+        },
+        LayerOp {
+            name: "attention output projection",
+            matrix: true,
+            precision: p,
+            flops: proj_f,
+            weight_bytes: proj_w,
+            act_bytes: 2.0 * x / tpf,
+            backward: Backward::Gemm,
+            redo: Redo {
+                full: "output projection",
+                selective: None,
+                act_bytes: None,
+            },
+        },
+        LayerOp {
+            name: "ffn",
+            matrix: true,
+            precision: p,
+            flops: ffn_f,
+            weight_bytes: ffn_w,
+            act_bytes: x / act_shard + 2.0 * tok * ffn_inner / tpf * ab,
+            backward: Backward::Gemm,
+            // Inconsistent with the forward (see `Redo`): no sp split of the input.
+            redo: Redo {
+                full: "ffn",
+                selective: None,
+                act_bytes: Some(x + 2.0 * tok * ffn_inner / tpf * ab),
+            },
+        },
+        LayerOp {
+            name: "norms, residuals, activation",
+            matrix: false,
+            precision: vecp,
+            flops: elem_flops,
+            weight_bytes: 0.0,
+            act_bytes: elem_fwd_bytes,
+            backward: Backward::Elementwise {
+                act_bytes: elem_bwd_bytes,
+            },
+            redo: Redo {
+                full: "elementwise",
+                selective: None,
+                act_bytes: None,
+            },
+        },
+    ]
+}
+
+impl LayerOp {
+    /// The forward operator, once per layer of the stage.
+    fn forward(&self, d: &Shape) -> Op {
+        Op {
+            name: self.name.to_string(),
+            matrix: self.matrix,
+            precision: self.precision,
+            flops: self.flops,
+            weight_bytes: self.weight_bytes,
+            act_bytes: self.act_bytes,
+            count: d.l,
+            section: Section::MicroBatch,
+            phase: Phase::Forward,
+        }
+    }
+
+    /// Its backward, by [`Backward`].
+    fn backward(&self, d: &Shape) -> Op {
+        let (k, act_bytes) = match self.backward {
+            Backward::Gemm => (d.bwd, self.act_bytes),
+            Backward::Weightless => (2.0, self.act_bytes * 2.0),
+            Backward::Elementwise { act_bytes } => (2.0, act_bytes),
+        };
+        Op {
+            flops: self.flops * k,
+            weight_bytes: self.weight_bytes * 2.0,
+            act_bytes,
+            phase: Phase::Backward,
+            ..self.forward(d)
+        }
+    }
+
+    /// Its recomputation, labelled `recompute: {label}`, by [`Redo`].
+    fn recompute(&self, d: &Shape, label: &str) -> Op {
+        Op {
+            name: format!("recompute: {label}"),
+            act_bytes: self.redo.act_bytes.unwrap_or(self.act_bytes),
+            phase: Phase::Recompute,
+            ..self.forward(d)
+        }
+    }
+}
+
+/// Every operator of the stage with the LM head, in program order: the layers forward, backward,
+/// the LoRA adapters, the recomputation, the head, the optimizer update.
+pub(super) fn build(b: &mut Builder, d: &Shape, state: &State) {
+    let layer = layer(d);
+    for o in &layer {
+        b.op(o.forward(d));
+    }
+    for o in &layer {
+        b.op(o.backward(d));
+    }
+    lora(b, d);
+    match d.m.recompute {
+        Recompute::Full => {
+            for o in &layer {
+                b.op(o.recompute(d, o.redo.full));
+            }
+        }
+        Recompute::Selective if !d.tr.flash_attention => {
+            for o in &layer {
+                if let Some(label) = o.redo.selective {
+                    b.op(o.recompute(d, label));
+                }
+            }
+        }
+        _ => {}
+    }
+    head(b, d);
+    optimizer(b, d, state);
+}
+
+/// LoRA adapters: each adapted projection adds two thin GEMMs (input × A, then × B, rank r)
+/// and the sum into the frozen projection's output. Their FLOPs are negligible; their time is
+/// the memory traffic: read the projection's input, write and re-read the adapter output and
+/// the sum (about 4 × tok × h / tp). The backward reads and writes about twice as much.
+fn lora(b: &mut Builder, d: &Shape) {
+    let Some(lr) = d.tr.lora else { return };
+    let Shape {
+        tok,
+        h,
+        tpf,
+        ab,
+        act_shard,
+        ..
+    } = *d;
+    let r = lr.rank as f64;
+    let n = lr.adapted_per_layer as f64;
+    let f = 4.0 * tok * r * h / tpf;
+    let bytes = (tok * h / act_shard + 4.0 * tok * h / tpf) * ab;
+    for (phase, k) in [(Phase::Forward, 1.0), (Phase::Backward, 2.0)] {
+        b.op(Op {
+            name: "lora adapters".into(),
+            matrix: false,
+            precision: d.vecp,
+            flops: f * k * n,
+            weight_bytes: 0.0,
+            act_bytes: bytes * k * n,
+            count: d.l,
+            section: Section::MicroBatch,
+            phase,
+        });
+    }
+}
+
+/// The language-model head and loss on the last stage (the slowest stage bounds the pipeline).
+fn head(b: &mut Builder, d: &Shape) {
+    let Shape {
+        t,
+        tok,
+        h,
+        tpf,
+        wb,
+        x,
+        logits,
+        ..
+    } = *d;
+    let head_f = 2.0 * tok * h * t.vocab as f64 / tpf;
+    let head_w = h * t.vocab as f64 / tpf * wb;
+    b.op(Op {
+        name: "lm head".into(),
+        matrix: true,
+        precision: d.pa,
+        flops: head_f,
+        weight_bytes: head_w,
+        act_bytes: logits + x,
+        count: 1.0,
+        section: Section::MicroBatch,
+        phase: Phase::Forward,
+    });
+    b.op(Op {
+        name: "lm head (backward)".into(),
+        matrix: true,
+        precision: d.pa,
+        flops: head_f * d.bwd,
+        weight_bytes: head_w * 2.0,
+        act_bytes: logits * 2.0 + x,
+        count: 1.0,
+        section: Section::MicroBatch,
+        phase: Phase::Backward,
+    });
+}
+
+/// The update reads and writes the optimizer state, reads the gradient and writes the weight;
+/// the LLM recipes also read every gradient once more for the global-norm clipping and write
+/// it once to zero it for the next step (Megatron-LM / NeMo: clip_grad 1.0, zero_grad).
+fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
+    let shard = if d.m.zero >= 1 { d.dpn } else { 1.0 };
+    let trainable_local = state.trainable_local;
+    b.op(Op {
+        name: "optimizer update".into(),
+        matrix: false,
+        precision: d.vecp,
+        flops: 12.0 * trainable_local / shard,
+        weight_bytes: trainable_local / shard * (2.0 * d.tr.optimizer_bytes + 3.0 * d.gb + d.wb),
+        act_bytes: 0.0,
+        count: 1.0,
+        section: Section::Step,
+        phase: Phase::Update,
+    });
+}
