@@ -173,13 +173,6 @@ impl Coeffs {
     }
 }
 
-impl Comm {
-    /// This collective's alpha-beta coefficients.
-    pub fn coeffs(&self) -> Coeffs {
-        Coeffs::of(self)
-    }
-}
-
 /// The machine slots of a memory tier: capacity (`t::NX` for the weight store, whose capacity
 /// is the separate `EXT_CAPACITY`), bandwidth, the efficiency applied to it, energy per byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

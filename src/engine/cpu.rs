@@ -13,7 +13,7 @@ use super::table::{self as t, Machine};
 /// scale-out links, from its coefficients (`coeffs.rs`): per link class, latencies × latency +
 /// bytes / bandwidth; the classes add, or the slowest bounds an all-to-all.
 pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
-    let k = c.coeffs();
+    let k = &c.coeffs;
     let net = m[t::EFF_NETWORK];
     let up = &k.up[usize::from(m.flag(t::UP_INR))];
     let out = &k.out[usize::from(m.flag(t::OUT_INR))];

@@ -112,6 +112,17 @@ pub struct Comm {
     /// switches; on a 3D torus, the share of its dimensions the group spans; on a full mesh, the
     /// share of the links that lead to other members of the group.
     pub inner_share: f64,
+    /// Its alpha-beta coefficients per link class, settled when it is built
+    /// ([`Comm::with_coeffs`]); the evaluators read only these.
+    pub coeffs: super::coeffs::Coeffs,
+}
+
+impl Comm {
+    /// This collective with its coefficients computed from its kind, payload and group.
+    pub fn with_coeffs(mut self) -> Comm {
+        self.coeffs = super::coeffs::Coeffs::of(&self);
+        self
+    }
 }
 
 /// Bytes per device that must fit in memory, by class.

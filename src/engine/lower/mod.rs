@@ -198,19 +198,23 @@ impl Builder {
         if c.count <= 0.0 || c.bytes <= 0.0 || (g.0 <= 1.0 && g.1 <= 1.0) {
             return;
         }
-        self.comms.push(Comm {
-            name: c.name,
-            role: c.role,
-            kind: c.kind,
-            bytes: c.bytes,
-            inner: g.0,
-            outer: g.1,
-            count: c.count,
-            section: c.section,
-            overlap: c.overlap,
-            weight_stream: false,
-            inner_share: g.2,
-        });
+        self.comms.push(
+            Comm {
+                name: c.name,
+                role: c.role,
+                kind: c.kind,
+                bytes: c.bytes,
+                inner: g.0,
+                outer: g.1,
+                count: c.count,
+                section: c.section,
+                overlap: c.overlap,
+                weight_stream: false,
+                inner_share: g.2,
+                coeffs: Default::default(),
+            }
+            .with_coeffs(),
+        );
     }
 
     /// A data-parallel gradient reduction: overlapped with the backward pass when `c.overlap`

@@ -302,7 +302,7 @@ impl Gpu {
             }
             let comm_start = at(&recs);
             for c in &p.comms {
-                let k = c.coeffs();
+                let k = &c.coeffs;
                 let rec = CommRec {
                     section: c.section as u32,
                     overlap: c.overlap as u32,

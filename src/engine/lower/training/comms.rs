@@ -302,19 +302,23 @@ mod tests {
                 .into_iter()
                 .enumerate()
             {
-                comms.push(Comm {
-                    name: label(i, j),
-                    role,
-                    kind: CollKind::AllReduce,
-                    bytes: 1e6,
-                    inner: 8.0,
-                    outer: 1.0,
-                    count: 1.0,
-                    section: Section::MicroBatch,
-                    overlap,
-                    weight_stream: false,
-                    inner_share: 1.0,
-                });
+                comms.push(
+                    Comm {
+                        name: label(i, j),
+                        role,
+                        kind: CollKind::AllReduce,
+                        bytes: 1e6,
+                        inner: 8.0,
+                        outer: 1.0,
+                        count: 1.0,
+                        section: Section::MicroBatch,
+                        overlap,
+                        weight_stream: false,
+                        inner_share: 1.0,
+                        coeffs: Default::default(),
+                    }
+                    .with_coeffs(),
+                );
             }
         }
         Program {
