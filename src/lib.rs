@@ -15,3 +15,4 @@ pub mod sweep;
 pub mod templates;
 pub mod units;
 pub mod validate;
+pub mod vocab;

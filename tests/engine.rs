@@ -351,7 +351,7 @@ fn infeasible_is_a_result_with_a_reason() {
     let e = tessera::engine::estimate(
         &sys,
         &w,
-        &tessera::engine::MappingChoice::Given(tessera::spec::mapping::MappingSpec {
+        &tessera::engine::MappingChoice::Given(tessera::model::mapping::MappingPlan {
             zero: Some(0),
             ..Default::default()
         }),

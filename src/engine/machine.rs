@@ -6,7 +6,7 @@
 use super::table::{self as t, Derive, Machine};
 use crate::model::precision::{Precision, NPREC};
 use crate::model::system::System;
-use crate::spec::arch::MemoryKind;
+use crate::vocab::MemoryKind;
 
 /// The machine vector of `sys` when `devices` of its devices are used.
 pub fn machine(sys: &System, devices: u64) -> Machine {

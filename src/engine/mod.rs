@@ -21,16 +21,14 @@ pub use estimate::{finish, Estimate, MappingReport};
 pub use prepare::{estimate, outcome, prepare, prepare_mapping, Infeasible, Prepared};
 
 use crate::model::workload::{Model, Task, Workload};
-use crate::spec::mapping::MappingSpec;
+use crate::model::mapping::MappingPlan;
 use serde::Serialize;
 
 /// How the mapping is chosen.
 #[derive(Debug, Clone)]
-// Built once per command, never in a hot loop: boxing the spec would buy nothing.
-#[allow(clippy::large_enum_variant)]
 pub enum MappingChoice {
     /// As written (a mapping file, or the workload's published mapping).
-    Given(MappingSpec),
+    Given(MappingPlan),
     /// Search every legal mapping for the best by `objective`.
     Auto(Objective),
 }

@@ -4,7 +4,7 @@
 use super::program::Eval;
 use super::reason::Reason;
 use super::{cpu, lower, Objective};
-use crate::model::mapping::{ExtraOverlap, Mapping, Recompute};
+use crate::model::mapping::{Mapping, Recompute};
 use crate::model::system::System;
 use crate::model::workload::{Model, Task, Workload};
 use std::collections::BTreeMap;
@@ -61,7 +61,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
     let overlap = w
         .mapping
         .as_ref()
-        .map(|m| ExtraOverlap::from_kinds(&m.overlap))
+        .map(|m| m.overlap)
         .unwrap_or_default();
     let base = Mapping {
         overlap,

@@ -1,7 +1,8 @@
 //! A parallel mapping: how a workload is split over devices (data, tensor, pipeline, expert and
 //! context parallelism, ZeRO stage, micro-batching, recomputation).
 
-use crate::spec::mapping::{Dim, MappingSpec, OverlapKind, RecomputeSpec};
+use crate::spec::mapping::{MappingSpec, OverlapKind, RecomputeSpec};
+use crate::vocab::Dim;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -18,6 +19,46 @@ impl From<RecomputeSpec> for Recompute {
             RecomputeSpec::None => Recompute::None,
             RecomputeSpec::Selective => Recompute::Selective,
             RecomputeSpec::Full => Recompute::Full,
+        }
+    }
+}
+
+/// A mapping as written (a mapping file or a workload's published one), checked but not yet
+/// resolved against a device count: absent degrees are filled when it is resolved
+/// ([`Mapping::resolve`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MappingPlan {
+    pub dp: Option<u64>,
+    pub tp: Option<u64>,
+    pub pp: Option<u64>,
+    pub ep: Option<u64>,
+    pub cp: Option<u64>,
+    pub sp: Option<bool>,
+    pub zero: Option<u8>,
+    pub micro_batch: Option<u64>,
+    pub interleave: Option<u64>,
+    pub recompute: Option<Recompute>,
+    pub overlap_grad_reduce: Option<bool>,
+    pub overlap: ExtraOverlap,
+    pub order: Option<Vec<Dim>>,
+}
+
+impl From<&MappingSpec> for MappingPlan {
+    fn from(s: &MappingSpec) -> Self {
+        MappingPlan {
+            dp: s.dp,
+            tp: s.tp,
+            pp: s.pp,
+            ep: s.ep,
+            cp: s.cp,
+            sp: s.sp,
+            zero: s.zero,
+            micro_batch: s.micro_batch,
+            interleave: s.interleave,
+            recompute: s.recompute.map(Into::into),
+            overlap_grad_reduce: s.overlap_grad_reduce,
+            overlap: ExtraOverlap::from_kinds(&s.overlap),
+            order: s.order.clone(),
         }
     }
 }
@@ -118,7 +159,7 @@ impl Mapping {
     /// Resolve a spec for `devices` devices: `dp` fills the devices the other dimensions leave.
     /// `Err` is the reason the mapping is infeasible (a result, not an input error).
     pub fn resolve(
-        spec: &MappingSpec,
+        spec: &MappingPlan,
         devices: u64,
         default_micro_batch: u64,
     ) -> Result<Mapping, String> {
@@ -147,9 +188,9 @@ impl Mapping {
             zero: spec.zero.unwrap_or(1),
             micro_batch: spec.micro_batch.unwrap_or(default_micro_batch).max(1),
             interleave: spec.interleave.unwrap_or(1).max(1),
-            recompute: spec.recompute.map(Into::into).unwrap_or(Recompute::None),
+            recompute: spec.recompute.unwrap_or(Recompute::None),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
-            overlap: ExtraOverlap::from_kinds(&spec.overlap),
+            overlap: spec.overlap,
             order: match &spec.order {
                 None => DEFAULT_ORDER,
                 Some(o) => match <[Dim; 4]>::try_from(o.as_slice()) {

@@ -11,7 +11,7 @@ use crate::model::mapping::Mapping;
 use crate::model::precision::Precision;
 use crate::model::system::System;
 use crate::model::workload::Workload;
-use crate::spec::arch::MemoryKind;
+use crate::vocab::MemoryKind;
 use serde::Serialize;
 
 /// A bandwidth roof: FLOP/s = intensity × bandwidth.

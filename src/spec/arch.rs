@@ -7,6 +7,7 @@
 use super::Q;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+pub use crate::vocab::{MemoryKind, MeshTopology, ScaleUpTopology};
 
 /// A whole system: devices in nodes, joined by a scale-up domain and a scale-out network.
 #[derive(Debug, Clone, Deserialize)]
@@ -152,15 +153,6 @@ pub struct EngineSpec {
     pub sparsity_factor: Option<Q>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
-pub enum MemoryKind {
-    Sram,
-    Cache,
-    Hbm,
-    Dram,
-    External,
-    NearMemory,
-}
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
 pub enum Attach {
@@ -192,13 +184,6 @@ pub struct MemorySpec {
     pub source: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
-pub enum MeshTopology {
-    Mesh2D,
-    Torus2D,
-    Ring,
-    Crossbar,
-}
 
 /// The on-chip network. A wafer-scale engine is a die whose mesh spans all its cores.
 #[derive(Debug, Clone, Deserialize)]
@@ -298,22 +283,6 @@ pub struct NicSpec {
     pub source: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
-pub enum ScaleUpTopology {
-    /// All-to-all through switches (NVSwitch).
-    Switched,
-    /// Direct links between every pair (xGMI, 8-GPU meshes).
-    FullMesh,
-    /// DGX-1 hybrid cube-mesh.
-    HybridCubeMesh,
-    Ring,
-    Torus,
-    Mesh,
-    /// The fabric of a wafer.
-    Wafer,
-    /// A PCIe tree through the host.
-    Pcie,
-}
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
 pub enum Counted {

@@ -2,6 +2,7 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
+pub use crate::vocab::Dim;
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields, rename = "Mapping")]
@@ -70,11 +71,3 @@ pub enum OverlapKind {
     ParameterGather,
 }
 
-/// A parallel dimension, for [`MappingSpec::order`].
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
-pub enum Dim {
-    Tp,
-    Cp,
-    Dp,
-    Pp,
-}

@@ -5,6 +5,7 @@ use super::mapping::MappingSpec;
 use super::Q;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+pub use crate::vocab::CollectiveKind;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename = "Workload")]
@@ -159,15 +160,6 @@ pub enum OpSpec {
     },
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
-pub enum CollectiveKind {
-    AllReduce,
-    AllGather,
-    ReduceScatter,
-    AllToAll,
-    Broadcast,
-    SendRecv,
-}
 
 #[derive(Debug, Clone, Deserialize)]
 pub enum TaskSpec {

@@ -18,7 +18,7 @@ use super::space::{Op, Target};
 use crate::engine::table as f;
 use crate::model::precision::{Precision, NPREC};
 use crate::model::system::{System, VectorSource};
-use crate::spec::arch::MemoryKind;
+use crate::vocab::MemoryKind;
 use crate::units::Dimension;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).

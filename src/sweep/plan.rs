@@ -11,10 +11,9 @@ use crate::diag::{Diagnostic, Path, Pos, Severity};
 use crate::engine::program::{Machine, Program};
 use crate::engine::table::Fields;
 use crate::engine::{self, cpu, default_micro_batch, lower, search, unit_of};
-use crate::model::mapping::{Mapping, Recompute};
+use crate::model::mapping::{Mapping, MappingPlan, Recompute};
 use crate::model::system::{load_system, System};
 use crate::model::workload::{load_mapping, load_workload, Workload};
-use crate::spec::mapping::{MappingSpec, RecomputeSpec};
 use crate::spec::sweep::{AxisValues, SweepSpec};
 use crate::spec::{Files, Fs, Loaded, Q};
 use crate::units::Dimension;
@@ -426,13 +425,13 @@ pub enum MappingMode {
     /// Every legal mapping (`engine::search::candidates`), each its own program.
     Auto,
     /// A mapping file, with `mapping.*` axes applied to it.
-    Given(MappingSpec),
+    Given(MappingPlan),
 }
 
 #[derive(Clone, Debug)]
 enum MapVal {
     Count(u64),
-    Recompute(RecomputeSpec),
+    Recompute(Recompute),
     Bool(bool),
 }
 
@@ -507,9 +506,9 @@ fn resolve(
                 "recompute" => expr::parse_words(&a.values)
                     .iter()
                     .map(|s| match s.to_ascii_lowercase().as_str() {
-                        "none" => Ok(MapVal::Recompute(RecomputeSpec::None)),
-                        "selective" => Ok(MapVal::Recompute(RecomputeSpec::Selective)),
-                        "full" => Ok(MapVal::Recompute(RecomputeSpec::Full)),
+                        "none" => Ok(MapVal::Recompute(Recompute::None)),
+                        "selective" => Ok(MapVal::Recompute(Recompute::Selective)),
+                        "full" => Ok(MapVal::Recompute(Recompute::Full)),
                         _ => Err((
                             format!("`{s}` is not a recomputation"),
                             Some("choose None, Selective or Full".into()),
@@ -721,7 +720,7 @@ fn resolve(
                                 }
                                 continue;
                             }
-                            MappingSpec::default()
+                            MappingPlan::default()
                         }
                     },
                 };

@@ -7,7 +7,7 @@ use crate::model::mapping::Mapping;
 use crate::model::precision::Precision;
 use crate::model::system::System;
 use crate::model::workload::{GraphOp, Run};
-use crate::spec::workload::CollectiveKind;
+use crate::vocab::CollectiveKind;
 
 pub(super) fn graph_run(
     sys: &System,

@@ -52,7 +52,7 @@ pub(super) fn transformer_inference(
     let ctx = inf.prompt as f64 + inf.output as f64 / 2.0;
     let layer_w = (t.attn_params() + t.layer_ffn_params()) / tpf * wb;
     let layer_active_f = 2.0 * (t.attn_params() + t.layer_ffn_active()) / tpf;
-    use crate::spec::mapping::Dim;
+    use crate::vocab::Dim;
     let g_tp = place_group(sys, tp, m.stride(Dim::Tp), dom);
     let g_pp = place_group(sys, pp, m.stride(Dim::Pp), dom);
     let mut b = Builder::default();

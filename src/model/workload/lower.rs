@@ -110,7 +110,7 @@ pub(super) fn lower(cx: &mut Ctx, s: &WorkloadSpec) -> Option<Workload> {
         name: s.name.clone(),
         model: model?,
         task: task?,
-        mapping: s.mapping.clone(),
+        mapping: s.mapping.as_ref().map(crate::model::mapping::MappingPlan::from),
     })
 }
 

@@ -12,6 +12,7 @@ use lower::lower;
 use super::precision::Precision;
 use super::Ctx;
 use crate::diag::Path;
+use crate::model::mapping::MappingPlan;
 use crate::spec::mapping::MappingSpec;
 use crate::spec::workload::*;
 use crate::spec::{Fs, Loaded, FORMAT_VERSION};
@@ -24,7 +25,7 @@ pub struct Workload {
     pub task: Task,
     /// The mapping the source published, if the file gives one.
     #[serde(skip)]
-    pub mapping: Option<MappingSpec>,
+    pub mapping: Option<MappingPlan>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -237,7 +238,7 @@ pub fn load_workload(name: &str, fs: &dyn Fs) -> Loaded<Workload> {
 }
 
 /// Read and check a mapping file.
-pub fn load_mapping(name: &str, fs: &dyn Fs) -> Loaded<MappingSpec> {
+pub fn load_mapping(name: &str, fs: &dyn Fs) -> Loaded<MappingPlan> {
     let check = |cx: &mut Ctx, spec: &MappingSpec| {
         if spec.version != Some(FORMAT_VERSION) {
             cx.error(
@@ -260,7 +261,7 @@ pub fn load_mapping(name: &str, fs: &dyn Fs) -> Loaded<MappingSpec> {
         }
         check_mapping(cx, spec);
         cx.leave();
-        Some(spec.clone())
+        Some(MappingPlan::from(spec))
     };
     match super::read_lowered(name, fs, check) {
         Ok(r) => super::checked(r.value, r.files, r.diagnostics),

@@ -8,7 +8,7 @@ use crate::engine::lower::{domain_size, place_group, Builder, Collective};
 use crate::engine::program::*;
 use crate::model::mapping::{ExtraOverlap, Recompute};
 use crate::model::system::System;
-use crate::spec::mapping::Dim;
+use crate::vocab::Dim;
 
 /// Every collective of the program, in program order.
 pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
