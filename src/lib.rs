@@ -5,6 +5,7 @@
 //! report. The library does no I/O; the `tessera` binary reads files and prints.
 
 pub mod check;
+pub mod choice;
 pub mod diag;
 pub mod engine;
 pub mod model;

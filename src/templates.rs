@@ -1,7 +1,7 @@
 //! Starter files for `tessera new`: commented, complete, and passing `check` as written.
 
 /// The kinds of system a starter file describes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Template {
     /// One GPU server: 8 accelerators on an NVSwitch, InfiniBand NICs.
     GpuNode,

@@ -10,10 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
+use tessera::model::mapping::{MappingPlan, Recompute};
 use tessera::model::workload::{
     load_mapping, load_workload, resnet, Model, Target, Task, Workload,
 };
-use tessera::model::mapping::{MappingPlan, Recompute};
 use tessera::spec::Fs;
 
 fn root() -> &'static Path {

@@ -74,7 +74,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub mapping: Option<String>,
     /// What `--mapping auto` minimises.
-    #[arg(long, value_enum, default_value = "time")]
+    #[arg(long, value_parser = choice::<Objective>(), default_value = "time")]
     pub objective: Objective,
     /// Devices to use (default: all of the system).
     #[arg(long)]
@@ -91,4 +91,17 @@ impl RunArgs {
         let choice = mapping(self.mapping.as_deref(), &w, self.objective)?;
         Ok((sys, w, choice))
     }
+}
+
+/// A clap parser for a library [`Choice`](tessera::choice::Choice): its names, with their help,
+/// as the possible values.
+pub fn choice<T: tessera::choice::Choice + Send + Sync>(
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        T::ALL
+            .iter()
+            .map(|(n, _, h)| PossibleValue::new(*n).help(*h)),
+    )
+    .map(|s| T::parse(&s).expect("clap admits only the possible values"))
 }

@@ -17,7 +17,7 @@ pub struct Args {
     /// A mapping file for every system, or `auto` (default: each system's best mapping).
     #[arg(long)]
     pub mapping: Option<String>,
-    #[arg(long, value_enum, default_value = "time")]
+    #[arg(long, value_parser = common::choice::<Objective>(), default_value = "time")]
     pub objective: Objective,
     /// Devices per system (default: all of each system).
     #[arg(long)]

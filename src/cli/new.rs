@@ -5,7 +5,7 @@ use std::io::Write;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::common::choice::<tessera::templates::Template>())]
     pub template: tessera::templates::Template,
     /// Name of the system; the file is written to NAME.ron unless --output is given.
     pub name: String,

@@ -21,7 +21,7 @@ pub struct Args {
     /// A mapping file (dp fills the devices), or `auto` (default: the best mapping at each size).
     #[arg(long)]
     pub mapping: Option<String>,
-    #[arg(long, value_enum, default_value = "time")]
+    #[arg(long, value_parser = common::choice::<Objective>(), default_value = "time")]
     pub objective: Objective,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,

@@ -47,7 +47,7 @@ pub struct Args {
     /// Memory each device must have free after placement, e.g. "10 GB".
     #[arg(long, value_name = "BYTES")]
     pub memory_floor: Option<String>,
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_parser = super::common::choice::<Backend>(), default_value = "auto")]
     pub backend: Backend,
     /// How many best points to report.
     #[arg(long)]

@@ -20,8 +20,8 @@ pub mod table;
 pub use estimate::{finish, Estimate, MappingReport};
 pub use prepare::{estimate, outcome, prepare, prepare_mapping, Infeasible, Prepared};
 
-use crate::model::workload::{Model, Task, Workload};
 use crate::model::mapping::MappingPlan;
+use crate::model::workload::{Model, Task, Workload};
 use serde::Serialize;
 
 /// How the mapping is chosen.
@@ -33,7 +33,7 @@ pub enum MappingChoice {
     Auto(Objective),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Objective {
     /// Shortest step (highest throughput).

@@ -58,11 +58,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
     let mut out = Vec::new();
     // The framework's overlap capabilities come with the workload's published mapping: a search
     // varies the parallel layout, not the software it runs on.
-    let overlap = w
-        .mapping
-        .as_ref()
-        .map(|m| m.overlap)
-        .unwrap_or_default();
+    let overlap = w.mapping.as_ref().map(|m| m.overlap).unwrap_or_default();
     let base = Mapping {
         overlap,
         ..Mapping::single()

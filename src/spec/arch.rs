@@ -5,9 +5,9 @@
 //! another file (`device: Use("parts/b200.ron")`), resolved relative to the file that names it.
 
 use super::Q;
+pub use crate::vocab::{MemoryKind, MeshTopology, ScaleUpTopology};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-pub use crate::vocab::{MemoryKind, MeshTopology, ScaleUpTopology};
 
 /// A whole system: devices in nodes, joined by a scale-up domain and a scale-out network.
 #[derive(Debug, Clone, Deserialize)]
@@ -153,7 +153,6 @@ pub struct EngineSpec {
     pub sparsity_factor: Option<Q>,
 }
 
-
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
 pub enum Attach {
     Core,
@@ -183,7 +182,6 @@ pub struct MemorySpec {
     #[serde(default)]
     pub source: Option<String>,
 }
-
 
 /// The on-chip network. A wafer-scale engine is a die whose mesh spans all its cores.
 #[derive(Debug, Clone, Deserialize)]
@@ -282,7 +280,6 @@ pub struct NicSpec {
     #[serde(default)]
     pub source: Option<String>,
 }
-
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
 pub enum Counted {

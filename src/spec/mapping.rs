@@ -1,8 +1,8 @@
 //! File-shaped type of a parallel mapping: how a workload is split over devices.
 
+pub use crate::vocab::Dim;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-pub use crate::vocab::Dim;
 
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields, rename = "Mapping")]
@@ -70,4 +70,3 @@ pub enum OverlapKind {
     /// The data-parallel parameter all-gather after the update overlapped with the next forward.
     ParameterGather,
 }
-

@@ -3,9 +3,9 @@
 
 use super::mapping::MappingSpec;
 use super::Q;
+pub use crate::vocab::CollectiveKind;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-pub use crate::vocab::CollectiveKind;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename = "Workload")]
@@ -159,7 +159,6 @@ pub enum OpSpec {
         count: Option<u64>,
     },
 }
-
 
 #[derive(Debug, Clone, Deserialize)]
 pub enum TaskSpec {

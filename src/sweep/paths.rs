@@ -18,8 +18,8 @@ use super::space::{Op, Target};
 use crate::engine::table as f;
 use crate::model::precision::{Precision, NPREC};
 use crate::model::system::{System, VectorSource};
-use crate::vocab::MemoryKind;
 use crate::units::Dimension;
+use crate::vocab::MemoryKind;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).
 pub const MAPPING_AXES: [&str; 10] = [

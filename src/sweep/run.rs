@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use std::io::Write;
 
 /// Which evaluator runs the points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     /// The GPU for large sweeps on a hardware adapter, else the CPU.
     Auto,

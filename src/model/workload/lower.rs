@@ -110,7 +110,10 @@ pub(super) fn lower(cx: &mut Ctx, s: &WorkloadSpec) -> Option<Workload> {
         name: s.name.clone(),
         model: model?,
         task: task?,
-        mapping: s.mapping.as_ref().map(crate::model::mapping::MappingPlan::from),
+        mapping: s
+            .mapping
+            .as_ref()
+            .map(crate::model::mapping::MappingPlan::from),
     })
 }
 
