@@ -16,8 +16,8 @@
 //!   handler, a device-lost callback, poll timeouts) and returned as [`GpuError`], never a panic.
 
 use crate::engine::program::Program;
-use crate::engine::table::{self as fields, Fields, NX};
-use crate::sweep::space::{Op, Sampling, Space, Values};
+use crate::engine::table::{self as fields, Fields};
+use crate::sweep::space::Space;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -39,7 +39,9 @@ const SHADER: [&str; 3] = [
 ];
 
 mod layout;
-use layout::{AxisRec, CommRec, Layout, OpRec, Params, ProgRec, TargetRec};
+mod pack;
+use layout::{Layout, Params};
+use pack::{pack, Packed};
 
 /// The whole shader source: generated constants and record layouts, then the kernel.
 pub fn shader_source() -> String {
@@ -268,139 +270,15 @@ impl Gpu {
                 space.axes.len()
             )));
         }
-        let f = |x: f64| x as f32;
-        let mut recs: Vec<u32> = Vec::new();
-        let mut vals: Vec<f32> = Vec::new();
-        let mut progs: Vec<u32> = Vec::new();
-        let mut bases: Vec<&Fields> = Vec::new();
-        let at = |recs: &Vec<u32>| (recs.len() / 8) as u32;
-        for (p, base) in programs {
-            let b = match bases.iter().position(|x| x == base) {
-                Some(i) => i,
-                None => {
-                    bases.push(base);
-                    bases.len() - 1
-                }
-            };
-            let op_start = at(&recs);
-            for o in &p.ops {
-                let r = o.class().slots();
-                let rec = OpRec {
-                    rate: (r.peak + o.precision) as u32,
-                    eff: r.eff as u32,
-                    eff2: r.eff2 as u32,
-                    epf: (fields::ENERGY_PER_FLOP + o.precision) as u32,
-                    flops: f(o.flops),
-                    weight_bytes: f(o.weight_bytes),
-                    act_bytes: f(o.act_bytes),
-                    count: f(o.count),
-                    section: o.section as u32,
-                    phase: o.phase as u32,
-                    ..OpRec::default()
-                };
-                recs.extend_from_slice(rec.words());
-            }
-            let comm_start = at(&recs);
-            for c in &p.comms {
-                let k = &c.coeffs;
-                let rec = CommRec {
-                    section: c.section as u32,
-                    overlap: c.overlap as u32,
-                    overlapped: k.overlapped as u32,
-                    share: f(c.inner_share),
-                    count: f(c.count),
-                    ext_lat: f(k.ext.latencies),
-                    ext_bytes: f(k.ext.bytes),
-                    up_lat: f(k.up[0].latencies),
-                    up_bytes: f(k.up[0].bytes),
-                    up_lat_inr: f(k.up[1].latencies),
-                    up_bytes_inr: f(k.up[1].bytes),
-                    out_lat: f(k.out[0].latencies),
-                    out_bytes: f(k.out[0].bytes),
-                    out_lat_inr: f(k.out[1].latencies),
-                    out_bytes_inr: f(k.out[1].bytes),
-                    ..CommRec::default()
-                };
-                recs.extend_from_slice(rec.words());
-            }
-            let fp = &p.footprint;
-            let rec = ProgRec {
-                op_start,
-                n_ops: p.ops.len() as u32,
-                comm_start,
-                n_comms: p.comms.len() as u32,
-                base: (b * NX) as u32,
-                mfu_prec: p.mfu_precision as u32,
-                micro_batches: f(p.micro_batches),
-                bubble: f(p.bubble),
-                devices: f(p.devices),
-                units: f(p.units_per_step),
-                model_flops: f(p.model_flops_per_step),
-                state: f(fp.state()),
-                working: f(fp.working()),
-                total: f(fp.total()),
-                ..ProgRec::default()
-            };
-            progs.extend_from_slice(rec.words());
-        }
-        for b in &bases {
-            vals.extend(b.iter().map(|x| *x as f32));
-        }
-        let axis_start = at(&recs);
-        for a in &space.axes {
-            let rec = match &a.values {
-                Values::List(v) => {
-                    let offset = vals.len() as u32;
-                    vals.extend(v.iter().map(|x| *x as f32));
-                    AxisRec {
-                        kind: 0,
-                        count: v.len() as u32,
-                        offset,
-                        ..AxisRec::default()
-                    }
-                }
-                Values::Linear { lo, hi } => AxisRec {
-                    kind: 1,
-                    lo: f(*lo),
-                    hi: f(*hi),
-                    ..AxisRec::default()
-                },
-                Values::Log { lo, hi } => AxisRec {
-                    kind: 2,
-                    lo: f(*lo),
-                    hi: f(*hi),
-                    ln_ratio: f((hi / lo).ln()),
-                    ..AxisRec::default()
-                },
-            };
-            recs.extend_from_slice(rec.words());
-        }
-        let target_start = at(&recs);
-        for (axis, t) in &space.flat {
-            let (op, scale, offset, floor) = match t.op {
-                Op::Set {
-                    scale,
-                    offset,
-                    floor,
-                } => (0, scale, offset, floor.max(f32::MIN as f64)),
-                Op::DivBy { scale } => (1, scale, 0.0, 0.0),
-            };
-            let rec = TargetRec {
-                axis: *axis as u32,
-                field: t.field as u32,
-                op,
-                scale: f(scale),
-                offset: f(offset),
-                floor: f(floor),
-                ..TargetRec::default()
-            };
-            recs.extend_from_slice(rec.words());
-        }
-        let (sampling, seed) = match space.sampling {
-            Sampling::Grid => (0, 0),
-            Sampling::Random { seed, .. } => (1, crate::sweep::space::seed32(seed)),
-            Sampling::LatinHypercube { seed, .. } => (2, crate::sweep::space::seed32(seed)),
-        };
+        let Packed {
+            recs,
+            vals,
+            progs,
+            axis_start,
+            target_start,
+            sampling,
+            seed,
+        } = pack(programs, space);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let design = Design {
             progs: self.storage("programs", &progs),
