@@ -20,6 +20,7 @@
 
 #![cfg(feature = "gpu")]
 #![allow(clippy::print_stderr)]
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use std::collections::BTreeSet;
 use tessera::spec::Fs;

@@ -2,6 +2,8 @@
 //! Each names the commit that fixed it and checks what the bug got wrong where a user would see
 //! it (the loaded model, the estimate, the sweep), not the line that was wrong.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use std::ops::Range;
 use std::path::Path;
 use std::process::Command;
