@@ -1,6 +1,8 @@
 //! One estimate of Llama 3.1 405B training on 8,192 H100s (lowering + evaluation), and the full
 //! `--mapping auto` search for it. Targets: ≤ 10 µs per estimate, ≤ 0.1 s per search.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use tessera::engine::{cpu, lower, search, MappingChoice, Objective};

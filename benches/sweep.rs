@@ -10,6 +10,7 @@
 //! figure says nothing about a GPU. `TESSERA_BENCH_MAX` caps every size (default 1e7).
 
 #![allow(clippy::print_stderr)]
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,

@@ -6,6 +6,8 @@
 //! Regenerate the snapshots with `INSTA_UPDATE=always cargo test --test diagnostics`, then read
 //! them: each must point at the offending text with a helpful message.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

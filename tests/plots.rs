@@ -5,6 +5,8 @@
 //! `TESSERA_BLESS=1 cargo test --test plots readme` rewrites `docs/img/*.svg` from the README's
 //! commands after a deliberate change to the physics or the pictures.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

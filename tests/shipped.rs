@@ -2,6 +2,8 @@
 //! loads with no error and no warning, every part file checks clean, the flagship systems add up to
 //! their published totals (within 2%), and every `tessera new` template renders to a clean file.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use std::path::Path;
 
 use approx::assert_relative_eq;

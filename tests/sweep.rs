@@ -2,6 +2,8 @@
 //! into the single run's answer, every point can be streamed out, sampling is reproducible, and
 //! input errors point at their place.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use std::collections::BTreeSet;
 use tessera::spec::Fs;
 use tessera::sweep::plan::{self, Plan};

@@ -5,6 +5,8 @@
 //! `paths::edit_system` (the model edit) is written independently of `paths::resolve` (the fast
 //! path's targets); the values below come from the model, not from either.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use tessera::engine::lower;
 use tessera::engine::table as fields;
 use tessera::model::precision::Precision;

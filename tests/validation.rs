@@ -2,6 +2,8 @@
 //! within its tolerance, the headline figures reach the targets, a case outside its
 //! tolerance fails `tessera validate`, and the claim audit reaches the verdicts the claims expect.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};

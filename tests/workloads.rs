@@ -8,6 +8,8 @@
 //!     Korthikanti et al. 2022 (and, with the recompute pass, Narayanan et al. 2021 Eq. 3).
 //! (d) The shipped files carry the figures of their sources (batch, mapping, targets).
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use std::path::{Path, PathBuf};
 
 use tessera::model::mapping::{MappingPlan, Recompute};

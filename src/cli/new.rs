@@ -17,6 +17,8 @@ pub struct Args {
     pub force: bool,
 }
 
+// Writes the starter file (refusing to overwrite one without --force).
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let text = tessera::templates::render(a.template, &a.name);
     let path = a.output.clone().unwrap_or_else(|| {

@@ -20,6 +20,8 @@ pub struct PlotArgs {
     pub out: Option<PathBuf>,
 }
 
+// Writes the picture and its Markdown report where --plot and --out say.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 impl PlotArgs {
     /// Write the picture if `--plot` was given, and say so on stderr.
     pub fn draw(
@@ -79,6 +81,8 @@ fn with_path(e: std::io::Error, p: &Path) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
 }
 
+// Creates the folder an output file goes into.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 fn create_parent(path: &Path) -> std::io::Result<()> {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => {

@@ -251,6 +251,8 @@ fn shard(s: &str) -> Option<(u64, u64)> {
     (n > 0 && i < n).then_some((i, n))
 }
 
+// Streams every point to --out and writes the --summary file.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     if let Some(Command::Merge(m)) = a.command {
         return merge(m, out);
@@ -373,6 +375,8 @@ fn metric_title(m: tessera::sweep::Metric, unit: &str) -> String {
 }
 
 /// The sweep's picture: its sample, front and top on the two Pareto metrics.
+// Writes the --plot picture.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 fn plot(s: &Summary, path: &std::path::Path, size: tessera::plot::Size) -> std::io::Result<()> {
     use tessera::plot::sweep::{Dim, SweepPlot, SweepPoint};
     let [ma, mb] = s.pareto;
@@ -442,6 +446,8 @@ fn rate(r: f64) -> String {
     format!("{} points/s", fmt_si(r, "").trim_end())
 }
 
+// Reads the shard summaries it joins and writes the merged one.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 fn merge(m: MergeArgs, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut parts = Vec::new();
     for f in &m.files {

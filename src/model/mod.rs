@@ -91,8 +91,10 @@ pub struct Ctx<'a> {
     pub diags: Vec<Diagnostic>,
     /// Source keys declared per file.
     known: BTreeMap<usize, BTreeMap<String, String>>,
-    /// (file, path, default source)
-    frames: Vec<(usize, Path, Option<String>)>,
+    /// The frame being walked: (file, path, default source).
+    frame: (usize, Path, Option<String>),
+    /// The frames it was entered from, innermost last.
+    outer: Vec<(usize, Path, Option<String>)>,
     /// Source texts of figures marked fitted, for the validation summary.
     pub fitted: BTreeSet<String>,
     pub assumed: usize,
@@ -104,23 +106,23 @@ impl<'a> Ctx<'a> {
             files,
             diags: Vec::new(),
             known: BTreeMap::new(),
-            frames: vec![(file, Path::root(), None)],
+            frame: (file, Path::root(), None),
+            outer: Vec::new(),
             fitted: BTreeSet::new(),
             assumed: 0,
         }
     }
 
     pub fn file(&self) -> usize {
-        self.frames.last().map(|f| f.0).unwrap_or(0)
+        self.frame.0
     }
     pub fn path(&self) -> &Path {
-        &self.frames.last().expect("frame").1
+        &self.frame.1
     }
     fn default_source(&self) -> Option<&String> {
         let file = self.file();
-        self.frames
-            .iter()
-            .rev()
+        std::iter::once(&self.frame)
+            .chain(self.outer.iter().rev())
             .take_while(|f| f.0 == file)
             .find_map(|f| f.2.as_ref())
     }
@@ -147,10 +149,10 @@ impl<'a> Ctx<'a> {
 
     /// Enter a child struct at `field` (same file), with its own default source.
     pub fn enter(&mut self, seg: crate::diag::Seg, source: Option<&String>) {
-        let (file, path, _) = self.frames.last().cloned().expect("frame");
-        let mut p = path;
+        let file = self.frame.0;
+        let mut p = self.frame.1.clone();
         p.0.push(seg);
-        self.frames.push((file, p, source.cloned()));
+        self.push((file, p, source.cloned()));
         if let Some(s) = source {
             self.check_source_key(s, None);
         }
@@ -160,13 +162,20 @@ impl<'a> Ctx<'a> {
     }
     /// Enter a part that lives at `path` of `file` (another file after a `Use`).
     pub fn enter_part(&mut self, file: usize, path: Path, source: Option<&String>) {
-        self.frames.push((file, path, source.cloned()));
+        self.push((file, path, source.cloned()));
         if let Some(s) = source {
             self.check_source_key(s, None);
         }
     }
+    /// Back to the frame the last `enter` came from (at the root, stays there).
     pub fn leave(&mut self) {
-        self.frames.pop();
+        if let Some(f) = self.outer.pop() {
+            self.frame = f;
+        }
+    }
+    fn push(&mut self, frame: (usize, Path, Option<String>)) {
+        let outer = std::mem::replace(&mut self.frame, frame);
+        self.outer.push(outer);
     }
 
     pub fn error_at(&mut self, path: &Path, message: impl Into<String>, hint: Option<String>) {

@@ -1,0 +1,346 @@
+//! The README's `--format json` contracts, pinned: for each command the sorted set of key paths
+//! of its JSON with the types their values take (never the numbers), snapshotted under
+//! `tests/snapshots/contracts__*.snap`. A physics change leaves these alone; a key renamed,
+//! removed or changed in type fails here. A new key is allowed by the contract and shows up as a
+//! snapshot diff to accept.
+//!
+//! Notation: `.a.b: number`; the elements of an array share one description (`.cases[].id`); the
+//! entries of a map keyed by data (precision, memory level, reason) share one (`.infeasible{}`);
+//! a value that may be absent in some of the outputs shown reads `string|null`. Each snapshot
+//! joins a few runs chosen so that both forms of an optional value appear (a feasible and an
+//! infeasible row, a system with a mesh and one with a scale-up domain).
+//!
+//! `sweep --list-paths` prints one path a line whatever `--format` says: it has no JSON form to
+//! pin (yet).
+//!
+//! Regenerate with `INSTA_UPDATE=always cargo test --release --test contracts`, then read the diff:
+//! a line that disappeared is a broken contract and needs a note in the README.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// `tessera ARGS...` from the crate root; its stdout as JSON (exit 0 required).
+fn tessera(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .output()
+        .expect("run tessera");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "tessera {} exited {:?}; stderr:\n{stderr}",
+        args.join(" "),
+        out.status.code()
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "tessera {}: stdout is not JSON ({e}); stderr:\n{stderr}",
+            args.join(" ")
+        )
+    })
+}
+
+/// A JSON type; the order is the order types are listed in (`string|null`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Bool,
+    Number,
+    String,
+    Array,
+    Object,
+    Null,
+}
+
+impl Kind {
+    fn of(v: &Value) -> Kind {
+        match v {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Bool,
+            Value::Number(_) => Kind::Number,
+            Value::String(_) => Kind::String,
+            Value::Array(_) => Kind::Array,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Bool => "bool",
+            Kind::Number => "number",
+            Kind::String => "string",
+            Kind::Array => "array",
+            Kind::Object => "object",
+            Kind::Null => "null",
+        }
+    }
+}
+
+/// Key paths and the types seen at each, over every output added.
+struct Shape {
+    /// Paths of objects whose keys are data (a precision, a memory level), not field names.
+    maps: &'static [&'static str],
+    paths: BTreeMap<String, BTreeSet<Kind>>,
+}
+
+impl Shape {
+    fn new(maps: &'static [&'static str]) -> Shape {
+        Shape {
+            maps,
+            paths: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, v: &Value) -> &mut Shape {
+        self.walk(".".to_string(), v);
+        self
+    }
+
+    fn walk(&mut self, path: String, v: &Value) {
+        self.paths
+            .entry(path.clone())
+            .or_default()
+            .insert(Kind::of(v));
+        // The root's children are `.key` and `.[]`, not `..key`.
+        let base = if path == "." { "" } else { path.as_str() };
+        match v {
+            Value::Object(o) if self.maps.contains(&path.as_str()) => {
+                for x in o.values() {
+                    self.walk(format!("{path}{{}}"), x);
+                }
+            }
+            Value::Object(o) => {
+                for (k, x) in o {
+                    self.walk(format!("{base}.{k}"), x);
+                }
+            }
+            Value::Array(a) => {
+                let elem = if path == "." {
+                    ".[]".to_string()
+                } else {
+                    format!("{path}[]")
+                };
+                for x in a {
+                    self.walk(elem.clone(), x);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut s = String::new();
+        for (path, kinds) in &self.paths {
+            let kinds: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+            s.push_str(&format!("{path}: {}\n", kinds.join("|")));
+        }
+        s
+    }
+}
+
+/// `v[key]` as a bool, for the preconditions that make a snapshot show what it claims to.
+fn flag(v: &Value, key: &str) -> bool {
+    v[key]
+        .as_bool()
+        .unwrap_or_else(|| panic!("`{key}` is not a bool in {v}"))
+}
+
+#[test]
+fn show() {
+    const MAPS: &[&str] = &[
+        ".peak_flops_per_s",
+        ".memory_capacity_bytes",
+        ".memory_bandwidth_bytes_per_s",
+    ];
+    let mut shape = Shape::new(MAPS);
+    // A rack with a scale-up domain, and a wafer with an on-die mesh and none.
+    for arch in [
+        "architectures/gb200-nvl72.ron",
+        "architectures/cerebras-cs3.ron",
+    ] {
+        shape.add(&tessera(&["show", arch, "--format", "json"]));
+    }
+    insta::assert_snapshot!("show", shape.render());
+}
+
+const ESTIMATE_MAPS: &[&str] = &[];
+
+#[test]
+fn estimate_feasible() {
+    let mut shape = Shape::new(ESTIMATE_MAPS);
+    // Training with a target (time to train) and inference (latency per token).
+    for (arch, workload, mapping) in [
+        ("dgx-h100", "llama3.1-8b-pretrain", "auto"),
+        ("gb200-nvl72", "llama3-70b-serving", "published"),
+    ] {
+        let (arch, workload) = (
+            format!("architectures/{arch}.ron"),
+            format!("workloads/{workload}.ron"),
+        );
+        let mut args = vec!["estimate", "--arch", &arch, "--workload", &workload];
+        if mapping == "auto" {
+            args.extend(["--mapping", "auto"]);
+        }
+        args.extend(["--format", "json"]);
+        let v = tessera(&args);
+        assert!(flag(&v, "feasible"), "expected feasible: {v}");
+        shape.add(&v);
+    }
+    insta::assert_snapshot!("estimate_feasible", shape.render());
+}
+
+#[test]
+fn estimate_infeasible() {
+    let mut shape = Shape::new(ESTIMATE_MAPS);
+    // No mapping (GPT-3's needs more than 8 devices), and a mapping that does not fit in memory.
+    for (workload, code) in [
+        ("gpt3-175b-mlperf", "mapping"),
+        ("llama3.1-8b-pretrain", "memory"),
+    ] {
+        let workload = format!("workloads/{workload}.ron");
+        let v = tessera(&[
+            "estimate",
+            "--arch",
+            "architectures/dgx-h100.ron",
+            "--workload",
+            &workload,
+            "--format",
+            "json",
+        ]);
+        assert!(!flag(&v, "feasible"), "expected infeasible: {v}");
+        assert!(
+            v["reason"].is_string(),
+            "an infeasible estimate says why: {v}"
+        );
+        assert_eq!(v["reason_code"], code, "{v}");
+        shape.add(&v);
+    }
+    insta::assert_snapshot!("estimate_infeasible", shape.render());
+}
+
+#[test]
+fn compare() {
+    let v = tessera(&[
+        "compare",
+        "architectures/dgx-h100.ron",
+        "architectures/dgx-b200.ron",
+        "architectures/northpole-16.ron",
+        "--workload",
+        "workloads/llama3.1-8b-pretrain.ron",
+        "--format",
+        "json",
+    ]);
+    let feasible: Vec<bool> = v["systems"]
+        .as_array()
+        .expect("systems")
+        .iter()
+        .map(|s| flag(s, "feasible"))
+        .collect();
+    assert_eq!(feasible, [true, true, false], "{v}");
+    insta::assert_snapshot!("compare", Shape::new(&[]).add(&v).render());
+}
+
+#[test]
+fn scale() {
+    // 512 is more devices than the cluster has: an infeasible point among the feasible ones.
+    let v = tessera(&[
+        "scale",
+        "--arch",
+        "architectures/ibm-minsky-64.ron",
+        "--workload",
+        "workloads/resnet50-imagenet1k.ron",
+        "--devices",
+        "4,16,512",
+        "--format",
+        "json",
+    ]);
+    insta::assert_snapshot!("scale", Shape::new(&[]).add(&v).render());
+}
+
+#[test]
+fn scale_several_systems() {
+    // With several `--arch`: an array of the single-system objects.
+    let v = tessera(&[
+        "scale",
+        "--arch",
+        "architectures/ibm-minsky-64.ron",
+        "--arch",
+        "architectures/dgx-h100.ron",
+        "--workload",
+        "workloads/resnet50-imagenet1k.ron",
+        "--devices",
+        "4,8",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+    insta::assert_snapshot!("scale_several_systems", Shape::new(&[]).add(&v).render());
+}
+
+#[test]
+fn roofline() {
+    let v = tessera(&[
+        "roofline",
+        "--arch",
+        "architectures/dgx-h100.ron",
+        "--workload",
+        "workloads/megatron-22b.ron",
+        "--format",
+        "json",
+    ]);
+    insta::assert_snapshot!("roofline", Shape::new(&[]).add(&v).render());
+}
+
+#[test]
+fn validate() {
+    // One gated case and one known gap, so both `cases[]` and `known_gaps[]` have an element.
+    let v = tessera(&[
+        "validate",
+        "validation/ibm/ibm-ddl-resnet50-256.ron",
+        "validation/known-gaps/goyal-resnet50-256-1h.ron",
+        "--format",
+        "json",
+    ]);
+    for key in ["cases", "known_gaps"] {
+        assert_eq!(v[key].as_array().map(Vec::len), Some(1), "{key}: {v}");
+    }
+    insta::assert_snapshot!("validate", Shape::new(&[]).add(&v).render());
+}
+
+#[test]
+fn sweep_summary() {
+    // A few points of a shipped sweep; a device count the mapping does not divide (a skipped
+    // program) and a power budget some points exceed (infeasible counts).
+    let v = tessera(&[
+        "sweep",
+        "architectures/sweeps/gb200-cluster-random.ron",
+        "--backend",
+        "cpu",
+        "--quiet",
+        "--points",
+        "20",
+        "--vary",
+        "devices=1000,2048",
+        "--power-budget",
+        "3 MW",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        v["skipped_programs"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    for key in ["infeasible", "infeasible_by_code"] {
+        assert!(
+            v[key].as_object().is_some_and(|o| !o.is_empty()),
+            "{key} should count the points over the power budget: {v}"
+        );
+    }
+    let shape = Shape::new(&[".infeasible", ".infeasible_by_code"])
+        .add(&v)
+        .render();
+    insta::assert_snapshot!("sweep_summary", shape);
+}

@@ -1,0 +1,296 @@
+//! One test per fixed bug, named after the bug, so that a bug that comes back fails by name.
+//! Each names the commit that fixed it and checks what the bug got wrong where a user would see
+//! it (the loaded model, the estimate, the sweep), not the line that was wrong.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
+use std::ops::Range;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use tessera::engine::cpu;
+use tessera::engine::program::{Machine, Program, Section};
+use tessera::engine::{self, Estimate, MappingChoice, Objective};
+use tessera::model::system::{load_system, System};
+use tessera::model::workload::{load_workload, Workload};
+use tessera::spec::Fs;
+
+/// The shipped files, read from the crate root (where `cargo test` runs integration tests).
+struct Disk;
+impl Fs for Disk {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(path).map_err(|e| e.to_string())
+    }
+}
+
+/// The disk with the text of one file replaced.
+struct Edited<'a> {
+    path: &'a str,
+    text: String,
+}
+impl Fs for Edited<'_> {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        if path == self.path {
+            Ok(self.text.clone().into_bytes())
+        } else {
+            Disk.read(path)
+        }
+    }
+}
+
+fn system(path: &str, fs: &dyn Fs) -> System {
+    let l = load_system(path, fs);
+    l.value
+        .unwrap_or_else(|| panic!("{path} does not load: {:?}", l.diagnostics))
+}
+
+fn workload(path: &str) -> Workload {
+    let l = load_workload(path, &Disk);
+    l.value
+        .unwrap_or_else(|| panic!("{path} does not load: {:?}", l.diagnostics))
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    a == b || (a - b).abs() <= rel * a.abs().max(b.abs())
+}
+
+/// `tessera ARGS...` from the crate root; its stdout as JSON.
+fn tessera(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .output()
+        .expect("run tessera");
+    assert!(
+        out.status.success(),
+        "tessera {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+/// 1 pJ/bit in J/B: 8 bits a byte.
+const J_PER_BYTE_PER_PJ_PER_BIT: f64 = 8e-12;
+
+/// A link class of the interconnect, as the file, the model and the machine vector name it.
+#[derive(Clone, Copy, Debug)]
+enum Link {
+    ScaleUp,
+    ScaleOut,
+}
+
+impl Link {
+    fn block(self) -> &'static str {
+        match self {
+            Link::ScaleUp => "scale_up",
+            Link::ScaleOut => "scale_out",
+        }
+    }
+    fn model(self, sys: &System) -> f64 {
+        match self {
+            Link::ScaleUp => {
+                sys.scale_up
+                    .as_ref()
+                    .expect("a scale-up domain")
+                    .energy_per_byte
+            }
+            Link::ScaleOut => {
+                sys.scale_out
+                    .as_ref()
+                    .expect("a scale-out network")
+                    .energy_per_byte
+            }
+        }
+    }
+    fn machine(self, m: &Machine) -> f64 {
+        match self {
+            Link::ScaleUp => m.up_energy_per_byte,
+            Link::ScaleOut => m.out_energy_per_byte,
+        }
+    }
+    /// Bytes each device sends over this link class in one step of `p` on `m`.
+    fn bytes_per_step(self, p: &Program, m: &Machine) -> f64 {
+        p.comms
+            .iter()
+            .map(|c| {
+                let (_, up, out) = cpu::collective(c, m);
+                let per_step = match c.section {
+                    Section::MicroBatch => p.micro_batches,
+                    Section::Step => 1.0,
+                };
+                let bytes = match self {
+                    Link::ScaleUp => up,
+                    Link::ScaleOut => out,
+                };
+                per_step * c.count * bytes
+            })
+            .sum()
+    }
+}
+
+/// The `energy_per_bit: "X pJ/bit …"` figure of the `block: (` section of an architecture file:
+/// X, and where X is written.
+fn pj_per_bit(text: &str, block: &str) -> (f64, Range<usize>) {
+    let start = text
+        .find(&format!("{block}: ("))
+        .unwrap_or_else(|| panic!("no `{block}` section"));
+    let key = "energy_per_bit: \"";
+    let at = start + text[start..].find(key).expect("an energy_per_bit") + key.len();
+    let len = text[at..].find(" pJ/bit").expect("written in pJ/bit");
+    let x = text[at..at + len].parse().expect("a plain number");
+    (x, at..at + len)
+}
+
+/// Fixed in 9d90b54 ("Fix link energy counted 8x: the loader already converts pJ/bit to J/B"):
+/// the machine vector (and the sweep's `energy_per_bit` path) multiplied the model's link energy by
+/// 8 again, so every byte over NVLink or InfiniBand cost 8 × what the file says.
+///
+/// Through the public API: a figure of `X pJ/bit` is `8 X pJ/B` in the model and in the machine
+/// vector, and raising it by 1 pJ/bit raises an estimate's energy per step by exactly the bytes
+/// each device sends over that link × 8 pJ/B × devices × PUE (the step time unchanged); and a
+/// sweep over that figure reproduces both estimates.
+#[test]
+fn link_energy_is_not_counted_eight_times() {
+    // (architecture, workload, devices, links the case sends bytes over)
+    let cases = [
+        (
+            "architectures/gb200-nvl72.ron",
+            "workloads/bert-large-mlperf.ron",
+            None,
+            &[Link::ScaleUp][..],
+        ),
+        (
+            "architectures/gb200-cluster.ron",
+            "workloads/megatron-175b.ron",
+            Some(64),
+            &[Link::ScaleUp][..],
+        ),
+        (
+            "architectures/gb200-cluster.ron",
+            "workloads/gpt3-175b-mlperf.ron",
+            Some(512),
+            &[Link::ScaleUp, Link::ScaleOut][..],
+        ),
+    ];
+    for (arch, work, devices, links) in cases {
+        let text = std::fs::read_to_string(arch).expect("architecture file");
+        let sys = system(arch, &Disk);
+        let w = workload(work);
+        let choice = match &w.mapping {
+            Some(m) => MappingChoice::Given(m.clone()),
+            None => MappingChoice::Auto(Objective::Time),
+        };
+        let prep = engine::prepare(&sys, &w, &choice, devices)
+            .unwrap_or_else(|i| panic!("{work} on {arch}: {:?}", i.reason));
+        let base = engine::finish(&sys, &w, &prep.mapping, &prep.program, &prep.machine);
+        for &link in links {
+            let what = format!("{work} on {arch}, {link:?}");
+            let (x, at) = pj_per_bit(&text, link.block());
+            let want = x * J_PER_BYTE_PER_PJ_PER_BIT;
+            assert!(
+                close(link.model(&sys), want, 1e-12),
+                "{what}: the model holds {} J/B for {x} pJ/bit, want {want}",
+                link.model(&sys)
+            );
+            assert!(
+                close(link.machine(&prep.machine), want, 1e-12),
+                "{what}: the machine vector holds {} J/B for {x} pJ/bit, want {want}",
+                link.machine(&prep.machine)
+            );
+            let bytes = link.bytes_per_step(&prep.program, &prep.machine);
+            assert!(
+                bytes > 0.0,
+                "{what}: no bytes over the link, nothing checked"
+            );
+
+            // The same file with the figure 1 pJ/bit higher, under the same mapping.
+            let edited = Edited {
+                path: arch,
+                text: format!("{}{}{}", &text[..at.start], x + 1.0, &text[at.end..]),
+            };
+            let sys2 = system(arch, &edited);
+            assert!(close(
+                link.model(&sys2),
+                (x + 1.0) * J_PER_BYTE_PER_PJ_PER_BIT,
+                1e-12
+            ));
+            let prep2 = engine::prepare_mapping(&sys2, &w, prep.mapping, prep.devices)
+                .unwrap_or_else(|i| panic!("{what}: {:?}", i.reason));
+            let more = engine::finish(&sys2, &w, &prep2.mapping, &prep2.program, &prep2.machine);
+            assert_eq!(
+                more.step_time_s, base.step_time_s,
+                "{what}: energy moved time"
+            );
+            let got = energy(&more) - energy(&base);
+            let want = prep.program.devices * prep.machine.pue * bytes * J_PER_BYTE_PER_PJ_PER_BIT;
+            assert!(
+                close(got, want, 1e-6),
+                "{what}: +1 pJ/bit moved the energy per step by {got} J, want {want} J \
+                 ({bytes} B per device per step; {:.2}× — a device held at its TDP hides link \
+                 energy: pick a case below it)",
+                got / want
+            );
+        }
+
+        // The sweep path `scale_up.energy_per_bit` at the file's figure and 1 pJ/bit above.
+        if !matches!(choice, MappingChoice::Given(_)) {
+            continue;
+        }
+        let (x, at) = pj_per_bit(&text, Link::ScaleUp.block());
+        let vary = format!("scale_up.energy_per_bit=[{x} pJ/bit, {} pJ/bit]", x + 1.0);
+        let n = prep.devices.to_string();
+        let devices_axis = format!("devices={n}");
+        let s = tessera(&[
+            "sweep",
+            "--arch",
+            arch,
+            "--workload",
+            work,
+            "--vary",
+            &devices_axis,
+            "--vary",
+            &vary,
+            "--backend",
+            "cpu",
+            "--quiet",
+            "--top",
+            "2",
+            "--format",
+            "json",
+        ]);
+        let top = s["top"].as_array().expect("top points");
+        assert_eq!(top.len(), 2, "{work} on {arch}: two feasible points: {s}");
+        let edited = Edited {
+            path: arch,
+            text: format!("{}{}{}", &text[..at.start], x + 1.0, &text[at.end..]),
+        };
+        let sys2 = system(arch, &edited);
+        let more = engine::estimate(&sys2, &w, &choice, devices);
+        for p in top {
+            let v = p["values"][0].as_f64().expect("the axis value, J/B");
+            let e = p["energy_per_step_j"].as_f64().expect("energy per step");
+            let (want, est) = if close(v, x * J_PER_BYTE_PER_PJ_PER_BIT, 1e-9) {
+                (x, &base)
+            } else {
+                (x + 1.0, &more)
+            };
+            assert!(
+                close(v, want * J_PER_BYTE_PER_PJ_PER_BIT, 1e-9),
+                "{work} on {arch}: the sweep holds {v} J/B for {want} pJ/bit"
+            );
+            assert!(
+                close(e, energy(est), 1e-9),
+                "{work} on {arch}: the sweep at {want} pJ/bit gives {e} J per step, the \
+                 estimate {} J",
+                energy(est)
+            );
+        }
+    }
+}
+
+fn energy(e: &Estimate) -> f64 {
+    e.energy_per_step_j
+        .unwrap_or_else(|| panic!("infeasible: {:?}", e.reason))
+}
