@@ -10,6 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 use tessera::engine::cpu;
+use tessera::engine::table;
 use tessera::engine::program::{Machine, Program, Section};
 use tessera::engine::{self, Estimate, MappingChoice, Objective};
 use tessera::model::system::{load_system, System};
@@ -106,8 +107,8 @@ impl Link {
     }
     fn machine(self, m: &Machine) -> f64 {
         match self {
-            Link::ScaleUp => m.up_energy_per_byte,
-            Link::ScaleOut => m.out_energy_per_byte,
+            Link::ScaleUp => m[table::UP_ENERGY],
+            Link::ScaleOut => m[table::OUT_ENERGY],
         }
     }
     /// Bytes each device sends over this link class in one step of `p` on `m`.
@@ -224,7 +225,7 @@ fn link_energy_is_not_counted_eight_times() {
                 "{what}: energy moved time"
             );
             let got = energy(&more) - energy(&base);
-            let want = prep.program.devices * prep.machine.pue * bytes * J_PER_BYTE_PER_PJ_PER_BIT;
+            let want = prep.program.devices * prep.machine[table::PUE] * bytes * J_PER_BYTE_PER_PJ_PER_BIT;
             assert!(
                 close(got, want, 1e-6),
                 "{what}: +1 pJ/bit moved the energy per step by {got} J, want {want} J \
