@@ -10,8 +10,8 @@ use std::process::Command;
 
 use serde_json::Value;
 use tessera::engine::cpu;
-use tessera::engine::table;
 use tessera::engine::program::{Machine, Program, Section};
+use tessera::engine::table;
 use tessera::engine::{self, Estimate, MappingChoice, Objective};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Workload};
@@ -225,7 +225,8 @@ fn link_energy_is_not_counted_eight_times() {
                 "{what}: energy moved time"
             );
             let got = energy(&more) - energy(&base);
-            let want = prep.program.devices * prep.machine[table::PUE] * bytes * J_PER_BYTE_PER_PJ_PER_BIT;
+            let want =
+                prep.program.devices * prep.machine[table::PUE] * bytes * J_PER_BYTE_PER_PJ_PER_BIT;
             assert!(
                 close(got, want, 1e-6),
                 "{what}: +1 pJ/bit moved the energy per step by {got} J, want {want} J \
