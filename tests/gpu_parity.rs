@@ -396,3 +396,87 @@ fn too_many_axes_is_an_error_not_a_panic() {
     .unwrap_err();
     assert!(e.to_string().contains("at most"), "{e}");
 }
+
+/// Regression (the structure issue): the kernel's port of `cpu::place` had drifted from it.
+/// With no SRAM and an empty working set, the kernel put working data in the absent SRAM (and
+/// measured headroom there) where the CPU puts it in main memory. Both now read one placement
+/// rule over the same tier slots.
+#[test]
+fn placement_with_an_absent_tier_agrees_with_the_cpu() {
+    use tessera::engine::cpu;
+    use tessera::engine::program::{Footprint, Op, Phase, Program, Section};
+    use tessera::engine::table::{self as t, Machine};
+    use tessera::model::precision::Precision;
+    use tessera::sweep::space::{Axis, Derive, Sampling, Space, Target, Values};
+    let Some(g) = gpu() else { return };
+    let bf16 = Precision::Bf16.index();
+    let program = Program {
+        ops: vec![Op {
+            name: "gemm".into(),
+            matrix: true,
+            precision: bf16,
+            flops: 1e12,
+            weight_bytes: 1e9,
+            act_bytes: 0.0,
+            count: 1.0,
+            section: Section::MicroBatch,
+            phase: Phase::Forward,
+        }],
+        comms: Vec::new(),
+        micro_batches: 1.0,
+        bubble: 0.0,
+        footprint: Footprint {
+            weights: 1e9,
+            ..Footprint::default()
+        },
+        devices: 1.0,
+        units_per_step: 1.0,
+        unit: "samples",
+        model_flops_per_step: 1e12,
+        mfu_precision: bf16,
+        steps: None,
+    };
+    let mut m = Machine::zero();
+    m[t::MATRIX_PEAK + bf16] = 1e15;
+    for e in [t::EFF_MATMUL, t::EFF_MEMORY, t::EFF_NETWORK, t::PUE] {
+        m[e] = 1.0;
+    }
+    m[t::HBM_CAPACITY] = 0.5e9; // too small for the weights
+    m[t::HBM_BANDWIDTH] = 1e12;
+    m[t::EXT_CAPACITY] = 1e12; // the weight store holds them
+    m[t::EXT_BANDWIDTH] = 1e11;
+    m[t::TDP] = 500.0;
+    let e = cpu::eval(&program, &m);
+    let c = Outcome::from_eval(0, &program, &m, &e);
+    assert!(c.feasible(), "{e:?}");
+    assert_eq!(c.headroom, 0.5e9, "working data (none) in main memory");
+    let space = Space::new(
+        vec![Axis {
+            path: "machine.pue".into(),
+            dimension: tessera::units::Dimension::Ratio,
+            values: Values::List(vec![1.0]),
+            targets: vec![Target {
+                field: t::PUE,
+                op: tessera::sweep::space::Op::Set {
+                    scale: 1.0,
+                    offset: 0.0,
+                    floor: f64::NEG_INFINITY,
+                },
+            }],
+        }],
+        Sampling::Grid,
+        Derive::default(),
+    )
+    .expect("space");
+    let design = g.upload(&[(&program, &m.0)], &space).expect("upload");
+    let mut words = Vec::new();
+    g.evaluate(&design, 0, 1, None, &mut |_, w| {
+        words.extend_from_slice(w);
+        true
+    })
+    .expect("the kernel runs");
+    let o = from_words(0, &words[..OUT_WORDS]);
+    assert_eq!(o.reason, c.reason);
+    assert!(rel(o.headroom, c.headroom) < F32_BOUND, "{o:?} vs {c:?}");
+    assert!(rel(o.step_time, c.step_time) < F32_BOUND, "{o:?} vs {c:?}");
+}

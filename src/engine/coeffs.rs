@@ -1,4 +1,5 @@
-//! What an evaluator needs of each operator and collective, settled at lowering time: the typed
+//! What an evaluator needs of each operator and collective, settled at lowering time (the types
+//! are the cost program's, in `program.rs`; the rules are here): the typed
 //! efficiency class of an operator (which peak and which efficiencies of the machine table its
 //! rate is), and a collective's alpha-beta coefficients per link class (how many latencies and
 //! how many bytes it puts on the scale-up link, the scale-out link and the weight-store link, with
@@ -6,7 +7,7 @@
 //! the collective algorithms (ring, hierarchical, tree across domains, in-network reduction) are
 //! written once, here.
 
-use super::program::{CollKind, Comm, Op, Tier};
+use super::program::{Coeffs, CollKind, Comm, Link, Op, Tier};
 use super::table as t;
 use serde::Serialize;
 
@@ -71,33 +72,8 @@ impl Op {
     }
 }
 
-/// Latencies and bytes one call of a collective puts on one link class.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Link {
-    /// Number of link latencies on the critical path.
-    pub latencies: f64,
-    /// Bytes each device sends over the link.
-    pub bytes: f64,
-}
-
-impl Link {
-    fn new(latencies: f64, bytes: f64) -> Link {
-        Link { latencies, bytes }
-    }
-}
-
-/// A collective as alpha-beta coefficients per link class. The time on a link class is
-/// `latencies × latency + bytes / (bandwidth × network efficiency × share)` (the share applies to
-/// the scale-up link only); the classes add (hierarchical algorithms run their phases one after
-/// the other) or, with `overlapped`, the slowest bounds it (all-to-all drives both at once).
-/// `up[1]` and `out[1]` hold the coefficients with in-network reduction on that tier.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Coeffs {
-    pub up: [Link; 2],
-    pub out: [Link; 2],
-    /// To the external weight store (over its own link, charged no link energy).
-    pub ext: Link,
-    pub overlapped: bool,
+fn link(latencies: f64, bytes: f64) -> Link {
+    Link { latencies, bytes }
 }
 
 impl Coeffs {
@@ -108,7 +84,7 @@ impl Coeffs {
         let mut k = Coeffs::default();
         let s = c.bytes;
         if c.weight_stream {
-            k.ext = Link::new(1.0, s);
+            k.ext = link(1.0, s);
             return k;
         }
         let u = c.inner.max(1.0);
@@ -122,50 +98,47 @@ impl Coeffs {
             CollKind::AllReduce => {
                 // reduce-scatter + all-reduce across domains + all-gather
                 if u > 1.0 {
-                    k.up = [
-                        Link::new(2.0 * (u - 1.0), 2.0 * (u - 1.0) / u * s),
-                        Link::new(2.0, s),
-                    ];
+                    k.up = [link(2.0 * (u - 1.0), 2.0 * (u - 1.0) / u * s), link(2.0, s)];
                 }
                 let shard = s / u;
                 if o > 1.0 {
                     k.out = [
-                        Link::new(2.0 * log2o, 2.0 * (o - 1.0) / o * shard),
-                        Link::new(2.0 * log2o, shard),
+                        link(2.0 * log2o, 2.0 * (o - 1.0) / o * shard),
+                        link(2.0 * log2o, shard),
                     ];
                 }
             }
             CollKind::AllGather | CollKind::ReduceScatter => {
                 if o > 1.0 {
                     let part = s / u;
-                    k.out = both(Link::new(log2o, (o - 1.0) / o * part));
+                    k.out = both(link(log2o, (o - 1.0) / o * part));
                 }
                 if u > 1.0 {
-                    k.up = both(Link::new(u - 1.0, (u - 1.0) / u * s));
+                    k.up = both(link(u - 1.0, (u - 1.0) / u * s));
                 }
             }
             CollKind::AllToAll => {
                 let n = u * o;
                 if u > 1.0 {
-                    k.up = both(Link::new(1.0, (u - 1.0) / n * s));
+                    k.up = both(link(1.0, (u - 1.0) / n * s));
                 }
                 if o > 1.0 {
-                    k.out = both(Link::new(1.0, (n - u) / n * s));
+                    k.out = both(link(1.0, (n - u) / n * s));
                 }
                 k.overlapped = true;
             }
             CollKind::Broadcast => {
                 if o > 1.0 {
-                    k.out = both(Link::new(log2o, s));
+                    k.out = both(link(log2o, s));
                 } else {
-                    k.up = both(Link::new(u.log2().max(1.0), s));
+                    k.up = both(link(u.log2().max(1.0), s));
                 }
             }
             CollKind::SendRecv => {
                 if o > 1.0 {
-                    k.out = both(Link::new(1.0, s));
+                    k.out = both(link(1.0, s));
                 } else {
-                    k.up = both(Link::new(1.0, s));
+                    k.up = both(link(1.0, s));
                 }
             }
         }
@@ -238,4 +211,12 @@ pub fn tier_wgsl() -> String {
         row("TIER_ENERGY", &|s| s.energy, 3),
     ]
     .concat()
+}
+
+impl Comm {
+    /// This collective with its coefficients computed from its kind, payload and group.
+    pub fn with_coeffs(mut self) -> Comm {
+        self.coeffs = Coeffs::of(&self);
+        self
+    }
 }

@@ -4,7 +4,7 @@
 //! collective its alpha-beta coefficients. The WGSL kernel (`sweep/gpu/eval.wgsl`) interprets the
 //! same records the same way (the parity test checks).
 
-use super::coeffs::Link;
+use super::program::Link;
 use super::program::*;
 use super::reason::point::{MEMORY as REASON_MEMORY, NO_COMPUTE as REASON_NO_COMPUTE};
 use super::table::{self as t, Machine};

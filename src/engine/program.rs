@@ -114,15 +114,30 @@ pub struct Comm {
     pub inner_share: f64,
     /// Its alpha-beta coefficients per link class, settled when it is built
     /// ([`Comm::with_coeffs`]); the evaluators read only these.
-    pub coeffs: super::coeffs::Coeffs,
+    pub coeffs: Coeffs,
 }
 
-impl Comm {
-    /// This collective with its coefficients computed from its kind, payload and group.
-    pub fn with_coeffs(mut self) -> Comm {
-        self.coeffs = super::coeffs::Coeffs::of(&self);
-        self
-    }
+/// Latencies and bytes one call of a collective puts on one link class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Link {
+    /// Number of link latencies on the critical path.
+    pub latencies: f64,
+    /// Bytes each device sends over the link.
+    pub bytes: f64,
+}
+
+/// A collective as alpha-beta coefficients per link class. The time on a link class is
+/// `latencies × latency + bytes / (bandwidth × network efficiency × share)` (the share applies to
+/// the scale-up link only); the classes add (hierarchical algorithms run their phases one after
+/// the other) or, with `overlapped`, the slowest bounds it (all-to-all drives both at once).
+/// `up[1]` and `out[1]` hold the coefficients with in-network reduction on that tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Coeffs {
+    pub up: [Link; 2],
+    pub out: [Link; 2],
+    /// To the external weight store (over its own link, charged no link energy).
+    pub ext: Link,
+    pub overlapped: bool,
 }
 
 /// Bytes per device that must fit in memory, by class.

@@ -1,12 +1,11 @@
 //! Lowering a device and its die: peak rates per precision (given or derived from units, ops per
 //! cycle and clock, with the sparse-as-dense checks), on-die memory, the core mesh and energy.
 
-use super::lower::{check_version, lower_memory};
 use super::{Device, Efficiency, MemLevel, Mesh};
 use crate::model::precision::{Precision, NPREC};
 use crate::model::Ctx;
 use crate::spec::arch::*;
-use crate::spec::Located;
+use crate::spec::{Located, FORMAT_VERSION};
 use crate::units::Dimension as D;
 
 pub(super) fn lower_device(
@@ -396,4 +395,58 @@ fn precision_key(cx: &mut Ctx, field: &str, k: &str) -> Option<Precision> {
             None
         }
     }
+}
+
+pub(super) fn check_version(cx: &mut Ctx, v: Option<u32>, top: bool) {
+    match v {
+        Some(FORMAT_VERSION) => {}
+        Some(other) => cx.error(
+            "version",
+            format!("unsupported format version {other}"),
+            Some(format!("this tessera reads version {FORMAT_VERSION}")),
+        ),
+        None if top => cx.error(
+            "",
+            "a part file needs `version: 1`",
+            Some("add `version: 1,` as the first field".into()),
+        ),
+        None => {}
+    }
+}
+
+pub(super) fn lower_memory(
+    cx: &mut Ctx,
+    m: &MemorySpec,
+    cores: u64,
+    dies: u32,
+) -> Option<MemLevel> {
+    let cap = cx.positive("capacity", &m.capacity, D::Bytes);
+    let bw = cx.positive("bandwidth", &m.bandwidth, D::Bandwidth);
+    let lat = m
+        .latency
+        .as_ref()
+        .and_then(|q| cx.non_negative("latency", q, D::Time));
+    let e = m
+        .energy_per_byte
+        .as_ref()
+        .and_then(|q| cx.non_negative("energy_per_byte", q, D::EnergyPerByte));
+    let compute = m
+        .compute
+        .as_ref()
+        .and_then(|q| cx.positive("compute", q, D::FlopRate));
+    let instances = match m.attach {
+        Attach::Core => cores as f64,
+        Attach::Die => dies as f64,
+        _ => 1.0,
+    };
+    Some(MemLevel {
+        name: m.name.clone(),
+        kind: m.kind,
+        capacity: cap? * instances,
+        bandwidth: bw? * instances,
+        latency: lat.unwrap_or(0.0),
+        energy_per_byte: e.unwrap_or(0.0),
+        cache: m.kind == MemoryKind::Cache,
+        compute,
+    })
 }

@@ -1,7 +1,6 @@
 //! Operator-graph workloads: each matmul, convolution, elementwise, attention, embedding or
 //! collective operator lowered to its FLOPs and bytes.
 
-use super::lower::precision;
 use super::{ConvLayer, GraphOp};
 use crate::model::precision::Precision;
 use crate::model::Ctx;
@@ -155,4 +154,19 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
         }
     }
     ok.then_some(out)
+}
+
+pub(super) fn precision(cx: &mut Ctx, field: &str, s: &str) -> Precision {
+    match Precision::parse(s) {
+        Some(p) => p,
+        None => {
+            let names: Vec<&str> = Precision::names().collect();
+            let hint = match crate::diag::did_you_mean(s, names.iter().copied()) {
+                Some(x) => format!("did you mean `{x}`? precisions: {}", names.join(", ")),
+                None => format!("precisions: {}", names.join(", ")),
+            };
+            cx.error(field, format!("unknown precision `{s}`"), Some(hint));
+            Precision::Bf16
+        }
+    }
 }

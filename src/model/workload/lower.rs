@@ -2,31 +2,15 @@
 //! with its shape checks, the training task, and the precision names every part uses.
 
 use super::cnn::lower_cnn;
-use super::graph::lower_graph;
+use super::graph::{lower_graph, precision};
 use super::{
     check_mapping, Experts, Inference, Lora, Model, Run, Target, Task, Training, Transformer,
     Workload,
 };
 use crate::diag::Path;
-use crate::model::precision::Precision;
 use crate::model::Ctx;
 use crate::spec::workload::*;
 use crate::spec::FORMAT_VERSION;
-
-pub(super) fn precision(cx: &mut Ctx, field: &str, s: &str) -> Precision {
-    match Precision::parse(s) {
-        Some(p) => p,
-        None => {
-            let names: Vec<&str> = Precision::names().collect();
-            let hint = match crate::diag::did_you_mean(s, names.iter().copied()) {
-                Some(x) => format!("did you mean `{x}`? precisions: {}", names.join(", ")),
-                None => format!("precisions: {}", names.join(", ")),
-            };
-            cx.error(field, format!("unknown precision `{s}`"), Some(hint));
-            Precision::Bf16
-        }
-    }
-}
 
 pub(super) fn lower(cx: &mut Ctx, s: &WorkloadSpec) -> Option<Workload> {
     cx.declare_sources(&s.sources);
