@@ -205,6 +205,11 @@ pub fn tier_wgsl() -> String {
         format!("const {name} = array<u32, {n}>({});\n", v.join(", "))
     };
     [
+        format!(
+            "const TIER_EXTERNAL: u32 = {}u;\nconst TIER_NONE: u32 = {}u;\n",
+            Tier::External.index(),
+            Tier::ALL.len()
+        ),
         row("TIER_CAPACITY", &|s| s.capacity, 2),
         row("TIER_BANDWIDTH", &|s| s.bandwidth, 3),
         row("TIER_EFFICIENCY", &|s| s.efficiency, 3),

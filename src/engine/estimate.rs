@@ -144,8 +144,8 @@ pub fn finish(
     let names: Vec<&str> = p
         .ops
         .iter()
-        .map(|o| o.name.as_str())
-        .chain(p.comms.iter().map(|c| c.name.as_str()))
+        .map(|o| o.name.as_ref())
+        .chain(p.comms.iter().map(|c| c.name.as_ref()))
         .collect();
     let detail = trace
         .iter()

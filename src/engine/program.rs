@@ -6,6 +6,11 @@
 //! may vary. `eval` in `cpu.rs` and the WGSL kernel read exactly these two.
 
 use serde::Serialize;
+use std::borrow::Cow;
+
+/// An operator's or collective's report label: a literal where it can be (no allocation when a
+/// program is lowered), a built string where it must be.
+pub type Name = Cow<'static, str>;
 
 /// Where an operator's work is counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -29,7 +34,7 @@ pub enum Phase {
 /// One operator, per device.
 #[derive(Clone, Debug, Serialize)]
 pub struct Op {
-    pub name: String,
+    pub name: Name,
     /// Runs on the matrix engines (else the vector engines).
     pub matrix: bool,
     pub precision: usize,
@@ -96,7 +101,7 @@ pub enum Role {
 /// `outer` domains (ranks in different domains talk over the scale-out network).
 #[derive(Clone, Debug, Serialize)]
 pub struct Comm {
-    pub name: String,
+    pub name: Name,
     pub role: Role,
     pub kind: CollKind,
     /// Payload: the full buffer size per device (all-reduce input, gathered output).

@@ -259,7 +259,7 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
             let bytes = op.weight_bytes + op.act_bytes;
             ops.push(OpPoint {
                 index: i + 1,
-                name: op.name.clone(),
+                name: op.name.to_string(),
                 phase: phase_name(op.phase),
                 precision: prec.name(),
                 engine,

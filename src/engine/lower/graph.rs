@@ -35,7 +35,7 @@ pub(super) fn graph_run(
             } => {
                 let pr = run_precision(sys, *precision);
                 b.op(Op {
-                    name: name.clone(),
+                    name: name.clone().into(),
                     matrix: *matrix,
                     precision: pr.index(),
                     flops: *f,

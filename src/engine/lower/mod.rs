@@ -159,7 +159,7 @@ fn vector_precision(sys: &System, matmul: usize) -> usize {
 /// turns it into the program's [`Comm`].
 #[derive(Clone)]
 struct Collective {
-    name: String,
+    name: Name,
     role: Role,
     kind: CollKind,
     /// Payload per device (see [`Comm::bytes`]).
@@ -222,7 +222,7 @@ impl Builder {
     fn grad_comm(&mut self, c: Collective) {
         if c.overlap == Overlap::Backward && c.bytes > LAST_GRAD_BUCKET {
             let last = Collective {
-                name: format!("{} (last bucket)", c.name),
+                name: format!("{} (last bucket)", c.name).into(),
                 bytes: LAST_GRAD_BUCKET,
                 overlap: Overlap::None,
                 ..c.clone()

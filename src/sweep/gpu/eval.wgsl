@@ -51,22 +51,22 @@ fn evaluate(li: u32) -> Point {
     // Placement (`cpu::place`): the fastest tier that holds everything, else state in the
     // weight store and working data in that tier.
     let ext = X[F_EXT_CAPACITY];
-    var wt = 3u;
-    var at = 3u;
+    var wt = TIER_NONE;
+    var at = TIER_NONE;
     var head = 0.0;
-    for (var k = 0u; k < 2u && wt == 3u; k++) {
+    for (var k = 0u; k < TIER_EXTERNAL && wt == TIER_NONE; k++) {
         let cap = X[TIER_CAPACITY[k]];
         if (cap > 0.0 && pr.total <= cap) {
             wt = k;
             at = k;
             head = cap - pr.total;
         } else if (cap > 0.0 && ext > 0.0 && pr.state <= ext && pr.working <= cap) {
-            wt = 2u;
+            wt = TIER_EXTERNAL;
             at = k;
             head = cap - pr.working;
         }
     }
-    if (wt == 3u) {
+    if (wt == TIER_NONE) {
         return infeasible(REASON_MEMORY, max(X[F_SRAM_CAPACITY], X[F_HBM_CAPACITY]) - pr.total);
     }
     let bw_w = tier_bandwidth(wt);
@@ -74,7 +74,7 @@ fn evaluate(li: u32) -> Point {
     let e_w = X[TIER_ENERGY[wt]];
     let e_a = X[TIER_ENERGY[at]];
 
-    // per section [micro-batch, step]
+    // per section, indexed by SECTION_MICRO_BATCH and SECTION_STEP
     var comp = array<f32, 2>(0.0, 0.0);
     var mem = array<f32, 2>(0.0, 0.0);
     var comm = array<f32, 2>(0.0, 0.0);
@@ -119,7 +119,7 @@ fn evaluate(li: u32) -> Point {
         oth[s] += ko * op.count;
         let tt = (max(t_c, t_m) + ko) * op.count;
         busy[s] += tt;
-        if (s == 0u && op.phase == 1u) {
+        if (s == SECTION_MICRO_BATCH && op.phase == PHASE_BACKWARD) {
             bwd_mb += tt;
         }
         dyn_energy += mult[s] * op.count
@@ -146,9 +146,9 @@ fn evaluate(li: u32) -> Point {
         tt *= c.count;
         let s = c.section;
         var exposed = tt;
-        if (c.overlap == 1u) {
+        if (c.overlap == OVERLAP_BACKWARD) {
             exposed = max(tt - bwd_mb, 0.0);
-        } else if (c.overlap == 2u) {
+        } else if (c.overlap == OVERLAP_COMPUTE) {
             exposed = max(tt - busy[s], 0.0);
         }
         comm[s] += exposed;

@@ -28,15 +28,14 @@ var<private> bad: bool;
 
 // ---- screening (sweep/accumulate.rs, `Screen`) ----
 
-// A metric of a feasible point, larger is better (`sweep::Metric::score`):
-// 0 throughput, 1 step time, 2 power, 3 energy per unit, 4 throughput per watt, 5 MFU.
+// A metric of a feasible point, larger is better (`sweep::Metric::score`; codes generated).
 fn score(m: u32, p: Point) -> f32 {
     switch m {
-        case 0u: { return p.a.w; }
-        case 1u: { return -p.a.x; }
-        case 2u: { return -p.a.z; }
-        case 3u: { return -p.b.w; }
-        case 4u: { return p.a.w / p.a.z; }
+        case METRIC_THROUGHPUT: { return p.a.w; }
+        case METRIC_STEP_TIME: { return -p.a.x; }
+        case METRIC_POWER: { return -p.a.z; }
+        case METRIC_ENERGY: { return -p.b.w; }
+        case METRIC_PERF_PER_WATT: { return p.a.w / p.a.z; }
         default: { return p.b.x; }
     }
 }
@@ -69,7 +68,7 @@ fn main(
     var reason = REASON_COUNT;
     if (li < P.count) {
         let p = evaluate(li);
-        if (P.mode == 0u) {
+        if (P.mode == MODE_FULL) {
             out[2u * li] = bitcast<vec4<u32>>(p.a);
             out[2u * li + 1u] = bitcast<vec4<u32>>(p.b);
         } else {
@@ -111,7 +110,7 @@ fn main(
             }
         }
     }
-    if (P.mode == 1u) {
+    if (P.mode == MODE_SCREEN) {
         if (reason < REASON_COUNT) {
             atomicAdd(&group_counts[reason], 1u);
         }

@@ -216,10 +216,60 @@ gpu_record! {
     }
 }
 
+/// Codes the host writes into records and parameters and the kernel tests for.
+pub mod code {
+    pub const SAMPLING_GRID: u32 = 0;
+    pub const SAMPLING_RANDOM: u32 = 1;
+    pub const SAMPLING_LATIN_HYPERCUBE: u32 = 2;
+    pub const AXIS_LIST: u32 = 0;
+    pub const AXIS_LINEAR: u32 = 1;
+    pub const AXIS_LOG: u32 = 2;
+    pub const TARGET_SET: u32 = 0;
+    pub const TARGET_DIV: u32 = 1;
+    /// `Params::mode`: every point's figures, or screening.
+    pub const MODE_FULL: u32 = 0;
+    pub const MODE_SCREEN: u32 = 1;
+}
+
+/// The codes above, the cost program's enums (sections, phases, overlap) and the metric codes, as
+/// WGSL constants.
+fn codes() -> String {
+    use crate::engine::program::{Overlap, Phase, Section};
+    use code::*;
+    let mut v: Vec<(String, u32)> = [
+        ("SAMPLING_GRID", SAMPLING_GRID),
+        ("SAMPLING_RANDOM", SAMPLING_RANDOM),
+        ("SAMPLING_LATIN_HYPERCUBE", SAMPLING_LATIN_HYPERCUBE),
+        ("AXIS_LIST", AXIS_LIST),
+        ("AXIS_LINEAR", AXIS_LINEAR),
+        ("AXIS_LOG", AXIS_LOG),
+        ("TARGET_SET", TARGET_SET),
+        ("TARGET_DIV", TARGET_DIV),
+        ("MODE_FULL", MODE_FULL),
+        ("MODE_SCREEN", MODE_SCREEN),
+        ("SECTION_MICRO_BATCH", Section::MicroBatch as u32),
+        ("SECTION_STEP", Section::Step as u32),
+        ("PHASE_BACKWARD", Phase::Backward as u32),
+        ("OVERLAP_NONE", Overlap::None as u32),
+        ("OVERLAP_BACKWARD", Overlap::Backward as u32),
+        ("OVERLAP_COMPUTE", Overlap::Compute as u32),
+    ]
+    .iter()
+    .map(|(n, c)| (n.to_string(), *c))
+    .collect();
+    for m in crate::sweep::Metric::ALL {
+        v.push((format!("METRIC_{}", m.name().to_uppercase()), m.code()));
+    }
+    v.iter()
+        .map(|(n, c)| format!("const {n}: u32 = {c}u;\n"))
+        .collect()
+}
+
 /// The generated part of the shader: every record's struct, the readers of those in the shared
 /// record array, and the shared `Rec` shape.
 pub fn wgsl() -> String {
-    let mut s = String::from("struct Rec {\n    u: vec4<u32>,\n    f: vec4<f32>,\n}\n");
+    let mut s = codes();
+    s += "struct Rec {\n    u: vec4<u32>,\n    f: vec4<f32>,\n}\n";
     s += &Params::wgsl_struct();
     s += &ProgRec::wgsl_struct();
     for (st, rd) in [

@@ -512,7 +512,7 @@ impl Gpu {
                 self.queue
                     .write_buffer(&slot.front, 0, bytemuck::cast_slice(&pts));
             }
-            params.mode = 1;
+            params.mode = layout::code::MODE_SCREEN;
             params.objective = how.objective;
             params.pareto_a = how.pareto[0];
             params.pareto_b = how.pareto[1];

@@ -1,6 +1,7 @@
 //! Packing a sweep for the kernel: programs, their operators and collectives, the base machines
 //! and the axes, as the generated records of `layout.rs` in the shared record array.
 
+use super::layout::code::*;
 use super::layout::{AxisRec, CommRec, Layout, OpRec, ProgRec, TargetRec};
 use crate::engine::program::Program;
 use crate::engine::table::{self as fields, Fields, NX};
@@ -104,20 +105,20 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 let offset = vals.len() as u32;
                 vals.extend(v.iter().map(|x| *x as f32));
                 AxisRec {
-                    kind: 0,
+                    kind: AXIS_LIST,
                     count: v.len() as u32,
                     offset,
                     ..AxisRec::default()
                 }
             }
             Values::Linear { lo, hi } => AxisRec {
-                kind: 1,
+                kind: AXIS_LINEAR,
                 lo: f(*lo),
                 hi: f(*hi),
                 ..AxisRec::default()
             },
             Values::Log { lo, hi } => AxisRec {
-                kind: 2,
+                kind: AXIS_LOG,
                 lo: f(*lo),
                 hi: f(*hi),
                 ln_ratio: f((hi / lo).ln()),
@@ -133,8 +134,8 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 scale,
                 offset,
                 floor,
-            } => (0, scale, offset, floor.max(f32::MIN as f64)),
-            Op::DivBy { scale } => (1, scale, 0.0, 0.0),
+            } => (TARGET_SET, scale, offset, floor.max(f32::MIN as f64)),
+            Op::DivBy { scale } => (TARGET_DIV, scale, 0.0, 0.0),
         };
         let rec = TargetRec {
             axis: *axis as u32,
@@ -148,9 +149,11 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
         recs.extend_from_slice(rec.words());
     }
     let (sampling, seed) = match space.sampling {
-        Sampling::Grid => (0, 0),
-        Sampling::Random { seed, .. } => (1, crate::sweep::space::seed32(seed)),
-        Sampling::LatinHypercube { seed, .. } => (2, crate::sweep::space::seed32(seed)),
+        Sampling::Grid => (SAMPLING_GRID, 0),
+        Sampling::Random { seed, .. } => (SAMPLING_RANDOM, crate::sweep::space::seed32(seed)),
+        Sampling::LatinHypercube { seed, .. } => {
+            (SAMPLING_LATIN_HYPERCUBE, crate::sweep::space::seed32(seed))
+        }
     };
     Packed {
         recs,

@@ -47,7 +47,7 @@ fn unit(h: u32) -> f32 {
 }
 
 fn sample(mi: u32) {
-    if (P.sampling == 0u) {
+    if (P.sampling == SAMPLING_GRID) {
         var rest = mi;
         for (var k = P.n_axes; k > 0u; k--) {
             let a = read_AxisRec(P.axis_start + (k - 1u) * AxisRec_RECS);
@@ -63,14 +63,14 @@ fn sample(mi: u32) {
         let n = max(a.count, 1u);
         var u = unit(h);
         var j = h % n;
-        if (P.sampling == 2u) {
+        if (P.sampling == SAMPLING_LATIN_HYPERCUBE) {
             let s = permute(mi, P.points, axis_key(P.seed, k, 1u));
             u = (f32(s) + unit(h)) / f32(P.points);
             j = s % n;
         }
-        if (a.kind == 0u) {
+        if (a.kind == AXIS_LIST) {
             V[k] = vals[a.offset + j];
-        } else if (a.kind == 1u) {
+        } else if (a.kind == AXIS_LINEAR) {
             V[k] = a.lo + u * (a.hi - a.lo);
         } else {
             V[k] = a.lo * exp(u * a.ln_ratio);
@@ -89,7 +89,7 @@ fn apply() {
     for (var k = 0u; k < P.n_targets; k++) {
         let r = read_TargetRec(P.target_start + k * TargetRec_RECS);
         let v = V[r.axis];
-        if (r.op == 0u) {
+        if (r.op == TARGET_SET) {
             X[r.field] = max(v * r.scale + r.offset, r.floor);
         } else {
             X[r.field] = X[r.field] * r.scale / v;

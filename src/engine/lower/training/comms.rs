@@ -65,7 +65,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
 
         // What every tensor-parallel collective shares; each entry names the rest.
         let tp_comm = Collective {
-            name: String::new(),
+            name: Name::Borrowed(""),
             role: Role::TensorParallel,
             kind: CollKind::AllReduce,
             bytes: tp_bytes,
@@ -304,7 +304,7 @@ mod tests {
             {
                 comms.push(
                     Comm {
-                        name: label(i, j),
+                        name: label(i, j).into(),
                         role,
                         kind: CollKind::AllReduce,
                         bytes: 1e6,

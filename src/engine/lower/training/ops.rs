@@ -38,7 +38,7 @@ enum Backward {
 ///  - `ffn` reads `x`, the forward `x / act_shard` (they differ with sequence parallelism).
 #[derive(Clone, Copy)]
 struct Redo {
-    /// Label under full recomputation, after `recompute: `.
+    /// Label under full recomputation (`recompute: …`).
     full: &'static str,
     /// Label under selective recomputation (the attention core, without flash attention only);
     /// `None`: selective recomputation keeps it.
@@ -144,7 +144,7 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
             backward: Backward::Gemm,
             // Inconsistent with the forward (see `Redo`): no QKV write, no sp split.
             redo: Redo {
-                full: "qkv",
+                full: "recompute: qkv",
                 selective: None,
                 act_bytes: Some(x),
             },
@@ -161,8 +161,8 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
             // Selective recomputation redoes the whole attention core: QK^T, softmax, dropout and
             // the product with V (Korthikanti et al. 2022, §5).
             redo: Redo {
-                full: "attention",
-                selective: Some("attention scores"),
+                full: "recompute: attention",
+                selective: Some("recompute: attention scores"),
                 act_bytes: None,
             },
         },
@@ -175,8 +175,8 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
             act_bytes: softmax_bytes,
             backward: Backward::Weightless,
             redo: Redo {
-                full: "attention softmax + dropout",
-                selective: Some("attention softmax + dropout"),
+                full: "recompute: attention softmax + dropout",
+                selective: Some("recompute: attention softmax + dropout"),
                 act_bytes: None,
             },
         },
@@ -189,7 +189,7 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
             act_bytes: 2.0 * x / tpf,
             backward: Backward::Gemm,
             redo: Redo {
-                full: "output projection",
+                full: "recompute: output projection",
                 selective: None,
                 act_bytes: None,
             },
@@ -204,7 +204,7 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
             backward: Backward::Gemm,
             // Inconsistent with the forward (see `Redo`): no sp split of the input.
             redo: Redo {
-                full: "ffn",
+                full: "recompute: ffn",
                 selective: None,
                 act_bytes: Some(x + 2.0 * tok * ffn_inner / tpf * ab),
             },
@@ -220,7 +220,7 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
                 act_bytes: elem_bwd_bytes,
             },
             redo: Redo {
-                full: "elementwise",
+                full: "recompute: elementwise",
                 selective: None,
                 act_bytes: None,
             },
@@ -232,7 +232,7 @@ impl LayerOp {
     /// The forward operator, once per layer of the stage.
     fn forward(&self, d: &Shape) -> Op {
         Op {
-            name: self.name.to_string(),
+            name: std::borrow::Cow::Borrowed(self.name),
             matrix: self.matrix,
             precision: self.precision,
             flops: self.flops,
@@ -260,10 +260,10 @@ impl LayerOp {
         }
     }
 
-    /// Its recomputation, labelled `recompute: {label}`, by [`Redo`].
-    fn recompute(&self, d: &Shape, label: &str) -> Op {
+    /// Its recomputation, labelled `label`, by [`Redo`].
+    fn recompute(&self, d: &Shape, label: &'static str) -> Op {
         Op {
-            name: format!("recompute: {label}"),
+            name: std::borrow::Cow::Borrowed(label),
             act_bytes: self.redo.act_bytes.unwrap_or(self.act_bytes),
             phase: Phase::Recompute,
             ..self.forward(d)
