@@ -401,20 +401,5 @@ fn plausible_range(dim: Dimension) -> Option<(f64, f64)> {
 }
 
 fn fmt_bound(v: f64, dim: Dimension) -> String {
-    let unit = match dim {
-        Dimension::FlopRate => "FLOP/s",
-        Dimension::Bandwidth => "B/s",
-        Dimension::Bytes => "B",
-        Dimension::Power => "W",
-        Dimension::Energy => "J",
-        Dimension::Time => "s",
-        Dimension::EnergyPerFlop => "J/FLOP",
-        Dimension::EnergyPerByte => "J/B",
-        Dimension::Frequency => "Hz",
-        Dimension::Area => "m2",
-        Dimension::Length => "m",
-        Dimension::FlopsPerCycle => "FLOP/cycle",
-        Dimension::Ratio => "",
-    };
-    units::fmt_si(v, unit)
+    units::fmt_si(v, dim.si_symbol())
 }

@@ -100,14 +100,8 @@ pub struct Design {
     /// Machine points per program.
     pub points: u64,
     pub programs: usize,
-    n_axes: u32,
-    axis_start: u32,
-    n_targets: u32,
-    target_start: u32,
-    sampling: u32,
-    seed: u32,
-    rederive: u32,
-    divide: u32,
+    /// What every dispatch of this design shares.
+    params: Params,
 }
 
 struct Slot {
@@ -274,10 +268,7 @@ impl Gpu {
             recs,
             vals,
             progs,
-            axis_start,
-            target_start,
-            sampling,
-            seed,
+            params,
         } = pack(programs, space);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let design = Design {
@@ -286,14 +277,7 @@ impl Gpu {
             vals: self.storage("values", bytemuck::cast_slice(&vals)),
             points: space.points,
             programs: programs.len(),
-            n_axes: space.axes.len() as u32,
-            axis_start,
-            n_targets: space.flat.len() as u32,
-            target_start,
-            sampling,
-            seed,
-            rederive: space.derive.rederive,
-            divide: space.derive.divide,
+            params,
         };
         scope_error(pollster::block_on(scope.pop()))?;
         self.check()?;
@@ -482,16 +466,7 @@ impl Gpu {
             start_prog: prog as u32,
             start_mi: mi as u32,
             count: n,
-            points: d.points as u32,
-            n_axes: d.n_axes,
-            axis_start: d.axis_start,
-            n_targets: d.n_targets,
-            target_start: d.target_start,
-            sampling: d.sampling,
-            seed: d.seed,
-            rederive: d.rederive,
-            divide: d.divide,
-            ..Params::default()
+            ..d.params
         };
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         if let Some((how, b)) = screen {

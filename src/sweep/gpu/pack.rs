@@ -2,7 +2,7 @@
 //! and the axes, as the generated records of `layout.rs` in the shared record array.
 
 use super::layout::code::*;
-use super::layout::{AxisRec, CommRec, Layout, OpRec, ProgRec, TargetRec};
+use super::layout::{AxisRec, CommRec, Layout, OpRec, Params, ProgRec, TargetRec};
 use crate::engine::program::Program;
 use crate::engine::table::{self as fields, Fields, NX};
 use crate::sweep::space::{Op, Sampling, Space, Values};
@@ -12,10 +12,8 @@ pub struct Packed {
     pub recs: Vec<u32>,
     pub vals: Vec<f32>,
     pub progs: Vec<u32>,
-    pub axis_start: u32,
-    pub target_start: u32,
-    pub sampling: u32,
-    pub seed: u32,
+    /// The parameters every dispatch of this sweep shares (a dispatch adds its range and mode).
+    pub params: Params,
 }
 
 /// Pack `programs` (each with the machine fields its points start from) and the axes of `space`.
@@ -159,9 +157,17 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
         recs,
         vals,
         progs,
-        axis_start,
-        target_start,
-        sampling,
-        seed,
+        params: Params {
+            points: space.points as u32,
+            n_axes: space.axes.len() as u32,
+            axis_start,
+            n_targets: space.flat.len() as u32,
+            target_start,
+            sampling,
+            seed,
+            rederive: space.derive.rederive,
+            divide: space.derive.divide,
+            ..Params::default()
+        },
     }
 }
