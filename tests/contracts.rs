@@ -10,8 +10,8 @@
 //! joins a few runs chosen so that both forms of an optional value appear (a feasible and an
 //! infeasible row, a system with a mesh and one with a scale-up domain).
 //!
-//! `sweep --list-paths` prints one path a line whatever `--format` says: it has no JSON form to
-//! pin (yet).
+//! `sweep --list-paths --format json` lists every path with its unit, machine-table slot,
+//! whether an evaluator reads it, and its kind (machine or program axis).
 //!
 //! Regenerate with `INSTA_UPDATE=always cargo test --release --test contracts`, then read the diff:
 //! a line that disappeared is a broken contract and needs a note in the README.
@@ -343,4 +343,37 @@ fn sweep_summary() {
         .add(&v)
         .render();
     insta::assert_snapshot!("sweep_summary", shape);
+}
+
+#[test]
+fn sweep_list_paths() {
+    // A wafer (mesh paths, a weight store) and a GPU rack (scale-up paths).
+    let wafer = tessera(&[
+        "sweep",
+        "--list-paths",
+        "--arch",
+        "architectures/cerebras-cs3.ron",
+        "--format",
+        "json",
+    ]);
+    let rack = tessera(&[
+        "sweep",
+        "--list-paths",
+        "--arch",
+        "architectures/gb200-nvl72.ron",
+        "--format",
+        "json",
+    ]);
+    let has = |v: &Value, p: &str| {
+        v.as_array()
+            .is_some_and(|a| a.iter().any(|e| e["path"] == p))
+    };
+    for p in ["device.mesh.x", "device.mesh.link_bandwidth", "nodes"] {
+        assert!(has(&wafer, p), "{p} missing from the wafer's paths");
+    }
+    assert!(has(&rack, "scale_up.bandwidth"));
+    insta::assert_snapshot!(
+        "sweep_list_paths",
+        Shape::new(&[]).add(&wafer).add(&rack).render()
+    );
 }
