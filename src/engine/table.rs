@@ -303,7 +303,7 @@ pub fn derive(d: Derive, x: &mut [f64]) {
         if d.rederive & bit != 0 {
             let peak = x[RAW_MATRIX + i].max(x[RAW_VECTOR + i]);
             if peak > 0.0 {
-                e = (x[TDP] - x[IDLE_POWER]) / peak;
+                e = crate::model::system::energy_per_flop_from_tdp(x[TDP], x[IDLE_POWER], peak);
             }
         }
         if d.divide & bit != 0 {

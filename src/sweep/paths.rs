@@ -675,7 +675,8 @@ pub fn derive_energy(sys: &mut System, mask: u32) {
         if mask & (1 << i) != 0 {
             let peak = d.matrix_peak[i].max(d.vector_peak[i]);
             if peak > 0.0 {
-                d.energy_per_flop[i] = (d.tdp - d.idle_power) / peak;
+                d.energy_per_flop[i] =
+                    crate::model::system::energy_per_flop_from_tdp(d.tdp, d.idle_power, peak);
             }
         }
     }

@@ -109,7 +109,7 @@ pub(super) fn lower_device(
             let peak = matrix_peak[i].max(vector_peak[i]);
             if peak > 0.0 {
                 // Assumption: a device running its matrix engines flat out at `p` draws its TDP.
-                energy_per_flop[i] = (tdp - idle) / peak;
+                energy_per_flop[i] = super::energy_per_flop_from_tdp(tdp, idle, peak);
                 from_tdp[i] = true;
             }
         }

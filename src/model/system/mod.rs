@@ -65,6 +65,14 @@ pub struct Device {
     pub clock: Option<f64>,
 }
 
+/// Energy per FLOP where the file gives none (an assumption): a device running its engines flat
+/// out at a precision draws its TDP, so (TDP − idle) / peak. The one statement of the rule: the
+/// loader, the sweep's per-point re-derivation (`engine::table::derive`) and its reference in
+/// `sweep::paths` call it (the WGSL kernel has its port).
+pub fn energy_per_flop_from_tdp(tdp: f64, idle: f64, peak: f64) -> f64 {
+    (tdp - idle) / peak
+}
+
 /// No vector figure: elementwise work runs at a sixteenth of the matrix rate (assumption
 /// documented in README: on GPUs the vector rate is 1/16-1/30 of tensor rate).
 pub const VECTOR_FROM_MATRIX: f64 = 16.0;
