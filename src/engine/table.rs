@@ -22,6 +22,16 @@ pub enum How {
     Derived,
 }
 
+impl How {
+    pub fn name(self) -> &'static str {
+        match self {
+            How::Model => "model",
+            How::Combined => "combined",
+            How::Derived => "derived",
+        }
+    }
+}
+
 /// One row of the machine table.
 #[derive(Clone, Copy, Debug)]
 pub struct Slot {
@@ -180,17 +190,6 @@ pub struct Machine(pub [f64; NX]);
 impl Machine {
     pub fn zero() -> Machine {
         Machine([0.0; NX])
-    }
-    /// Slot `at` of a per-precision row at precision index `p`.
-    #[inline]
-    pub fn at(&self, at: usize, p: usize) -> f64 {
-        self.0[at + p]
-    }
-    /// The per-precision row starting at `at`.
-    pub fn row(&self, at: usize) -> [f64; NPREC] {
-        let mut a = [0.0; NPREC];
-        a.copy_from_slice(&self.0[at..at + NPREC]);
-        a
     }
     pub fn set_row(&mut self, at: usize, v: &[f64; NPREC]) {
         self.0[at..at + NPREC].copy_from_slice(v);

@@ -94,10 +94,29 @@ pub struct Listed {
     pub unit: &'static str,
     /// The machine-table slot it sets (`null` for program axes).
     pub slot: Option<&'static str>,
+    /// How the slot is obtained from the model: `model`, `combined` or `derived` (`null` for
+    /// program axes).
+    pub how: Option<&'static str>,
+    /// What the slot holds (`null` for program axes).
+    pub doc: Option<&'static str>,
     /// Whether an evaluator reads that slot today (recorded-only slots wait for their models).
     pub evaluated: bool,
     /// `machine` (the machine vector) or `program` (devices, nodes, mapping).
     pub kind: &'static str,
+}
+
+impl Listed {
+    fn slot(path: String, slot: &f::Slot) -> Listed {
+        Listed {
+            path,
+            unit: slot.dimension.si_symbol(),
+            slot: Some(slot.name),
+            how: Some(slot.how.name()),
+            doc: Some(slot.doc),
+            evaluated: slot.evaluated,
+            kind: "machine",
+        }
+    }
 }
 
 /// Every path of `sys`, from the machine table (each slot's file-shaped paths, expanded over the
@@ -112,15 +131,7 @@ pub fn listed(sys: &System) -> Vec<Listed> {
         _ => !path.starts_with("device.mesh.") || d.mesh.is_some(),
     };
     for slot in f::SLOTS {
-        let mut push = |path: String| {
-            v.push(Listed {
-                path,
-                unit: unit_symbol(slot.dimension),
-                slot: Some(slot.name),
-                evaluated: slot.evaluated,
-                kind: "machine",
-            })
-        };
+        let mut push = |path: String| v.push(Listed::slot(path, slot));
         for t in slot.paths {
             if t.contains("{p}") {
                 for p in Precision::ALL {
@@ -147,14 +158,10 @@ pub fn listed(sys: &System) -> Vec<Listed> {
         }
     }
     for i in 0..f::NF {
-        let slot = f::slot_of(i);
-        v.push(Listed {
-            path: format!("machine.{}", f::name(i)),
-            unit: unit_symbol(slot.dimension),
-            slot: Some(slot.name),
-            evaluated: slot.evaluated,
-            kind: "machine",
-        });
+        v.push(Listed::slot(
+            format!("machine.{}", f::name(i)),
+            f::slot_of(i),
+        ));
     }
     for p in ["devices", "nodes"]
         .into_iter()
@@ -165,6 +172,8 @@ pub fn listed(sys: &System) -> Vec<Listed> {
             path: p,
             unit: "",
             slot: None,
+            how: None,
+            doc: None,
             evaluated: true,
             kind: "program",
         });
@@ -175,11 +184,6 @@ pub fn listed(sys: &System) -> Vec<Listed> {
 /// Every path of `sys`, for did-you-mean hints and `tessera sweep --list-paths`.
 pub fn known(sys: &System) -> Vec<String> {
     listed(sys).into_iter().map(|l| l.path).collect()
-}
-
-/// The SI symbol values of a dimension are written in.
-pub fn unit_symbol(d: Dimension) -> &'static str {
-    d.si_symbol()
 }
 
 /// Paths that change the cost program itself rather than the machine vector.

@@ -3,7 +3,7 @@
 
 use super::accumulate::{Front, TopK};
 use super::metric::Metric;
-use super::plan::{unit_symbol, Constraints, Plan, Skipped};
+use super::plan::{Constraints, Plan, Skipped};
 use super::space::Sampling;
 use super::{reason, Outcome};
 use serde::{Deserialize, Serialize};
@@ -176,7 +176,7 @@ impl Summary {
                 .iter()
                 .map(|a| AxisInfo {
                     path: a.path.clone(),
-                    unit: unit_symbol(a.dimension).into(),
+                    unit: a.dimension.si_symbol().into(),
                 })
                 .collect(),
             programs: plan.programs.iter().map(|p| p.label.clone()).collect(),

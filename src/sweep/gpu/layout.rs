@@ -67,7 +67,7 @@ pub trait Layout: bytemuck::Pod {
     }
 
     /// This record as bytes (a uniform buffer's contents).
-    fn words_bytes(&self) -> &[u8] {
+    fn bytes(&self) -> &[u8] {
         bytemuck::bytes_of(self)
     }
 }

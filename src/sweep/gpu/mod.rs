@@ -506,8 +506,7 @@ impl Gpu {
                 self.max_groups
             )));
         }
-        self.queue
-            .write_buffer(&slot.params, 0, params.words_bytes());
+        self.queue.write_buffer(&slot.params, 0, params.bytes());
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {

@@ -9,6 +9,7 @@ use super::space::{Axis, Sampling, Space};
 use super::Outcome;
 use crate::diag::{Diagnostic, Severity};
 use crate::engine::program::{Machine, Program};
+use crate::engine::reason::Reason;
 use crate::engine::table::Fields;
 use crate::engine::{self, cpu, default_micro_batch, lower, search, unit_of};
 use crate::model::mapping::{Mapping, MappingPlan, Recompute};
@@ -137,13 +138,8 @@ impl Plan {
 
     /// Label of an axis's unit for tables ("B/s").
     pub fn axis_unit(&self, i: usize) -> &'static str {
-        unit_symbol(self.space.axes[i].dimension)
+        self.space.axes[i].dimension.si_symbol()
     }
-}
-
-/// The SI unit symbol of a dimension, for headers.
-pub fn unit_symbol(d: Dimension) -> &'static str {
-    d.si_symbol()
 }
 
 /// Nothing was read: the file itself is missing.
@@ -506,11 +502,15 @@ fn resolve(
             skipped.push(Skipped {
                 label: format!("{n} devices"),
                 reason: format!("the system has {} devices", sys.devices),
-                reason_code: "devices".into(),
+                reason_code: Reason::Devices {
+                    requested: n,
+                    available: sys.devices,
+                }
+                .code()
+                .into(),
             });
             continue;
         }
-        let base = base_fields(sys, n);
         let add = |m: Mapping, programs: &mut Vec<ProgramEntry>, skipped: &mut Vec<Skipped>| {
             let label = label(n, &m);
             match engine::prepare_mapping(sys, w, m, n) {
@@ -518,7 +518,7 @@ fn resolve(
                     devices: n,
                     mapping: m,
                     program: p.program,
-                    base,
+                    base: p.machine.0,
                     label,
                 }),
                 Err(i) => skipped.push(Skipped {
@@ -582,8 +582,8 @@ fn resolve(
                         Ok(m) => add(m, &mut programs, &mut skipped),
                         Err(r) => skipped.push(Skipped {
                             label: format!("{n} devices, {}", desc.join(", ")),
+                            reason_code: Reason::mapping(r.as_str()).code().into(),
                             reason: r,
-                            reason_code: "mapping".into(),
                         }),
                     }
                 }
