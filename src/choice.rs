@@ -20,6 +20,24 @@ pub trait Choice: Sized + Copy + PartialEq + 'static {
     }
 }
 
+impl Choice for crate::vocab::PowerBoundary {
+    const ALL: &'static [(&'static str, Self, &'static str)] = &[
+        ("device", Self::Device, "The accelerators alone"),
+        (
+            "node",
+            Self::Node,
+            "+ hosts, NICs, fans and other node parts",
+        ),
+        ("rack", Self::Rack, "+ the scale-up domain's switches"),
+        (
+            "it",
+            Self::It,
+            "+ the scale-out network and a weight store the run uses (IT power at the wall)",
+        ),
+        ("facility", Self::Facility, "IT power × the facility's PUE"),
+    ];
+}
+
 impl Choice for crate::engine::Objective {
     const ALL: &'static [(&'static str, Self, &'static str)] = &[
         ("time", Self::Time, "Shortest step (highest throughput)"),

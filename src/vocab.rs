@@ -58,3 +58,28 @@ pub enum Dim {
     Dp,
     Pp,
 }
+
+/// Which parts a power or energy figure counts, innermost first; each boundary includes the ones
+/// before it. A report states its boundary; `compare` uses one for every system.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub enum PowerBoundary {
+    /// The accelerators alone.
+    #[serde(alias = "Devices")]
+    Device,
+    /// The devices and each node's hosts (CPUs, memory), NICs, fans and other node parts.
+    Node,
+    /// The nodes and the scale-up domain's switches (NVLink switch trays).
+    Rack,
+    /// The racks, the scale-out network's switches and a weight store the run uses: IT power at
+    /// the wall of every part, as MLPerf Power measures it.
+    It,
+    /// IT power × the facility's PUE (cooling, power conversion).
+    Facility,
+}
+
+impl PowerBoundary {
+    /// The boundary's code in the machine table's `power_boundary` slot.
+    pub fn code(self) -> f64 {
+        self as u8 as f64
+    }
+}

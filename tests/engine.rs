@@ -371,6 +371,32 @@ fn auto_mapping_finds_a_feasible_fast_mapping() {
     assert!(r.ranked.iter().all(|(_, x)| x.step_time >= e.step_time));
 }
 
+/// The dynamic energy per device of one step of `p` at full clock, from the program's own
+/// figures: (FLOPs × energy per FLOP, bytes × the energy per byte of their tiers and links).
+fn dynamic_energy(p: &Program, m: &Machine, wt: Tier, at: Tier) -> (f64, f64) {
+    let e_tier = |k: Tier| m[k.slots().energy];
+    let (mut flop, mut other) = (0.0, 0.0);
+    for op in &p.ops {
+        let mult = if op.section == Section::MicroBatch {
+            p.micro_batches
+        } else {
+            1.0
+        };
+        flop += mult * op.count * op.flops * m[t::ENERGY_PER_FLOP + op.precision];
+        other += mult * op.count * (op.weight_bytes * e_tier(wt) + op.act_bytes * e_tier(at));
+    }
+    for c in &p.comms {
+        let (_, bu, bo) = collective(c, m);
+        let mult = if c.section == Section::MicroBatch {
+            p.micro_batches
+        } else {
+            1.0
+        };
+        other += mult * c.count * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY]);
+    }
+    (flop, other)
+}
+
 fn base_eval(tp: u64, pp: u64, rec: Recompute) -> (Program, Machine) {
     let (sys, w) = fixtures();
     let m = Mapping {
@@ -408,15 +434,51 @@ proptest! {
         prop_assert!(e1.step_time <= e0.step_time * (1.0 + 1e-12), "{} > {}", e1.step_time, e0.step_time);
     }
 
-    /// Energy is at least static power over the step.
+    /// Energy is conserved: at the device boundary, a step's energy is at least static power
+    /// over the step plus the dynamic energy of what ran (its FLOPs at the lowest DVFS voltage,
+    /// its bytes), and exactly that at full clock; a device never draws above its limit.
     #[test]
-    fn energy_at_least_static(tp in prop::sample::select(vec![1u64, 2, 4, 8]), pp in prop::sample::select(vec![1u64, 2, 4])) {
-        let (p, m) = base_eval(tp, pp, Recompute::Selective);
+    fn energy_at_least_dynamic_plus_static(
+        tp in prop::sample::select(vec![1u64, 2, 4, 8]),
+        pp in prop::sample::select(vec![1u64, 2, 4]),
+        cap in 0.2f64..1.2,
+    ) {
+        let (p, mut m) = base_eval(tp, pp, Recompute::Selective);
+        m[t::BOUNDARY] = 0.0;
+        m[t::TDP] *= cap;
         let e = eval(&p, &m);
         prop_assume!(e.feasible);
-        let static_w = p.devices * (m[t::IDLE_POWER] + m[t::OVERHEAD_POWER]) * m[t::PUE];
-        prop_assert!(e.energy_per_step >= static_w * e.step_time * (1.0 - 1e-12));
-        prop_assert!(e.average_power <= p.devices * (m[t::TDP] + m[t::OVERHEAD_POWER]) * m[t::PUE] * (1.0 + 1e-12));
+        let (flop_j, other_j) = dynamic_energy(&p, &m, e.weights_tier, e.working_tier);
+        let v0 = m[t::DVFS_MIN_VOLTAGE];
+        let floor = p.devices * (m[t::IDLE_POWER] * e.step_time + flop_j * v0 * v0 + other_j);
+        prop_assert!(e.energy_per_step >= floor * (1.0 - 1e-9), "{} < {}", e.energy_per_step, floor);
+        prop_assert!(e.device_power <= m[t::TDP] * (1.0 + 1e-9));
+        if e.throttle == 1.0 {
+            let exact = p.devices * (m[t::IDLE_POWER] * e.step_time + flop_j + other_j);
+            prop_assert!((e.energy_per_step - exact).abs() <= 1e-9 * exact);
+        }
+    }
+
+    /// A tighter power limit never makes a step faster, and one below the demand slows it.
+    #[test]
+    fn a_tighter_cap_never_speeds_up(
+        tp in prop::sample::select(vec![1u64, 2, 4, 8]),
+        pp in prop::sample::select(vec![1u64, 2, 4]),
+        hi in 0.3f64..1.5, lo_frac in 0.3f64..1.0,
+    ) {
+        let (p, mut m) = base_eval(tp, pp, Recompute::Selective);
+        m[t::TDP] *= hi;
+        let e_hi = eval(&p, &m);
+        prop_assume!(e_hi.feasible);
+        m[t::TDP] *= lo_frac;
+        let e_lo = eval(&p, &m);
+        prop_assume!(e_lo.feasible);
+        prop_assert!(e_lo.step_time >= e_hi.step_time * (1.0 - 1e-12));
+        prop_assert!(e_lo.throughput <= e_hi.throughput * (1.0 + 1e-12));
+        if e_hi.demand_power > m[t::TDP] * (1.0 + 1e-9) {
+            prop_assert!(e_lo.step_time > e_hi.step_time);
+            prop_assert!(e_lo.throttle < 1.0);
+        }
     }
 
     /// A deeper or wider model takes longer per step under the same mapping.

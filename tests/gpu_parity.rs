@@ -24,7 +24,7 @@
 
 use std::collections::BTreeSet;
 use tessera::spec::Fs;
-use tessera::sweep::accumulate::{Front, TopK};
+use tessera::sweep::accumulate::{Front, Screen, TopK};
 use tessera::sweep::gpu::{Gpu, GpuError, OUT_WORDS};
 use tessera::sweep::plan::{self, Plan};
 use tessera::sweep::run::{self, from_words, Backend, Options, Quiet, F32_BOUND};
@@ -213,7 +213,7 @@ fn kernel_matches_cpu_eval_on_100k_random_points() {
     let mut worst = [0.0f64; 6];
     let mut points = 0u64;
     let mut feasible = 0u64;
-    let mut reasons = [0u64; 5];
+    let mut reasons = [0u64; tessera::engine::reason::point::COUNT];
     for plan in plans() {
         let words = raw(g, &plan, None);
         let mut vals = vec![0.0; plan.space.axes.len()];
@@ -259,7 +259,10 @@ fn kernel_matches_cpu_eval_on_100k_random_points() {
         }
         points += plan.total();
 
-        // The raw f32 figures already pick the same best point and Pareto front.
+        // The raw f32 figures already pick the same best point; their Pareto front, screened
+        // with the f32 margin, holds every point of the exact one (points a power limit pins
+        // at the same draw tie to within f32 rounding, so the raw fronts need not be equal:
+        // the host's f64 re-evaluation of the candidates decides, checked just below).
         let pick = |outs: &[Outcome]| {
             let mut t = TopK::new(1, plan.objective);
             let mut f = Front::new(plan.pareto.0, plan.pareto.1);
@@ -275,10 +278,20 @@ fn kernel_matches_cpu_eval_on_100k_random_points() {
                     .collect::<BTreeSet<u64>>(),
             )
         };
-        let (gb, gf) = pick(&gpu_out);
+        let (gb, _) = pick(&gpu_out);
         let (cb, cf) = pick(&cpu_out);
         assert_eq!(gb, cb, "{}: best point", plan.name);
-        assert_eq!(gf, cf, "{}: Pareto front", plan.name);
+        let mut screen = Screen::new(1, 0, plan.objective, plan.pareto, 4.0 * F32_BOUND);
+        for o in gpu_out.iter().filter(|o| o.feasible()) {
+            screen.push(o);
+        }
+        let kept: BTreeSet<u64> = screen.candidates().into_iter().collect();
+        assert!(
+            cf.is_subset(&kept),
+            "{}: exact front points the f32 screen drops: {:?}",
+            plan.name,
+            cf.difference(&kept).collect::<Vec<_>>()
+        );
 
         // And the backends' sweep results are identical.
         let opts = |b| Options {

@@ -4,6 +4,7 @@ use super::{report, DiskFs, Exit};
 use tessera::engine::{MappingChoice, Objective};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_mapping, load_workload, Workload};
+use tessera::vocab::PowerBoundary;
 
 pub fn system(path: &str) -> Result<System, Exit> {
     let l = load_system(path, &DiskFs);
@@ -79,13 +80,59 @@ pub struct RunArgs {
     /// Devices to use (default: all of the system).
     #[arg(long)]
     pub devices: Option<u64>,
+    #[command(flatten)]
+    pub power: PowerArgs,
+}
+
+/// Which parts power and energy count.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct PowerArgs {
+    /// Which parts power and energy count, innermost first (each includes the ones before it);
+    /// printed in the report.
+    #[arg(long, value_parser = choice::<PowerBoundary>(), default_value = "facility")]
+    pub power_boundary: PowerBoundary,
+    /// A power budget at that boundary ("20 MW"): each system as many whole nodes as it holds
+    /// (growing past its file by whole nodes where needed).
+    #[arg(long, value_parser = power_quantity)]
+    pub power_budget: Option<f64>,
+}
+
+fn power_quantity(s: &str) -> Result<f64, String> {
+    match tessera::units::parse(s, tessera::units::Dimension::Power) {
+        Ok(p) if p.value > 0.0 => Ok(p.value),
+        Ok(_) => Err("a power budget is positive".into()),
+        Err(e) => Err(match e.hint {
+            Some(h) => format!("{}\nhint: {h}", e.message),
+            None => e.message,
+        }),
+    }
+}
+
+impl PowerArgs {
+    /// `sys` with the chosen boundary.
+    pub fn apply(&self, mut sys: System) -> System {
+        sys.power_boundary = self.power_boundary;
+        sys
+    }
+}
+
+/// The report header line naming the power boundary.
+pub fn boundary_line(b: &str) -> String {
+    let what = match b {
+        "device" => "the accelerators alone",
+        "node" => "accelerators and their nodes' hosts, NICs and fans",
+        "rack" => "nodes and the scale-up switches",
+        "it" => "every IT part: nodes, switches, network and any weight store in use",
+        _ => "IT power × each system's PUE",
+    };
+    format!("power boundary: {b} ({what})")
 }
 
 impl RunArgs {
     /// Load the system and workload and resolve the mapping choice (diagnostics on stderr).
     pub fn load(&self) -> Result<(System, Workload, MappingChoice), Exit> {
         let (sys, w) = match (system(&self.arch), workload(&self.workload)) {
-            (Ok(s), Ok(w)) => (s, w),
+            (Ok(s), Ok(w)) => (self.power.apply(s), w),
             _ => return Err(Exit::Failed),
         };
         let choice = mapping(self.mapping.as_deref(), &w, self.objective)?;

@@ -4,7 +4,8 @@ use super::common::{self, duration, si};
 use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::{estimate, MappingChoice, Objective};
+use tessera::engine::reason::Reason;
+use tessera::engine::{budget, estimate, Estimate, MappingChoice, Objective};
 use tessera::report::compare::{compare, Comparison};
 
 #[derive(clap::Args, Debug)]
@@ -22,6 +23,8 @@ pub struct Args {
     /// Devices per system (default: all of each system).
     #[arg(long)]
     pub devices: Option<u64>,
+    #[command(flatten)]
+    pub power: common::PowerArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
@@ -113,20 +116,29 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut ests = Vec::new();
     let mut failed = false;
     for s in &a.systems {
-        match common::system(s) {
-            Ok(sys) => ests.push(estimate(
-                &sys,
-                &w,
-                &choice,
-                a.devices.map(|d| d.min(sys.devices)),
-            )),
+        match common::system(s).map(|s| a.power.apply(s)) {
+            Ok(sys) => ests.push(match a.power.power_budget {
+                Some(b) => match budget::fit(&sys, &w, &choice, b) {
+                    Some(f) => f.estimate,
+                    None => Estimate::infeasible(
+                        &sys,
+                        &w,
+                        sys.node.devices as u64,
+                        None,
+                        &Reason::PowerBudget,
+                        tessera::engine::unit_of(&w),
+                    ),
+                },
+                None => estimate(&sys, &w, &choice, a.devices.map(|d| d.min(sys.devices))),
+            }),
             Err(_) => failed = true,
         }
     }
     if failed {
         return Ok(Exit::Failed);
     }
-    let c = compare(ests);
+    let mut c = compare(ests);
+    c.power_budget_w = a.power.power_budget;
     a.plot
         .draw(|size, o| tessera::plot::compare::compare(&c, size, o))?;
     a.plot.output(out, |out| {
@@ -137,6 +149,14 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 match a.format {
                     Format::Table => {
                         writeln!(out, "{} — baseline: {}", c.workload, c.baseline)?;
+                        writeln!(out, "{}", common::boundary_line(c.power_boundary))?;
+                        if let Some(b) = c.power_budget_w {
+                            writeln!(
+                                out,
+                                "power budget: {} per system (as many whole nodes as fit)",
+                                si(Some(b), "W")
+                            )?;
+                        }
                         writeln!(out, "{}", tessera::report::table(&h, &r))?;
                         if matches!(choice, MappingChoice::Auto(_)) {
                             writeln!(

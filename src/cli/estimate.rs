@@ -60,9 +60,30 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
                 .unwrap_or_default(),
         ));
         r.push((
-            "average power (facility)".into(),
+            format!("average power ({})", e.power_boundary),
             si(e.average_power_w, "W"),
         ));
+        if let (Some(dev), Some(lim), Some(s)) =
+            (e.device_power_w, e.device_power_limit_w, e.throttle)
+        {
+            let state = if s < 1.0 {
+                format!(
+                    "power-limited: clock at {:.1}% (would draw {})",
+                    100.0 * s,
+                    si(e.demanded_device_power_w, "W")
+                )
+            } else {
+                "full clock".into()
+            };
+            r.push((
+                "device power".into(),
+                format!(
+                    "{} of a {} limit, {state}",
+                    si(Some(dev), "W"),
+                    si(Some(lim), "W")
+                ),
+            ));
+        }
         r.push((
             if e.time_to_train_s.is_some() {
                 "energy (run)"

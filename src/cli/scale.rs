@@ -5,7 +5,7 @@ use super::common::{self, si};
 use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::{estimate, Objective};
+use tessera::engine::{budget, estimate, Objective};
 use tessera::report::compare::{scaling, Scaling};
 
 #[derive(clap::Args, Debug)]
@@ -15,14 +15,17 @@ pub struct Args {
     pub arch: Vec<String>,
     #[arg(long)]
     pub workload: String,
-    /// Device counts, comma-separated.
-    #[arg(long, value_delimiter = ',', required = true)]
+    /// Device counts, comma-separated (with `--power-budget`: the counts that fit an eighth, a
+    /// quarter, half and all of the budget).
+    #[arg(long, value_delimiter = ',', required_unless_present = "power_budget")]
     pub devices: Vec<u64>,
     /// A mapping file (dp fills the devices), or `auto` (default: the best mapping at each size).
     #[arg(long)]
     pub mapping: Option<String>,
     #[arg(long, value_parser = common::choice::<Objective>(), default_value = "time")]
     pub objective: Objective,
+    #[command(flatten)]
+    pub power: common::PowerArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
@@ -88,7 +91,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut systems = Vec::new();
     for path in &a.arch {
         match common::system(path) {
-            Ok(s) => systems.push(s),
+            Ok(s) => systems.push(a.power.apply(s)),
             Err(e) => return Ok(e),
         }
     }
@@ -102,12 +105,22 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let series: Vec<Scaling> = systems
         .iter()
         .map(|sys| {
-            let ests = a
-                .devices
-                .iter()
-                .map(|&n| estimate(sys, &w, &choice, Some(n)))
-                .collect();
-            scaling(&sys.name, &w.name, ests)
+            let ests = match a.power.power_budget {
+                // iso-power: what fractions of the budget hold, and what they deliver
+                Some(b) => [0.125, 0.25, 0.5, 1.0]
+                    .iter()
+                    .filter_map(|f| budget::fit(sys, &w, &choice, b * f))
+                    .map(|f| f.estimate)
+                    .collect(),
+                None => a
+                    .devices
+                    .iter()
+                    .map(|&n| estimate(sys, &w, &choice, Some(n)))
+                    .collect(),
+            };
+            let mut s = scaling(&sys.name, &w.name, ests);
+            s.power_budget_w = a.power.power_budget;
+            s
         })
         .collect();
     a.plot
@@ -149,6 +162,16 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 for s in &series {
                     let (h, r) = table(s);
                     writeln!(out, "{}", title(s))?;
+                    if let Some(p) = s.points.first() {
+                        writeln!(out, "{}", common::boundary_line(p.estimate.power_boundary))?;
+                    }
+                    if let Some(b) = s.power_budget_w {
+                        writeln!(
+                            out,
+                            "power budget: {} (rows: whole nodes within 1/8, 1/4, 1/2 and all of it)",
+                            si(Some(b), "W")
+                        )?;
+                    }
                     writeln!(out, "{}", tessera::report::table(&h, &r))?
                 }
             }

@@ -6,7 +6,9 @@
 
 use super::program::Link;
 use super::program::*;
-use super::reason::point::{MEMORY as REASON_MEMORY, NO_COMPUTE as REASON_NO_COMPUTE};
+use super::reason::point::{
+    MEMORY as REASON_MEMORY, NO_COMPUTE as REASON_NO_COMPUTE, POWER_CAP as REASON_POWER_CAP,
+};
 use super::table::{self as t, Machine};
 
 /// Alpha-beta time of one collective and the bytes each device sends over the scale-up and
@@ -122,6 +124,150 @@ pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     None
 }
 
+/// What a step asks of one device at full clock, split by what a lower clock changes: the time
+/// bound by the clock (compute-bound operators, and the pipeline bubble's share of them) and the
+/// rest (memory- and link-bound time, launch overheads), the FLOPs' dynamic energy (× voltage²
+/// at a lower clock) and that of memory and link traffic (unchanged).
+#[derive(Clone, Copy, Debug)]
+pub struct Demand {
+    pub clock_bound: f64,
+    pub rest: f64,
+    pub flop_energy: f64,
+    pub other_energy: f64,
+}
+
+impl Demand {
+    /// Step time at relative clock `s`: an operator compute-bound at full clock stays so, and one
+    /// memory-bound at full clock is taken to stay memory-bound (its compute hides under its
+    /// memory time); overlapped collectives keep the exposure they had at full clock.
+    pub fn time(&self, s: f64) -> f64 {
+        self.clock_bound / s + self.rest
+    }
+
+    /// Device power at relative clock `s` (W): static power, plus the step's dynamic energy at
+    /// the voltage of that clock over the step's time at it.
+    pub fn power(&self, m: &Machine, s: f64) -> f64 {
+        let v = voltage(m, s);
+        m[t::IDLE_POWER] + (self.flop_energy * v * v + self.other_energy) / self.time(s)
+    }
+
+    /// The device's operating point under its power limit: full clock when the demand fits;
+    /// else the clock whose power meets the limit (power rises with clock, so bisection finds
+    /// it); below the lowest clock the device duty-cycles at that clock's energy, the whole step
+    /// stretching until static power plus dynamic energy over the step meets the limit. `None`
+    /// when the limit does not cover static power.
+    pub fn operate(&self, m: &Machine) -> Option<Operating> {
+        let cap = power_limit(m);
+        let full = self.time(1.0);
+        if self.power(m, 1.0) <= cap {
+            return Some(Operating {
+                clock: 1.0,
+                time: full,
+                stretch: 1.0,
+            });
+        }
+        let lo = m[t::DVFS_MIN_CLOCK].clamp(0.0, 1.0);
+        if lo <= 0.0 || self.power(m, lo) > cap {
+            let idle = m[t::IDLE_POWER];
+            if cap <= idle {
+                return None;
+            }
+            let lo = if lo > 0.0 { lo } else { 1.0 };
+            let v = voltage(m, lo);
+            let t_lo = self.time(lo);
+            let time = (self.flop_energy * v * v + self.other_energy) / (cap - idle);
+            return Some(Operating {
+                clock: lo * t_lo / time,
+                time,
+                stretch: time / t_lo,
+            });
+        }
+        let (mut lo, mut hi) = (lo, 1.0);
+        for _ in 0..THROTTLE_STEPS {
+            let mid = 0.5 * (lo + hi);
+            if self.power(m, mid) <= cap {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(Operating {
+            clock: lo,
+            time: self.time(lo),
+            stretch: 1.0,
+        })
+    }
+
+    /// Device power at an operating point (W): the limit itself where the limit set the point
+    /// (the solution of power = limit, stated exactly so that points a limit pins tie exactly).
+    pub fn power_at(&self, m: &Machine, o: &Operating) -> f64 {
+        if o.clock < 1.0 {
+            return power_limit(m);
+        }
+        self.power(m, 1.0)
+    }
+}
+
+/// Where a device runs a step under its power limit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Operating {
+    /// Effective clock as a fraction of full clock (1 = not power-limited).
+    pub clock: f64,
+    /// Step time (s).
+    pub time: f64,
+    /// Below the lowest DVFS clock: the duty-cycle stretch of the whole step at that clock (1
+    /// otherwise); `clock × stretch` is the DVFS clock.
+    pub stretch: f64,
+}
+
+/// Bisection steps for the throttled clock: the bracket [min clock, 1] shrinks below 1e-14.
+pub const THROTTLE_STEPS: usize = 48;
+
+/// Relative supply voltage at relative clock `s`: linear from the lowest clock's voltage at the
+/// lowest clock to 1 at full clock.
+pub fn voltage(m: &Machine, s: f64) -> f64 {
+    let (c0, v0) = (m[t::DVFS_MIN_CLOCK], m[t::DVFS_MIN_VOLTAGE]);
+    if c0 >= 1.0 || s >= 1.0 {
+        return 1.0;
+    }
+    v0 + (1.0 - v0) * (s - c0).max(0.0) / (1.0 - c0)
+}
+
+/// The device's power limit (W): its TDP, or its share of a node or facility limit if lower.
+pub fn power_limit(m: &Machine) -> f64 {
+    let cap = m[t::POWER_CAP];
+    if cap > 0.0 {
+        m[t::TDP].min(cap)
+    } else {
+        m[t::TDP]
+    }
+}
+
+/// Power per device within the machine's boundary (W): the device's own, then from `node` out
+/// its share of the node's other parts, from `rack` out of the scale-up switches, from `it` out
+/// of the scale-out network and (when the state lives there) the weight store, and at
+/// `facility` × PUE.
+pub fn system_power(m: &Machine, device: f64, weights: Tier) -> f64 {
+    let b = m[t::BOUNDARY];
+    let mut p = device;
+    if b >= 1.0 {
+        p += m[t::NODE_POWER];
+    }
+    if b >= 2.0 {
+        p += m[t::SWITCH_POWER];
+    }
+    if b >= 3.0 {
+        p += m[t::NETWORK_POWER];
+        if weights == Tier::External {
+            p += m[t::STORE_POWER];
+        }
+    }
+    if b >= 4.0 {
+        p *= m[t::PUE];
+    }
+    p
+}
+
 /// Evaluate `p` on `m`.
 pub fn eval(p: &Program, m: &Machine) -> Eval {
     eval_traced(p, m, None)
@@ -143,6 +289,9 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         working_tier: Tier::Hbm,
         needed_bytes: p.footprint.total(),
         available_bytes: m[t::SRAM_CAPACITY].max(m[t::HBM_CAPACITY]),
+        throttle: 1.0,
+        device_power: 0.0,
+        demand_power: 0.0,
     };
     let Some((wt, at)) = place(&p.footprint, m) else {
         out.reason_code = REASON_MEMORY;
@@ -156,6 +305,9 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     let mut br = [Breakdown::default(); 2];
     let mut busy = [0.0f64; 2];
     let mut bwd_mb = 0.0;
+    // dynamic energy per device per step at full clock: of the FLOPs (scales with voltage²
+    // when the clock throttles), and of memory and link traffic (does not)
+    let mut flop_energy = 0.0;
     let mut dyn_energy = 0.0;
     let mb_mult = p.micro_batches;
     for op in &p.ops {
@@ -185,11 +337,8 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         if let Some(tr) = trace.as_deref_mut() {
             tr.push(t * mult);
         }
-        dyn_energy += mult
-            * op.count
-            * (op.flops * m[t::ENERGY_PER_FLOP + op.precision]
-                + op.weight_bytes * e_w
-                + op.act_bytes * e_a);
+        flop_energy += mult * op.count * op.flops * m[t::ENERGY_PER_FLOP + op.precision];
+        dyn_energy += mult * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
     }
     for c in &p.comms {
         let (t, bu, bo) = collective(c, m);
@@ -211,16 +360,47 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     let mut total = br[0].scale(p.micro_batches);
     total.bubble += p.bubble * t_mb;
     total.add(&br[1]);
-    let t_step = total.total();
-    out.step_time = t_step;
-    out.breakdown = total;
-    if !(t_step > 0.0 && t_step.is_finite()) {
+    let t_full = total.total();
+    if !(t_full > 0.0 && t_full.is_finite()) {
+        out.step_time = t_full;
+        out.breakdown = total;
         out.reason_code = REASON_NO_COMPUTE;
         return out;
     }
-    // Power: each device idles plus its dynamic energy over the step, capped at TDP.
-    let dev_power = (m[t::IDLE_POWER] + dyn_energy / t_step).min(m[t::TDP]);
-    let power = p.devices * (dev_power + m[t::OVERHEAD_POWER]) * m[t::PUE];
+    // Power: the device's operating point under its cap (DVFS), then the parts the boundary
+    // counts.
+    let clock_bound = br[0].compute * (p.micro_batches + p.bubble) + br[1].compute;
+    let demand = Demand {
+        clock_bound,
+        rest: t_full - clock_bound,
+        flop_energy,
+        other_energy: dyn_energy,
+    };
+    out.demand_power = demand.power(m, 1.0);
+    let Some(op) = demand.operate(m) else {
+        out.step_time = t_full;
+        out.breakdown = total;
+        out.needed_bytes = m[t::IDLE_POWER];
+        out.available_bytes = power_limit(m);
+        out.reason_code = REASON_POWER_CAP;
+        return out;
+    };
+    let s = op.clock * op.stretch;
+    if s < 1.0 {
+        // the clock-bound time stretches by 1/s, the bubble with the micro-batch it idles for
+        total.compute = (br[0].compute * p.micro_batches + br[1].compute) / s;
+        total.bubble = p.bubble * (t_mb + br[0].compute * (1.0 / s - 1.0));
+    }
+    if op.stretch > 1.0 {
+        // duty-cycled below the lowest clock: every part of the step stretches
+        total = total.scale(op.stretch);
+    }
+    let t_step = op.time;
+    out.step_time = t_step;
+    out.breakdown = total;
+    out.throttle = op.clock;
+    out.device_power = demand.power_at(m, &op);
+    let power = p.devices * system_power(m, out.device_power, wt);
     out.average_power = power;
     out.energy_per_step = power * t_step;
     out.throughput = p.units_per_step / t_step;

@@ -75,6 +75,19 @@ pub struct Estimate {
     pub energy_per_unit_j: Option<f64>,
     /// Inference: time between a user's output tokens (one decode round, prefill amortised).
     pub latency_per_token_s: Option<f64>,
+    /// Which parts `average_power_w` and the energies count: `device`, `node`, `rack`, `it` or
+    /// `facility` (× PUE).
+    pub power_boundary: &'static str,
+    /// The device's power limit throttled its clock (its demand at full clock is above it).
+    pub power_limited: Option<bool>,
+    /// The device's clock as a fraction of full clock (1 unless power-limited).
+    pub throttle: Option<f64>,
+    /// Power of one device at its operating point (W), the device alone.
+    pub device_power_w: Option<f64>,
+    /// What one device would draw at full clock (W): above its limit when power-limited.
+    pub demanded_device_power_w: Option<f64>,
+    /// The device's power limit (W): its TDP, or its share of a node or facility limit.
+    pub device_power_limit_w: Option<f64>,
 }
 
 impl Estimate {
@@ -111,6 +124,12 @@ impl Estimate {
             perf_per_watt: None,
             latency_per_token_s: None,
             energy_per_unit_j: None,
+            power_boundary: crate::choice::Choice::name(sys.power_boundary),
+            power_limited: None,
+            throttle: None,
+            device_power_w: None,
+            demanded_device_power_w: None,
+            device_power_limit_w: None,
         }
     }
 }
@@ -187,5 +206,11 @@ pub fn finish(
         perf_per_watt: Some(e.throughput / e.average_power),
         energy_per_unit_j: Some(e.average_power / e.throughput),
         latency_per_token_s: matches!(w.task, Task::Inference(_)).then_some(e.step_time),
+        power_boundary: crate::choice::Choice::name(sys.power_boundary),
+        power_limited: Some(e.throttle < 1.0),
+        throttle: Some(e.throttle),
+        device_power_w: Some(e.device_power),
+        demanded_device_power_w: Some(e.demand_power),
+        device_power_limit_w: Some(cpu::power_limit(mach)),
     }
 }

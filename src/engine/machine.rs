@@ -87,7 +87,10 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
     m[t::EFF_NETWORK] = e.network;
     m[t::KERNEL_OVERHEAD] = e.kernel_overhead;
     m[t::TDP] = d.tdp;
+    m[t::RATED_TDP] = d.rated_tdp;
     m[t::IDLE_POWER] = d.idle_power;
+    m[t::DVFS_MIN_CLOCK] = d.dvfs.min_clock;
+    m[t::DVFS_MIN_VOLTAGE] = d.dvfs.min_voltage;
     m.set_row(t::ENERGY_PER_FLOP, &d.energy_per_flop);
     // The model already holds the derived figures; only the division by efficiency remains.
     t::derive(
@@ -97,8 +100,15 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
         },
         &mut m.0,
     );
-    m[t::OVERHEAD_POWER] = sys.overhead_power() / sys.devices as f64;
+    let p = sys.power_parts();
+    let n = sys.devices as f64;
+    m[t::NODE_POWER] = p.node / n;
+    m[t::SWITCH_POWER] = p.scale_up_switches / n;
+    m[t::NETWORK_POWER] = p.scale_out_switches / n;
+    m[t::STORE_POWER] = p.weight_store / n;
+    m[t::POWER_CAP] = sys.power_cap();
     m[t::PUE] = sys.pue;
+    m[t::BOUNDARY] = sys.power_boundary.code();
     m
 }
 

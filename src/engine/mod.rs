@@ -6,6 +6,7 @@
 //! the machine; or a typed [`reason::Reason`] why not), then evaluate ([`finish`] for the full
 //! estimate, `cpu::eval` or a sweep backend for many machines).
 
+pub mod budget;
 pub mod coeffs;
 pub mod cpu;
 mod estimate;

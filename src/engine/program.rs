@@ -251,9 +251,16 @@ pub struct Eval {
     pub mfu: f64,
     pub weights_tier: Tier,
     pub working_tier: Tier,
-    /// Per-device bytes needed / available in the tier that binds, for messages.
+    /// Per-device bytes needed / available in the tier that binds, for messages (for a power
+    /// cap: the watts the device needs at its lowest clock, and its limit).
     pub needed_bytes: f64,
     pub available_bytes: f64,
+    /// The device's clock as a fraction of full clock: below 1 where its power limit throttles it.
+    pub throttle: f64,
+    /// Power of one device at that clock (W).
+    pub device_power: f64,
+    /// Power one device would draw at full clock (W): above its limit where throttled.
+    pub demand_power: f64,
 }
 
 impl Eval {

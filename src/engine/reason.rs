@@ -32,6 +32,9 @@ pub enum Reason {
     PowerBudget,
     /// A sweep point with less free memory per device than the floor.
     MemoryFloor,
+    /// The device's power limit does not cover its static power (W per device): no clock, however
+    /// low, runs the step within it.
+    PowerCap { needed: f64, cap: f64 },
 }
 
 /// Per-point reason codes (0 = feasible), as evaluators and sweep counts carry them.
@@ -45,10 +48,12 @@ pub mod point {
     pub const POWER: u8 = 3;
     /// Less free memory per device than the floor.
     pub const MEMORY_FLOOR: u8 = 4;
-    pub const COUNT: usize = 5;
+    /// The power limit does not cover the device's static power.
+    pub const POWER_CAP: u8 = 5;
+    pub const COUNT: usize = 6;
     /// Not a reason: the GPU screen's mark for a point within the f32 margin of a threshold,
     /// which the host classifies (and counts) in f64.
-    pub const AMBIGUOUS: u8 = 6;
+    pub const AMBIGUOUS: u8 = 7;
 
     /// The human name of a point code (the keys of a sweep's `infeasible` counts).
     pub fn name(r: u8) -> &'static str {
@@ -58,6 +63,7 @@ pub mod point {
             NO_COMPUTE => "no compute rate or no bandwidth",
             POWER => "over the power budget",
             MEMORY_FLOOR => "below the memory floor",
+            POWER_CAP => "power limit below static power",
             _ => "infeasible",
         }
     }
@@ -70,6 +76,7 @@ pub mod point {
             NO_COMPUTE => "no_compute",
             POWER => "power_budget",
             MEMORY_FLOOR => "memory_floor",
+            POWER_CAP => "power_cap",
             _ => "infeasible",
         }
     }
@@ -82,6 +89,7 @@ pub mod point {
             ("REASON_NO_COMPUTE", NO_COMPUTE),
             ("REASON_POWER", POWER),
             ("REASON_MEMORY_FLOOR", MEMORY_FLOOR),
+            ("REASON_POWER_CAP", POWER_CAP),
             ("REASON_COUNT", COUNT as u8),
             ("AMBIGUOUS", AMBIGUOUS),
         ]
@@ -103,6 +111,7 @@ impl Reason {
             Reason::NoCompute => point::code(point::NO_COMPUTE),
             Reason::PowerBudget => point::code(point::POWER),
             Reason::MemoryFloor => point::code(point::MEMORY_FLOOR),
+            Reason::PowerCap { .. } => point::code(point::POWER_CAP),
         }
     }
 
@@ -118,11 +127,16 @@ impl Reason {
         }
     }
 
-    /// The reason of an evaluation's point code, with the bytes that did not fit.
+    /// The reason of an evaluation's point code, with what did not fit: bytes per device, or
+    /// for a power limit the device's static power and the limit.
     pub fn of_point(code: u8, needed: f64, available: f64) -> Option<Reason> {
         match code {
             point::OK => None,
             point::MEMORY => Some(Reason::Memory { needed, available }),
+            point::POWER_CAP => Some(Reason::PowerCap {
+                needed,
+                cap: available,
+            }),
             point::POWER => Some(Reason::PowerBudget),
             point::MEMORY_FLOOR => Some(Reason::MemoryFloor),
             _ => Some(Reason::NoCompute),
@@ -133,6 +147,7 @@ impl Reason {
     pub fn summary(&self) -> String {
         match self {
             Reason::Memory { .. } => point::name(point::MEMORY).into(),
+            Reason::PowerCap { .. } => point::name(point::POWER_CAP).into(),
             _ => self.to_string(),
         }
     }
@@ -167,6 +182,12 @@ impl std::fmt::Display for Reason {
             ),
             Reason::PowerBudget => f.write_str(point::name(point::POWER)),
             Reason::MemoryFloor => f.write_str(point::name(point::MEMORY_FLOOR)),
+            Reason::PowerCap { needed, cap } => write!(
+                f,
+                "the power limit of {} per device does not cover the device's static power of {}",
+                fmt_si(*cap, "W"),
+                fmt_si(*needed, "W")
+            ),
         }
     }
 }
@@ -195,6 +216,10 @@ mod tests {
             Reason::NoCompute,
             Reason::PowerBudget,
             Reason::MemoryFloor,
+            Reason::PowerCap {
+                needed: 2.0,
+                cap: 1.0,
+            },
         ];
         let codes: Vec<&str> = all.iter().map(Reason::code).collect();
         assert_eq!(
@@ -207,7 +232,8 @@ mod tests {
                 "memory",
                 "no_compute",
                 "power_budget",
-                "memory_floor"
+                "memory_floor",
+                "power_cap"
             ]
         );
         for c in 0..point::COUNT as u8 {

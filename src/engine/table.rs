@@ -145,16 +145,30 @@ machine_table! {
     OUT_ENERGY [1] "out_energy_per_byte", EnergyPerByte, Model, true, ["scale_out.energy_per_bit"],
         "Energy per byte over the scale-out link (J/B).";
     TDP [1] "tdp", Power, Model, true, ["device.tdp"],
-        "Device power limit (W).";
+        "Device power limit (W): demand above it (or above `power_cap`) throttles the clock.";
     IDLE_POWER [1] "idle_power", Power, Model, true, ["device.idle_power"],
-        "Device power when idle (W).";
+        "Device static power: drawn whenever it runs, whatever its clock (W).";
     ENERGY_PER_FLOP [NPREC] "energy_per_flop", EnergyPerFlop, Derived, true,
         ["device.energy_per_flop.{p}"],
-        "Dynamic energy per FLOP (J): the file's figure, or (TDP − idle) / peak where it gives none, taken against the achievable rate when every figure is derived.";
-    OVERHEAD_POWER [1] "overhead_power", Power, Combined, true, ["overhead_power"],
-        "Hosts, NICs, switches and weight store: power per device of the system (W).";
+        "Dynamic energy per FLOP at full clock (J): the file's figure, or (rated TDP − idle) / peak where it gives none, taken against the achievable rate when every figure is derived.";
+    DVFS_MIN_CLOCK [1] "dvfs_min_clock", Ratio, Model, true, ["device.dvfs.min_clock"],
+        "Lowest clock a power cap may throttle the device to, as a fraction of full clock.";
+    DVFS_MIN_VOLTAGE [1] "dvfs_min_voltage", Ratio, Model, true, ["device.dvfs.min_voltage"],
+        "Supply voltage at the lowest clock, as a fraction of nominal (voltage is linear in clock in between; dynamic energy per operation scales with voltage²).";
+    POWER_CAP [1] "power_cap", Power, Combined, true, [],
+        "Per-device share of the node and facility power limits the file declares (W, 0 = none): (node limit − node parts) / devices per node, (facility limit / PUE − non-device parts) / devices.";
+    NODE_POWER [1] "node_power", Power, Combined, true, ["overhead_power"],
+        "Hosts (CPUs, memory), NICs, fans and other node parts, per device (W); counted from the `node` boundary out. (`overhead_power` sets it and clears the switch and network shares: the lump it used to be.)";
+    SWITCH_POWER [1] "switch_power", Power, Combined, true, [],
+        "Scale-up switches (NVLink switch trays), per device (W); counted from the `rack` boundary out.";
+    NETWORK_POWER [1] "network_power", Power, Combined, true, [],
+        "Scale-out switches, per device (W); counted from the `it` boundary out.";
+    STORE_POWER [1] "weight_store_power", Power, Model, true, ["weight_store.power"],
+        "External weight store (MemoryX), per device (W): counted from the `it` boundary out, and only when the point keeps its state there.";
     PUE [1] "pue", Ratio, Model, true, ["facility.pue"],
         "Facility power usage effectiveness.";
+    BOUNDARY [1] "power_boundary", Ratio, Model, true, [],
+        "Which parts power and energy count: 0 device, 1 node, 2 rack, 3 IT, 4 facility (× PUE) (`vocab::PowerBoundary`).";
     SRAM_LATENCY [1] "sram_latency", Time, Model, false, ["device.memory.{sram}.latency"],
         "Access latency of the fastest SRAM level (s).";
     HBM_LATENCY [1] "hbm_latency", Time, Model, false, ["device.memory.{dram}.latency"],
@@ -177,6 +191,8 @@ machine_table! {
         "The device's own vector peaks, which derived energy per FLOP follows.";
     RAW_EPF [NPREC] "raw_energy_per_flop", EnergyPerFlop, Model, false, [],
         "Energy per FLOP as the model holds it (before the division by efficiency).";
+    RATED_TDP [1] "rated_tdp", Power, Model, false, [],
+        "The TDP the file states, which derived energy per FLOP follows (a lower power limit does not make a FLOP cheaper).";
 }
 
 /// The slots of the machine the evaluators and `machine.*` axes address: all but the raw model
@@ -302,7 +318,11 @@ pub fn derive(d: Derive, x: &mut [f64]) {
         if d.rederive & bit != 0 {
             let peak = x[RAW_MATRIX + i].max(x[RAW_VECTOR + i]);
             if peak > 0.0 {
-                e = crate::model::system::energy_per_flop_from_tdp(x[TDP], x[IDLE_POWER], peak);
+                e = crate::model::system::energy_per_flop_from_tdp(
+                    x[RATED_TDP],
+                    x[IDLE_POWER],
+                    peak,
+                );
             }
         }
         if d.divide & bit != 0 {

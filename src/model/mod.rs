@@ -196,7 +196,10 @@ impl<'a> Ctx<'a> {
         } else {
             self.path().field(field)
         };
-        let mut d = self.files.at(self.file(), &p, message).with_hint(hint);
+        self.warn_at(&p, message, hint);
+    }
+    pub fn warn_at(&mut self, path: &Path, message: impl Into<String>, hint: Option<String>) {
+        let mut d = self.files.at(self.file(), path, message).with_hint(hint);
         d.severity = crate::diag::Severity::Warning;
         self.diags.push(d);
     }

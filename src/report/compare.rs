@@ -27,6 +27,10 @@ pub struct CompareRow {
 pub struct Comparison {
     pub workload: String,
     pub baseline: String,
+    /// The one power boundary every system's power and energy count (`device` … `facility`).
+    pub power_boundary: &'static str,
+    /// With `--power-budget`: the budget (W) each system was fitted to, at that boundary.
+    pub power_budget_w: Option<f64>,
     pub systems: Vec<CompareRow>,
 }
 
@@ -44,6 +48,11 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
         .map(|b| b.workload.clone())
         .unwrap_or_default();
     let baseline = base.as_ref().map(|b| b.system.clone()).unwrap_or_default();
+    let power_boundary = base
+        .as_ref()
+        .map(|b| b.power_boundary)
+        .unwrap_or("facility");
+    debug_assert!(estimates.iter().all(|e| e.power_boundary == power_boundary));
     let systems = estimates
         .into_iter()
         .map(|e| {
@@ -68,6 +77,8 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
     Comparison {
         workload,
         baseline,
+        power_boundary,
+        power_budget_w: None,
         systems,
     }
 }
@@ -90,6 +101,8 @@ pub struct Scaling {
     pub workload: String,
     /// Device count the efficiency is measured against (smallest feasible).
     pub baseline_devices: Option<u64>,
+    /// With `--power-budget`: the budget (W) the points fill fractions of.
+    pub power_budget_w: Option<f64>,
     pub points: Vec<ScalePoint>,
 }
 
@@ -116,6 +129,7 @@ pub fn scaling(system: &str, workload: &str, mut estimates: Vec<Estimate>) -> Sc
         system: system.to_string(),
         workload: workload.to_string(),
         baseline_devices: base.map(|b| b.0),
+        power_budget_w: None,
         points: estimates
             .into_iter()
             .map(|e| ScalePoint {

@@ -88,7 +88,23 @@ pub struct DeviceSpec {
     pub tdp: Q,
     #[serde(default)]
     pub idle_power: Option<Q>,
+    /// How clock and voltage fall together when a power cap throttles the device.
+    #[serde(default)]
+    pub dvfs: Option<DvfsSpec>,
     pub efficiency: EfficiencySpec,
+}
+
+/// The device's DVFS line: from full clock at nominal voltage down to its lowest clock at its
+/// lowest voltage, both as fractions of nominal, voltage linear in clock between them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DvfsSpec {
+    /// Lowest clock a power cap may throttle to, as a fraction of the full clock.
+    pub min_clock: Q,
+    /// Supply voltage at that clock, as a fraction of the nominal voltage.
+    pub min_voltage: Q,
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 fn one() -> u32 {

@@ -103,12 +103,7 @@ pub enum RunTarget {
     Steps(f64),
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
-pub enum PowerBoundary {
-    It,
-    Devices,
-    Facility,
-}
+pub use crate::vocab::PowerBoundary;
 
 /// An evaluation schedule: after `start` training samples (default `every`) and then every
 /// `every` samples, `samples` evaluation samples run forward only.

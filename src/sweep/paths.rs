@@ -284,10 +284,17 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                 )
             }
         }
-        ["device", "tdp"] => Knob {
-            derive: true,
-            ..knob(D::Power, vec![set(f::TDP)])
-        },
+        // The power limit: a cap throttles the clock; energy per FLOP stays the silicon's (it
+        // follows the rated TDP, which no path moves).
+        ["device", "tdp"] => knob(D::Power, vec![set(f::TDP)]),
+        ["device", "dvfs", w] => {
+            let field = match *w {
+                "min_clock" => f::DVFS_MIN_CLOCK,
+                "min_voltage" => f::DVFS_MIN_VOLTAGE,
+                _ => return Err(unknown(path, sys)),
+            };
+            knob(D::Ratio, vec![set(field)])
+        }
         ["device", "idle_power"] => Knob {
             derive: true,
             ..knob(D::Power, vec![set(f::IDLE_POWER)])
@@ -385,6 +392,11 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             "capacity" => knob(D::Bytes, vec![set(f::EXT_CAPACITY)]),
             "bandwidth" => knob(D::Bandwidth, vec![set(f::EXT_BANDWIDTH)]),
             "latency" => knob(D::Time, vec![set(f::EXT_LATENCY)]),
+            // the file's figure is the whole store's; the slot holds each device's share
+            "power" => knob(
+                D::Power,
+                vec![scaled(f::STORE_POWER, 1.0 / sys.devices as f64)],
+            ),
             _ => return Err(unknown(path, sys)),
         },
         ["device", "mesh", what] => {
@@ -408,7 +420,16 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             min: 1.0,
             ..knob(D::Ratio, vec![set(f::PUE)])
         },
-        ["overhead_power"] => knob(D::Power, vec![set(f::OVERHEAD_POWER)]),
+        // Every non-device part of a node and the network as one lump per device, as this path
+        // always meant: node power set, the switch and network shares cleared.
+        ["overhead_power"] => knob(
+            D::Power,
+            vec![
+                set(f::NODE_POWER),
+                scaled(f::SWITCH_POWER, 0.0),
+                scaled(f::NETWORK_POWER, 0.0),
+            ],
+        ),
         ["machine", rest @ ..] if !rest.is_empty() => {
             let name = rest.join(".");
             let Some(i) = (0..f::NF).find(|i| f::name(*i) == name) else {
@@ -593,6 +614,8 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
         ["device", "energy_per_flop", p] => d.energy_per_flop[Precision::parse(p)?.index()] = v,
         ["device", "tdp"] => d.tdp = v,
         ["device", "idle_power"] => d.idle_power = v,
+        ["device", "dvfs", "min_clock"] => d.dvfs.min_clock = v,
+        ["device", "dvfs", "min_voltage"] => d.dvfs.min_voltage = v,
         ["device", "efficiency", e] => {
             let f = &mut d.efficiency;
             match *e {
@@ -645,6 +668,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
                 "capacity" => s.capacity = v,
                 "bandwidth" => s.bandwidth = v,
                 "latency" => s.latency = v,
+                "power" => s.power = v,
                 _ => return None,
             }
         }
@@ -680,7 +704,7 @@ pub fn derive_energy(sys: &mut System, mask: u32) {
             let peak = d.matrix_peak[i].max(d.vector_peak[i]);
             if peak > 0.0 {
                 d.energy_per_flop[i] =
-                    crate::model::system::energy_per_flop_from_tdp(d.tdp, d.idle_power, peak);
+                    crate::model::system::energy_per_flop_from_tdp(d.rated_tdp, d.idle_power, peak);
             }
         }
     }

@@ -6,7 +6,6 @@ use crate::engine::program::{Phase, Section};
 use crate::engine::{self, cpu, MappingChoice};
 use crate::model::system::System;
 use crate::model::workload::{Target, Task, Workload};
-use crate::spec::validation::*;
 
 /// Resolve the mapping and evaluate `w` on `n` devices: the estimate and, per step, the share of
 /// operator time spent in forward passes (for evaluation passes).
@@ -58,19 +57,13 @@ fn global_batch(w: &Workload) -> Option<u64> {
 /// Predict the case's metric.
 pub fn predict(c: &Case) -> Result<(f64, String), String> {
     let n = c.devices.unwrap_or(c.system.devices);
-    let (e, fwd_share) = evaluate(&c.system, &c.workload, &c.mapping, n)?;
+    // The published figure's boundary is the system's for this case.
+    let mut sys = c.system.clone();
+    sys.power_boundary = c.boundary;
+    let (e, fwd_share) = evaluate(&sys, &c.workload, &c.mapping, n)?;
     let words = mapping_words(&e);
     let step = e.step_time_s.unwrap_or(f64::NAN);
-    let facility = e.average_power_w.unwrap_or(f64::NAN);
-    let it = facility / c.system.pue;
-    let power = match c.boundary {
-        PowerBoundary::Facility => facility,
-        PowerBoundary::It => it,
-        // the devices alone: IT power less their share of hosts, NICs, switches, weight store
-        PowerBoundary::Devices => {
-            it - n as f64 * c.system.overhead_power() / c.system.devices as f64
-        }
-    };
+    let power = e.average_power_w.unwrap_or(f64::NAN);
     // Wall-clock time of the whole run: training steps, the run's evaluations (forward passes
     // over the evaluation set at the training step's per-sample forward cost) and start-up.
     let run_time = || -> Result<f64, String> {

@@ -41,6 +41,23 @@ pub(super) fn lower_device(
             );
         }
     }
+    let dvfs = match &s.dvfs {
+        None => Some(super::Dvfs::ASSUMED),
+        Some(v) => {
+            cx.enter_field("dvfs", v.source.as_ref());
+            let c = cx.fraction("min_clock", &v.min_clock);
+            let u = cx.fraction("min_voltage", &v.min_voltage);
+            cx.leave();
+            match (c, u) {
+                (Some(min_clock), Some(min_voltage)) => Some(super::Dvfs {
+                    min_clock,
+                    min_voltage,
+                    assumed: false,
+                }),
+                _ => None,
+            }
+        }
+    };
     // Die.
     let dl = lower_die(cx, die);
     cx.enter_field("efficiency", None);
@@ -97,7 +114,7 @@ pub(super) fn lower_device(
         );
     }
     cx.leave();
-    let (tdp, idle) = (tdp?, idle?);
+    let (tdp, idle, dvfs) = (tdp?, idle?, dvfs?);
     // Fastest first: by bandwidth, descending.
     memory.sort_by(|a, b| b.bandwidth.total_cmp(&a.bandwidth));
     let mut energy_per_flop = epf;
@@ -122,7 +139,9 @@ pub(super) fn lower_device(
         vector_peak,
         memory,
         tdp,
+        rated_tdp: tdp,
         idle_power: idle,
+        dvfs,
         efficiency: Efficiency {
             matmul: matmul?,
             low_precision_matmul: lowp.unwrap_or(1.0),

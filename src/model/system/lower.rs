@@ -155,6 +155,7 @@ pub(super) fn lower(
         weight_store,
         pue,
         power_limit,
+        power_boundary: crate::vocab::PowerBoundary::Facility,
         fitted: cx.fitted.iter().cloned().collect(),
         assumed: cx.assumed,
     };
@@ -166,34 +167,64 @@ pub(super) fn lower(
             + sys.node.other_power;
         if parts > lim * 1.0001 {
             // At the node's `power_limit`, in whichever file the node is written.
+            // Devices over their share are throttled (a value of the estimate); only parts
+            // that leave the devices nothing are an error.
             cx.enter_part(node_spec.file, node_spec.path.clone(), None);
-            cx.error(
-                "power_limit",
-                format!(
-                    "node parts add up to {} but the node's `power_limit` is {}",
-                    crate::units::fmt_si(parts, "W"),
-                    crate::units::fmt_si(lim, "W")
-                ),
-                Some("devices × tdp + host + NICs + other_power must fit the node's rating".into()),
+            let other = parts - sys.device.tdp * sys.node.devices as f64;
+            let msg = format!(
+                "node parts add up to {} but the node's `power_limit` is {}",
+                crate::units::fmt_si(parts, "W"),
+                crate::units::fmt_si(lim, "W")
             );
+            if other >= lim {
+                cx.error(
+                    "power_limit",
+                    msg,
+                    Some("host + NICs + other_power alone reach the node's rating".into()),
+                );
+            } else {
+                let share = (lim - other) / sys.node.devices as f64;
+                cx.warn(
+                    "power_limit",
+                    format!(
+                        "{msg}: its devices are throttled to {} each when they would draw more",
+                        crate::units::fmt_si(share, "W")
+                    ),
+                    Some("a node rated for its parts at full power needs devices × tdp + host + NICs + other_power within `power_limit`".into()),
+                );
+            }
             cx.leave();
         }
     }
     if let Some(lim) = sys.power_limit {
         let rated = sys.rated_power();
         if rated > lim * 1.0001 {
-            cx.error_at(
-                &Path::root().field("facility").field("power_limit"),
-                format!(
-                    "rated power of the system's parts is {} but `power_limit` is {}",
-                    crate::units::fmt_si(rated, "W"),
-                    crate::units::fmt_si(lim, "W")
-                ),
-                Some(
-                    "sum of component TDPs (devices, hosts, NICs, switches) exceeds the budget"
-                        .into(),
-                ),
+            let at = Path::root().field("facility").field("power_limit");
+            let msg = format!(
+                "rated power of the system's parts is {} but `power_limit` is {}",
+                crate::units::fmt_si(rated, "W"),
+                crate::units::fmt_si(lim, "W")
             );
+            if sys.overhead_power() >= lim {
+                cx.error_at(
+                    &at,
+                    msg,
+                    Some("hosts, NICs, switches and weight store alone reach the budget".into()),
+                );
+            } else {
+                let share = sys.power_cap();
+                cx.warn_at(
+                    &at,
+                    format!(
+                        "{msg}: the devices are throttled to {} each when they would draw more",
+                        crate::units::fmt_si(share, "W")
+                    ),
+                    Some(
+                        "sum of component TDPs (devices, hosts, NICs, switches) exceeds the budget"
+                            .into(),
+                    ),
+                );
+            }
         }
     }
     cx.leave();

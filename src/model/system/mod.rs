@@ -30,6 +30,9 @@ pub struct System {
     pub weight_store: Option<WeightStore>,
     pub pue: f64,
     pub power_limit: Option<f64>,
+    /// Which parts a power or energy figure counts (default `Facility`): a choice of the report,
+    /// set by the front end (`--power-boundary`) or a validation case, not a figure of the file.
+    pub power_boundary: crate::vocab::PowerBoundary,
     /// Citations of figures marked fitted (they name the validation cases they were fitted on).
     pub fitted: Vec<String>,
     /// Number of figures marked `@assumed`.
@@ -48,8 +51,13 @@ pub struct Device {
     pub vector_peak: [f64; NPREC],
     /// Memory levels the device computes from, fastest first (per device totals).
     pub memory: Vec<MemLevel>,
+    /// The device's power limit (W): its TDP as the file states it, or as a sweep or `--set`
+    /// lowers it (a cap throttles the device, see [`Dvfs`]).
     pub tdp: f64,
+    /// The TDP the file states (W): what derived energy per FLOP follows, however the limit moves.
+    pub rated_tdp: f64,
     pub idle_power: f64,
+    pub dvfs: Dvfs,
     pub efficiency: Efficiency,
     /// Dynamic energy per FLOP by precision (J); derived from TDP where the file gives none.
     pub energy_per_flop: [f64; NPREC],
@@ -63,6 +71,50 @@ pub struct Device {
     pub die_to_die_bandwidth: Option<f64>,
     pub area: Option<f64>,
     pub clock: Option<f64>,
+}
+
+/// Rated power of the parts of a system other than its devices (W, whole system), by the power
+/// boundary each is counted from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PowerParts {
+    /// Hosts, NICs and other parts of every node.
+    pub node: f64,
+    /// The scale-up domains' switches.
+    pub scale_up_switches: f64,
+    /// The scale-out network's switches.
+    pub scale_out_switches: f64,
+    /// The external weight store.
+    pub weight_store: f64,
+}
+
+impl PowerParts {
+    /// Every part together.
+    pub fn overhead(&self) -> f64 {
+        self.node + self.scale_up_switches + self.scale_out_switches + self.weight_store
+    }
+}
+
+/// How a power cap throttles the device: clock and voltage fall together along a line from
+/// (full clock, nominal voltage) to (`min_clock`, `min_voltage`), both fractions of nominal, so
+/// dynamic energy per operation scales with voltage² as the clock falls (CMOS dynamic power
+/// α·C·V²·f). Below `min_clock` the device cannot go.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Dvfs {
+    pub min_clock: f64,
+    pub min_voltage: f64,
+    /// Taken from [`Dvfs::ASSUMED`] because the file gives none.
+    pub assumed: bool,
+}
+
+impl Dvfs {
+    /// Where a device file gives no DVFS line (an assumption, stated in the README): lowest clock
+    /// 30 % of full, voltage there 65 % of nominal; data-centre GPUs expose power limits down to
+    /// about 30 % of TDP (H100 SXM: 200 W of 700 W, `nvidia-smi -q -d POWER`).
+    pub const ASSUMED: Dvfs = Dvfs {
+        min_clock: 0.30,
+        min_voltage: 0.65,
+        assumed: true,
+    };
 }
 
 /// Energy per FLOP where the file gives none (an assumption): a device running its engines flat
@@ -198,20 +250,45 @@ impl System {
     /// Power of everything but the accelerators, whole system (W): hosts, NICs, other node parts,
     /// switches, weight store.
     pub fn overhead_power(&self) -> f64 {
+        self.power_parts().overhead()
+    }
+
+    /// The power of every part but the devices, at its rating (W, whole system).
+    pub fn power_parts(&self) -> PowerParts {
         let n = self.nodes as f64;
-        let node = (self.node.host_power + self.node.nic_power + self.node.other_power) * n;
-        let su = self
-            .scale_up
-            .as_ref()
-            .map(|s| s.switch_count as f64 * s.switch_power * self.domains() as f64)
-            .unwrap_or(0.0);
-        let so = self
-            .scale_out
-            .as_ref()
-            .map(|s| s.switch_count as f64 * s.switch_power)
-            .unwrap_or(0.0);
-        let ws = self.weight_store.as_ref().map(|w| w.power).unwrap_or(0.0);
-        node + su + so + ws
+        PowerParts {
+            node: (self.node.host_power + self.node.nic_power + self.node.other_power) * n,
+            scale_up_switches: self
+                .scale_up
+                .as_ref()
+                .map(|s| s.switch_count as f64 * s.switch_power * self.domains() as f64)
+                .unwrap_or(0.0),
+            scale_out_switches: self
+                .scale_out
+                .as_ref()
+                .map(|s| s.switch_count as f64 * s.switch_power)
+                .unwrap_or(0.0),
+            weight_store: self.weight_store.as_ref().map(|w| w.power).unwrap_or(0.0),
+        }
+    }
+
+    /// The per-device share of the power limits the file declares (W; 0 = none): a node's
+    /// `power_limit` less its other parts over its devices, and the facility's `power_limit` (IT
+    /// power) less every non-device part over all devices. A device demanding more is throttled.
+    pub fn power_cap(&self) -> f64 {
+        let mut cap = f64::INFINITY;
+        if let Some(lim) = self.node.power_limit {
+            let other = self.node.host_power + self.node.nic_power + self.node.other_power;
+            cap = cap.min((lim - other) / self.node.devices as f64);
+        }
+        if let Some(lim) = self.power_limit {
+            cap = cap.min((lim - self.overhead_power()) / self.devices as f64);
+        }
+        if cap.is_finite() {
+            cap.max(0.0)
+        } else {
+            0.0
+        }
     }
 
     /// Rated power of the whole system: devices at TDP plus everything else (W, IT power).

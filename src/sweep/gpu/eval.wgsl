@@ -38,6 +38,55 @@ fn tier_bandwidth(t: u32) -> f32 {
     return X[TIER_BANDWIDTH[t]] * X[TIER_EFFICIENCY[t]];
 }
 
+// The device's power limit: its TDP, or its share of a node or facility limit if lower
+// (`cpu::power_limit`).
+fn power_limit() -> f32 {
+    let cap = X[F_POWER_CAP];
+    if (cap > 0.0) {
+        return min(X[F_TDP], cap);
+    }
+    return X[F_TDP];
+}
+
+// Relative supply voltage at relative clock s (`cpu::voltage`).
+fn voltage(s: f32) -> f32 {
+    let c0 = X[F_DVFS_MIN_CLOCK];
+    let v0 = X[F_DVFS_MIN_VOLTAGE];
+    if (c0 >= 1.0 || s >= 1.0) {
+        return 1.0;
+    }
+    return v0 + (1.0 - v0) * max(s - c0, 0.0) / (1.0 - c0);
+}
+
+// Device power at relative clock s (`cpu::Demand::power`): d = (clock-bound time, other time,
+// FLOP energy, other energy) at full clock.
+fn demand_power(d: vec4<f32>, s: f32) -> f32 {
+    let v = voltage(s);
+    return X[F_IDLE_POWER] + (d.z * v * v + d.w) / (d.x / s + d.y);
+}
+
+// Power per device within the boundary (`cpu::system_power`).
+fn system_power(device: f32, wt: u32) -> f32 {
+    let b = X[F_BOUNDARY];
+    var p = device;
+    if (b >= 1.0) {
+        p += X[F_NODE_POWER];
+    }
+    if (b >= 2.0) {
+        p += X[F_SWITCH_POWER];
+    }
+    if (b >= 3.0) {
+        p += X[F_NETWORK_POWER];
+        if (wt == TIER_EXTERNAL) {
+            p += X[F_STORE_POWER];
+        }
+    }
+    if (b >= 4.0) {
+        p *= X[F_PUE];
+    }
+    return p;
+}
+
 fn evaluate(li: u32) -> Point {
     let t = P.start_mi + li;
     let pr = progs[P.start_prog + t / P.points];
@@ -82,6 +131,7 @@ fn evaluate(li: u32) -> Point {
     var busy = array<f32, 2>(0.0, 0.0);
     var mult = array<f32, 2>(pr.micro_batches, 1.0);
     var bwd_mb = 0.0;
+    var flop_energy = 0.0;
     var dyn_energy = 0.0;
     let ko = X[F_KERNEL_OVERHEAD];
     for (var i = 0u; i < pr.n_ops; i++) {
@@ -122,8 +172,8 @@ fn evaluate(li: u32) -> Point {
         if (s == SECTION_MICRO_BATCH && op.phase == PHASE_BACKWARD) {
             bwd_mb += tt;
         }
-        dyn_energy += mult[s] * op.count
-            * (op.flops * X[op.epf] + op.weight_bytes * e_w + op.act_bytes * e_a);
+        flop_energy += mult[s] * op.count * op.flops * X[op.epf];
+        dyn_energy += mult[s] * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
     }
     let net = X[F_EFF_NETWORK];
     for (var i = 0u; i < pr.n_comms; i++) {
@@ -156,13 +206,45 @@ fn evaluate(li: u32) -> Point {
     }
     let t_mb = comp[0] + mem[0] + comm[0] + oth[0];
     let mb = pr.micro_batches;
-    let t_step = (comp[0] * mb + comp[1]) + (mem[0] * mb + mem[1]) + (comm[0] * mb + comm[1])
+    var t_step = (comp[0] * mb + comp[1]) + (mem[0] * mb + mem[1]) + (comm[0] * mb + comm[1])
         + pr.bubble * t_mb + (oth[0] * mb + oth[1]);
     if (bad || !(t_step > 0.0 && t_step < 3.0e38)) {
         return infeasible(REASON_NO_COMPUTE, head);
     }
-    let dev_power = min(X[F_IDLE_POWER] + dyn_energy / t_step, X[F_TDP]);
-    let power = pr.devices * (dev_power + X[F_OVERHEAD_POWER]) * X[F_PUE];
+    // The operating point under the power limit (`cpu::Demand::operate`): bisection on the
+    // clock, power rising with it; below the lowest clock, duty-cycling at its energy.
+    let clock_bound = comp[0] * (mb + pr.bubble) + comp[1];
+    let d = vec4<f32>(clock_bound, t_step - clock_bound, flop_energy, dyn_energy);
+    let cap = power_limit();
+    var dev_power = demand_power(d, 1.0);
+    if (dev_power > cap) {
+        var lo = clamp(X[F_DVFS_MIN_CLOCK], 0.0, 1.0);
+        if (lo <= 0.0 || demand_power(d, lo) > cap) {
+            let idle = X[F_IDLE_POWER];
+            if (cap <= idle) {
+                return infeasible(REASON_POWER_CAP, head);
+            }
+            if (lo <= 0.0) {
+                lo = 1.0;
+            }
+            let v = voltage(lo);
+            t_step = (d.z * v * v + d.w) / (cap - idle);
+        } else {
+            var hi = 1.0;
+            for (var k = 0u; k < 24u; k++) {
+                let mid = 0.5 * (lo + hi);
+                if (demand_power(d, mid) <= cap) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            t_step = d.x / lo + d.y;
+        }
+        // the limit set the operating point: power = limit (`cpu::Demand::power_at`)
+        dev_power = cap;
+    }
+    let power = pr.devices * system_power(dev_power, wt);
     let energy = power * t_step;
     let peak = X[F_MATRIX_PEAK + pr.mfu_prec] * pr.devices;
     var mfu = 0.0;

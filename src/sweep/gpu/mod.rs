@@ -594,7 +594,7 @@ impl Gpu {
         let counts: Vec<u32> = self.map(&slot.counts_staging, 32, sub.clone(), |b| {
             bytemuck::cast_slice::<u8, u32>(b).to_vec()
         })?;
-        let found = counts[5].min(n);
+        let found = counts[crate::engine::reason::point::COUNT].min(n);
         let prefix = n.min(PREFIX);
         let bytes = found as u64 * (OUT_WORDS * 4) as u64;
         let sub = if found > prefix {
@@ -608,7 +608,7 @@ impl Gpu {
         } else {
             sub
         };
-        let mut by_reason = [0u64; 5];
+        let mut by_reason = [0u64; crate::engine::reason::point::COUNT];
         for (c, n) in by_reason.iter_mut().zip(&counts) {
             *c = *n as u64;
         }
@@ -655,7 +655,7 @@ pub struct Screened<'a> {
     pub first: u64,
     pub points: u32,
     /// Points by reason (0 feasible, then `sweep::reason`), constraints applied.
-    pub counts: [u64; 5],
+    pub counts: [u64; crate::engine::reason::point::COUNT],
     /// `OUT_WORDS` per candidate, as in full mode except word 6: the point's index in the batch
     /// | its reason << 24.
     pub candidates: &'a [u32],

@@ -104,7 +104,7 @@ fn apply() {
         var e = X[F_RAW_EPF + i];
         let peak = max(X[F_RAW_MATRIX + i], X[F_RAW_VECTOR + i]);
         if ((P.rederive & bit) != 0u && peak > 0.0) {
-            e = (X[F_TDP] - X[F_IDLE_POWER]) / peak;
+            e = (X[F_RATED_TDP] - X[F_IDLE_POWER]) / peak;
         }
         var eff = X[F_EFF_VECTOR];
         if (X[F_RAW_MATRIX + i] > 0.0) {

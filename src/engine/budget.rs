@@ -1,0 +1,99 @@
+//! Iso-power questions: how many whole nodes of a system a power budget holds, and what they
+//! deliver. Power comes from the same evaluation as every estimate (at the system's power
+//! boundary), so a system whose devices throttle, or whose hosts and switches cost more, fits
+//! fewer nodes. A system may grow past its file by whole nodes (scale-out switches in proportion).
+
+use super::{estimate, Estimate, MappingChoice};
+use crate::model::system::System;
+use crate::model::workload::Workload;
+use serde::Serialize;
+
+/// One system fitted to a power budget.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetFit {
+    /// The budget (W), at the estimate's power boundary.
+    pub power_budget_w: f64,
+    /// Nodes deployed.
+    pub nodes: u64,
+    /// Whether the file's system had to grow (by whole nodes) to reach the budget.
+    pub grown: bool,
+    /// How many node counts were estimated to find it.
+    pub tried: usize,
+    #[serde(flatten)]
+    pub estimate: Estimate,
+}
+
+/// `sys` resized to `nodes` whole nodes: devices with them, scale-out switches in proportion
+/// (rounded up), a facility power limit scaled with the system; the weight store is shared as is.
+pub fn resized(sys: &System, nodes: u64) -> System {
+    let mut s = sys.clone();
+    let k = nodes as f64 / sys.nodes.max(1) as f64;
+    s.nodes = nodes;
+    s.devices = nodes * sys.node.devices as u64;
+    if let Some(o) = s.scale_out.as_mut() {
+        o.switch_count = (o.switch_count as f64 * k).ceil() as u64;
+    }
+    s.power_limit = sys.power_limit.map(|l| l * k);
+    s
+}
+
+/// The largest whole-node deployment of `sys` whose power (at its boundary) is within
+/// `budget` W and whose estimate is feasible: the node count where the per-node power measured
+/// on the file's system meets the budget, then down (or up, by the same measure) to the nearest
+/// feasible count within budget. `None` when not even one node fits.
+pub fn fit(sys: &System, w: &Workload, choice: &MappingChoice, budget: f64) -> Option<BudgetFit> {
+    let mut tried = 0;
+    let mut at = |nodes: u64| -> Option<Estimate> {
+        tried += 1;
+        let s = resized(sys, nodes);
+        let e = estimate(&s, w, choice, None);
+        (e.feasible && e.average_power_w.is_some_and(|p| p <= budget)).then_some(e)
+    };
+    // power per node, from the file's own size (or one node where that is infeasible)
+    let probe = estimate(sys, w, choice, None);
+    let per_node = match probe.average_power_w {
+        Some(p) if probe.feasible => p / sys.nodes as f64,
+        _ => {
+            let one = estimate(&resized(sys, 1), w, choice, None);
+            one.average_power_w.filter(|_| one.feasible)?
+        }
+    };
+    let guess = ((budget / per_node).floor() as u64).max(1);
+    // Step down from the guess; power is close to linear in nodes, so the first feasible count
+    // within budget is near it. Counts that do not divide the mapping are skipped.
+    const TRIES: u64 = 256;
+    let mut best = None;
+    for n in (guess.saturating_sub(TRIES)..=guess)
+        .rev()
+        .filter(|&n| n > 0)
+    {
+        if let Some(e) = at(n) {
+            best = Some((n, e));
+            break;
+        }
+    }
+    // The guess may be low (fixed parts amortise): climb while the next counts still fit.
+    if let Some((n0, _)) = &best {
+        let mut n = *n0;
+        let (mut misses, mut steps) = (0, 0);
+        while misses < 8 && steps < TRIES {
+            steps += 1;
+            n += 1;
+            match at(n) {
+                Some(e) => {
+                    best = Some((n, e));
+                    misses = 0;
+                }
+                None => misses += 1,
+            }
+        }
+    }
+    let (nodes, estimate) = best?;
+    Some(BudgetFit {
+        power_budget_w: budget,
+        nodes,
+        grown: nodes > sys.nodes,
+        tried,
+        estimate,
+    })
+}
