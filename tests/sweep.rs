@@ -464,3 +464,54 @@ fn cli_shards_merge_and_vary() {
     );
     assert!(err.contains("did you mean `device.peak.fp8`"), "{err}");
 }
+
+/// A `power_cap` throttles instead of filtering: every point that was feasible stays feasible,
+/// none draws more than the cap, a point over it before runs slower now, and none runs faster.
+#[test]
+fn power_cap_throttles_rather_than_filters() {
+    let text = RANDOM.replace("SAMPLING", "Random(points: 2000, seed: 5)");
+    let free = load_text(&text.replace("CONSTRAINTS", ""), "free.ron").unwrap();
+    let outs = all(&free);
+    let mut powers: Vec<f64> = outs
+        .iter()
+        .filter(|o| o.feasible())
+        .map(|o| o.power)
+        .collect();
+    powers.sort_by(f64::total_cmp);
+    let cap = powers[powers.len() / 2];
+    let capped = load_text(
+        &text.replace("CONSTRAINTS", &format!("power_cap: \"{cap} W\"")),
+        "cap.ron",
+    )
+    .unwrap();
+    let (mut slowed, mut over) = (0, 0);
+    for (a, b) in outs.iter().zip(all(&capped)) {
+        if !a.feasible() {
+            continue;
+        }
+        assert!(
+            b.feasible(),
+            "point {} became infeasible under the cap",
+            a.index
+        );
+        assert!(
+            b.power <= cap * (1.0 + 1e-9),
+            "{} W over a {cap} W cap",
+            b.power
+        );
+        assert!(b.step_time >= a.step_time * (1.0 - 1e-12));
+        if a.power > cap * (1.0 + 1e-9) {
+            over += 1;
+            assert!(
+                b.step_time > a.step_time,
+                "point {} over the cap kept its speed",
+                a.index
+            );
+            slowed += 1;
+        }
+    }
+    assert!(
+        over > 100 && slowed == over,
+        "{over} over the cap, {slowed} slowed"
+    );
+}

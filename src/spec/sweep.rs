@@ -72,6 +72,10 @@ pub struct ConstraintsSpec {
     /// Largest average facility power of the devices used.
     #[serde(default)]
     pub power_budget: Option<Q>,
+    /// A power budget the devices throttle to meet (at the sweep's power boundary): each device's
+    /// power limit becomes its share of it, so points slow down instead of being filtered out.
+    #[serde(default)]
+    pub power_cap: Option<Q>,
     /// Memory each device must have free after the model's state and working set are placed.
     #[serde(default)]
     pub memory_floor: Option<Q>,

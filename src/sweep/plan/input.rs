@@ -44,6 +44,7 @@ pub struct Inputs {
     pub sampling: Sampling,
     pub sampling_at: Loc,
     pub power_budget: Option<(Q, Loc)>,
+    pub power_cap: Option<(Q, Loc)>,
     pub memory_floor: Option<(Q, Loc)>,
     pub objective: Option<(String, Loc)>,
     pub pareto: Option<(Vec<String>, Loc)>,
@@ -61,6 +62,7 @@ impl Default for Inputs {
             sampling: Sampling::Grid,
             sampling_at: Loc::option("--sampling"),
             power_budget: None,
+            power_cap: None,
             memory_floor: None,
             objective: None,
             pareto: None,
@@ -158,6 +160,7 @@ pub fn read_file(path: &str, fs: &dyn Fs) -> Loaded<Inputs> {
         power_budget: c
             .power_budget
             .map(|q| (q, at(&cpath.field("power_budget")))),
+        power_cap: c.power_cap.map(|q| (q, at(&cpath.field("power_cap")))),
         memory_floor: c
             .memory_floor
             .map(|q| (q, at(&cpath.field("memory_floor")))),

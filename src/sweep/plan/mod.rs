@@ -50,6 +50,9 @@ pub struct Skipped {
 pub struct Constraints {
     /// W, facility power of the devices used.
     pub power_budget: Option<f64>,
+    /// W: a budget the devices throttle to meet (each device's limit its share of it).
+    #[serde(default)]
+    pub power_cap: Option<f64>,
     /// Bytes free per device after placement.
     pub memory_floor: Option<f64>,
 }
@@ -477,6 +480,7 @@ fn resolve(
             "power budget",
             diags,
         ),
+        power_cap: quantity(&inputs.power_cap, Dimension::Power, "power cap", diags),
         memory_floor: quantity(
             &inputs.memory_floor,
             Dimension::Bytes,
@@ -514,13 +518,18 @@ fn resolve(
         let add = |m: Mapping, programs: &mut Vec<ProgramEntry>, skipped: &mut Vec<Skipped>| {
             let label = label(n, &m);
             match engine::prepare_mapping(sys, w, m, n) {
-                Ok(p) => programs.push(ProgramEntry {
-                    devices: n,
-                    mapping: m,
-                    program: p.program,
-                    base: p.machine.0,
-                    label,
-                }),
+                Ok(mut p) => {
+                    if let Some(cap) = constraints.power_cap {
+                        cap_share(&mut p.machine, cap, p.program.devices);
+                    }
+                    programs.push(ProgramEntry {
+                        devices: n,
+                        mapping: m,
+                        program: p.program,
+                        base: p.machine.0,
+                        label,
+                    })
+                }
                 Err(i) => skipped.push(Skipped {
                     label,
                     reason: i.reason.to_string(),
@@ -640,6 +649,21 @@ fn combinations(axes: &[(String, Vec<MapVal>)]) -> Vec<Vec<MapVal>> {
         out = next;
     }
     out
+}
+
+/// Make a power budget `cap` (W, at the machine's boundary) each device's limit: its share after
+/// the other parts the boundary counts, taken at the program's base figures (a point that varies
+/// those parts keeps the base share), tightened with any limit the file declares.
+fn cap_share(m: &mut Machine, cap: f64, devices: f64) {
+    let parts = engine::cpu::system_power(m, 0.0, crate::engine::program::Tier::Hbm);
+    let pue = if m[crate::engine::table::BOUNDARY] >= 4.0 {
+        m[crate::engine::table::PUE]
+    } else {
+        1.0
+    };
+    let share = (cap / devices - parts) / pue;
+    let slot = &mut m[crate::engine::table::POWER_CAP];
+    *slot = if *slot > 0.0 { slot.min(share) } else { share }.max(f64::MIN_POSITIVE);
 }
 
 /// The machine vector of `sys` on `n` devices (`engine::machine`), as a sweep starts from it.
