@@ -888,3 +888,43 @@ fn readme_pictures_are_current() {
          if the change is meant, run: TESSERA_BLESS=1 cargo test --test plots readme"
     );
 }
+
+/// The iso-power picture: one line per system through its deployments within a budget, each
+/// point at its power and throughput, and the budget drawn once.
+#[test]
+fn scale_against_power_has_a_line_per_system_and_the_budget() {
+    let w = workload("workloads/llama3.1-8b-pretrain.ron");
+    let choice = MappingChoice::Auto(Objective::Time);
+    let budget = 400e3;
+    let series: Vec<_> = [
+        "architectures/eos-h100.ron",
+        "architectures/gb200-cluster.ron",
+    ]
+    .iter()
+    .map(|p| {
+        let sys = system(p);
+        let ests: Vec<Estimate> = [0.25, 0.5, 1.0]
+            .iter()
+            .filter_map(|f| tessera::engine::budget::fit(&sys, &w, &choice, budget * f))
+            .map(|f| {
+                assert!(f.estimate.average_power_w.unwrap() <= budget * 1.0000001);
+                f.estimate
+            })
+            .collect();
+        assert_eq!(
+            ests.len(),
+            3,
+            "{p}: every fraction of the budget holds a node"
+        );
+        let mut s = scaling(&sys.name, &w.name, ests);
+        s.power_budget_w = Some(budget);
+        s
+    })
+    .collect();
+    let svg = svg_of(|o| tessera::plot::scale::power(&series, SIZE, o));
+    renders(&svg);
+    assert_eq!(count(&svg, "series"), 2);
+    assert_eq!(count(&svg, "point"), 6);
+    assert_eq!(count(&svg, "budget"), 1);
+    assert!(svg.contains("facility power"));
+}

@@ -123,8 +123,10 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             s
         })
         .collect();
-    a.plot
-        .draw(|size, o| tessera::plot::scale::scale(&series, size, o))?;
+    a.plot.draw(|size, o| match a.power.power_budget {
+        Some(_) => tessera::plot::scale::power(&series, size, o),
+        None => tessera::plot::scale::scale(&series, size, o),
+    })?;
     let several = series.len() > 1;
     a.plot.output(out, |out| {
         match a.format {

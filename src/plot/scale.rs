@@ -202,3 +202,128 @@ pub fn scale(s: &[Scaling], size: Size, out: &mut dyn std::io::Write) -> std::io
     }
     doc.finish(out)
 }
+
+/// Iso-power as a picture: throughput against power (at the series' power boundary), log-log,
+/// one line per system through the deployments that fill fractions of a budget (`scale
+/// --power-budget`), with the budget as a vertical line. Classes: `series`, `point`
+/// (`data-system`, `data-devices`, `data-power`), `budget`.
+pub fn power(s: &[Scaling], size: Size, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let (w, h) = (size.width as f64, size.height as f64);
+    let workload = s.first().map(|x| x.workload.as_str()).unwrap_or("");
+    let boundary = s
+        .iter()
+        .flat_map(|x| x.points.iter())
+        .map(|p| p.estimate.power_boundary)
+        .next()
+        .unwrap_or("facility");
+    let mut doc = Doc::new(
+        size,
+        &format!("Throughput against power for {workload}"),
+        "tessera-plot scale-power",
+    );
+    doc.title(&format!("{workload} — throughput against {boundary} power"));
+    let entries: Vec<LegendEntry> = s
+        .iter()
+        .enumerate()
+        .map(|(i, x)| LegendEntry {
+            label: x.system.clone(),
+            style: Style::nth(i),
+            kind: LegendKind::Line,
+        })
+        .collect();
+    let lw = w - 40.0;
+    let lh = flow_height(lw, &entries);
+    doc.legend_flow(20.0, 34.0, lw, &entries);
+    let top = 34.0 + lh + 14.0;
+    let rect = Rect {
+        x: 80.0,
+        y: top,
+        w: w - 80.0 - 24.0,
+        h: (h - 50.0 - top).max(60.0),
+    };
+    let unit = s
+        .iter()
+        .flat_map(|x| x.points.iter())
+        .map(|p| p.estimate.throughput_unit)
+        .next()
+        .unwrap_or("units");
+    let feasible = |x: &Scaling| -> Vec<(f64, f64, u64)> {
+        let mut v: Vec<_> = x
+            .points
+            .iter()
+            .filter(|p| p.estimate.feasible)
+            .filter_map(|p| {
+                Some((
+                    p.estimate.average_power_w?,
+                    p.estimate.throughput_per_s?,
+                    p.devices,
+                ))
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    };
+    let budget = s.iter().find_map(|x| x.power_budget_w);
+    let powers: Vec<f64> = s
+        .iter()
+        .flat_map(|x| feasible(x).into_iter().map(|p| p.0))
+        .chain(budget)
+        .collect();
+    let thr: Vec<f64> = s
+        .iter()
+        .flat_map(|x| feasible(x).into_iter().map(|p| p.1))
+        .collect();
+    let f = Frame {
+        rect,
+        x: Axis::log(&format!("{boundary} power (W)"), powers),
+        y: Axis::log(&format!("throughput ({unit}/s)"), thr),
+    };
+    doc.axes(&f);
+    if let Some(b) = budget {
+        doc.line(
+            f.px(b),
+            rect.y,
+            f.px(b),
+            rect.y + rect.h,
+            "budget",
+            REFERENCE_STROKE,
+        );
+    }
+    for (i, x) in s.iter().enumerate() {
+        let st = Style::nth(i);
+        doc.open_group("system", Some(&format!("system-{i}")));
+        let pts = feasible(x);
+        let line: Vec<(f64, f64)> = pts.iter().map(|(p, t, _)| (f.px(*p), f.py(*t))).collect();
+        doc.polyline(&line, "series", &stroke(st, 1.8));
+        for (p, t, d) in &pts {
+            let data = format!(r#"data-system="{i}" data-devices="{d}" data-power="{p}""#);
+            let tip = format!(
+                "{}: {d} devices, {}W, {} {unit}/s",
+                x.system,
+                super::si(*p, ""),
+                super::si(*t, "")
+            );
+            doc.marker(
+                f.px(*p),
+                f.py(*t),
+                4.5,
+                st,
+                st.shape(),
+                true,
+                "point",
+                &data,
+                &tip,
+            );
+        }
+        doc.close_group();
+    }
+    if budget.is_some() {
+        doc.note(
+            rect.x,
+            h - 8.0,
+            "vertical line: the power budget",
+            Anchor::Start,
+        );
+    }
+    doc.finish(out)
+}
