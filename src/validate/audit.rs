@@ -219,19 +219,25 @@ fn lower_claim(cx: &mut Ctx, s: &ClaimSpec) -> Option<Figures> {
 }
 
 /// Largest power `devices` devices of `sys` can draw: the nodes that hold them at rated power
-/// (devices at TDP, hosts, NICs, other parts; the node's power limit when larger), their share of
-/// the switches, times the PUE.
+/// (each device at its power limit, as the estimate throttles it: its TDP or its share of a node or
+/// facility limit; hosts, NICs, other parts; the node's power limit when larger), their share of
+/// the switches, network and weight
+/// store (`System::power_parts`, as the estimate splits them), times the PUE.
 pub fn max_power(sys: &System, devices: u64) -> f64 {
     let per_node = sys.node.devices.max(1) as u64;
     let nodes = devices.div_ceil(per_node) as f64;
-    let node_parts = per_node as f64 * sys.device.tdp
-        + sys.node.host_power
-        + sys.node.nic_power
-        + sys.node.other_power;
-    let node = sys.node.power_limit.unwrap_or(0.0).max(node_parts);
-    let switches = sys.overhead_power()
-        - (sys.node.host_power + sys.node.nic_power + sys.node.other_power) * sys.nodes as f64;
-    let share = switches.max(0.0) * nodes / sys.nodes.max(1) as f64;
+    let cap = sys.power_cap();
+    let limit = if cap > 0.0 {
+        sys.device.tdp.min(cap)
+    } else {
+        sys.device.tdp
+    };
+    let p = sys.power_parts();
+    let parts = per_node as f64 * limit + p.node / sys.nodes.max(1) as f64;
+    // the node's own rating, where larger, bounds what it can draw (parts the file leaves out)
+    let node = sys.node.power_limit.unwrap_or(0.0).max(parts);
+    let shared = p.scale_up_switches + p.scale_out_switches + p.weight_store;
+    let share = shared * nodes / sys.nodes.max(1) as f64;
     (nodes * node + share) * sys.pue
 }
 

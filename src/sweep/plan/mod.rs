@@ -50,8 +50,9 @@ pub struct Skipped {
 pub struct Constraints {
     /// W, facility power of the devices used.
     pub power_budget: Option<f64>,
-    /// W: a budget the devices throttle to meet (each device's limit its share of it).
-    #[serde(default)]
+    /// W: a budget the devices throttle to meet (each device's limit its share of it). Left out
+    /// of the summary when absent, so sweeps without one keep their fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_cap: Option<f64>,
     /// Bytes free per device after placement.
     pub memory_floor: Option<f64>,
