@@ -55,6 +55,7 @@ fn gemm_program(m: f64, n: f64, k: f64) -> Program {
             phase: Phase::Forward,
         }],
         comms: vec![],
+        stages: Vec::new(),
         micro_batches: 1.0,
         bubble: 0.0,
         footprint: Footprint::default(),

@@ -127,8 +127,17 @@ pub fn eval(p: &Program, m: &Machine) -> Eval {
     eval_traced(p, m, None)
 }
 
+/// What one stage class yields on a machine: its time per section, busy time, dynamic energy per
+/// device per step.
+#[derive(Clone, Copy, Default)]
+struct StageEval {
+    br: [Breakdown; 2],
+    dyn_energy: f64,
+}
+
 /// [`eval`], also recording the seconds per step each op and each collective takes (ops first,
-/// then comms, in program order; exposed time for collectives) when `trace` is given.
+/// then comms, in program order; exposed time for collectives; for a stage, its own time) when
+/// `trace` is given.
 pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -> Eval {
     let mut out = Eval {
         feasible: false,
@@ -144,73 +153,126 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         needed_bytes: p.footprint.total(),
         available_bytes: m[t::SRAM_CAPACITY].max(m[t::HBM_CAPACITY]),
     };
-    let Some((wt, at)) = place(&p.footprint, m) else {
-        out.reason_code = REASON_MEMORY;
-        return out;
+    if let Some(tr) = trace.as_deref_mut() {
+        tr.clear();
+        tr.resize(p.ops.len() + p.comms.len(), 0.0);
+    }
+    // no allocation on the sweep's hot path: the implicit stage lives on the stack
+    let implicit;
+    let stages: &[Stage] = if p.stages.is_empty() {
+        implicit = [Stage {
+            name: Name::Borrowed("all"),
+            ops: 0..p.ops.len(),
+            comms: 0..p.comms.len(),
+            repeat: 1.0,
+            devices: p.devices,
+            footprint: p.footprint,
+        }];
+        &implicit
+    } else {
+        &p.stages[..p.stages.len().min(MAX_STAGES)]
     };
-    out.weights_tier = wt;
-    out.working_tier = at;
-    let (e_w, e_a) = (tier_energy(wt, m), tier_energy(at, m));
-
-    // sections: [micro-batch, step]
-    let mut br = [Breakdown::default(); 2];
-    let mut busy = [0.0f64; 2];
-    let mut bwd_mb = 0.0;
-    let mut dyn_energy = 0.0;
     let mb_mult = p.micro_batches;
-    for op in &p.ops {
-        let Some(OpTime {
-            compute: t_c,
-            memory: t_m,
-            ..
-        }) = op_time(op, m, wt, at)
-        else {
-            out.reason_code = REASON_NO_COMPUTE;
+    let mut evs = [StageEval::default(); MAX_STAGES];
+    for (k, st) in stages.iter().enumerate() {
+        // Each stage places its own data: the first that does not fit makes the point infeasible.
+        let Some((wt, at)) = place(&st.footprint, m) else {
+            out.reason_code = REASON_MEMORY;
+            out.needed_bytes = st.footprint.total();
             return out;
         };
-        let s = op.section as usize;
-        let b = &mut br[s];
-        if t_c >= t_m {
-            b.compute += t_c * op.count;
-        } else {
-            b.memory += t_m * op.count;
+        if k == 0 {
+            out.weights_tier = wt;
+            out.working_tier = at;
         }
-        b.other += m[t::KERNEL_OVERHEAD] * op.count;
-        let t = (t_c.max(t_m) + m[t::KERNEL_OVERHEAD]) * op.count;
-        busy[s] += t;
-        if s == 0 && op.phase == Phase::Backward {
-            bwd_mb += t;
+        let (e_w, e_a) = (tier_energy(wt, m), tier_energy(at, m));
+        // sections: [micro-batch, step]
+        let mut br = [Breakdown::default(); 2];
+        let mut busy = [0.0f64; 2];
+        let mut bwd_mb = 0.0;
+        let mut dyn_energy = 0.0;
+        for i in st.ops.clone() {
+            let op = &p.ops[i];
+            let Some(OpTime {
+                compute: t_c,
+                memory: t_m,
+                ..
+            }) = op_time(op, m, wt, at)
+            else {
+                out.reason_code = REASON_NO_COMPUTE;
+                return out;
+            };
+            let s = op.section as usize;
+            let b = &mut br[s];
+            if t_c >= t_m {
+                b.compute += t_c * op.count;
+            } else {
+                b.memory += t_m * op.count;
+            }
+            b.other += m[t::KERNEL_OVERHEAD] * op.count;
+            let t = (t_c.max(t_m) + m[t::KERNEL_OVERHEAD]) * op.count;
+            busy[s] += t;
+            if s == 0 && op.phase == Phase::Backward {
+                bwd_mb += t;
+            }
+            let mult = if s == 0 { mb_mult } else { 1.0 };
+            if let Some(tr) = trace.as_deref_mut() {
+                tr[i] = t * mult;
+            }
+            dyn_energy += mult
+                * op.count
+                * (op.flops * m[t::ENERGY_PER_FLOP + op.precision]
+                    + op.weight_bytes * e_w
+                    + op.act_bytes * e_a);
         }
-        let mult = if s == 0 { mb_mult } else { 1.0 };
-        if let Some(tr) = trace.as_deref_mut() {
-            tr.push(t * mult);
+        for i in st.comms.clone() {
+            let c = &p.comms[i];
+            let (t, bu, bo) = collective(c, m);
+            let s = c.section as usize;
+            let t = t * c.count;
+            let exposed = match c.overlap {
+                Overlap::None => t,
+                Overlap::Backward => (t - bwd_mb).max(0.0),
+                Overlap::Compute => (t - busy[s]).max(0.0),
+            };
+            br[s].communication += exposed;
+            let mult = if s == 0 { mb_mult } else { 1.0 };
+            if let Some(tr) = trace.as_deref_mut() {
+                tr[p.ops.len() + i] = exposed * mult;
+            }
+            dyn_energy += mult * c.count * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY]);
         }
-        dyn_energy += mult
-            * op.count
-            * (op.flops * m[t::ENERGY_PER_FLOP + op.precision]
-                + op.weight_bytes * e_w
-                + op.act_bytes * e_a);
+        evs[k] = StageEval { br, dyn_energy };
     }
-    for c in &p.comms {
-        let (t, bu, bo) = collective(c, m);
-        let s = c.section as usize;
-        let t = t * c.count;
-        let exposed = match c.overlap {
-            Overlap::None => t,
-            Overlap::Backward => (t - bwd_mb).max(0.0),
-            Overlap::Compute => (t - busy[s]).max(0.0),
-        };
-        br[s].communication += exposed;
-        let mult = if s == 0 { mb_mult } else { 1.0 };
-        if let Some(tr) = trace.as_deref_mut() {
-            tr.push(exposed * mult);
+    // The round: micro-batches × the slowest stage (plus the bubble), or the chain of all stages
+    // when it is longer (fewer micro-batches in flight than stages); the step section is bounded
+    // by its slowest stage.
+    let (mut k_mb, mut t_max, mut chain) = (0, f64::NEG_INFINITY, 0.0);
+    let (mut k_st, mut t_st) = (0, f64::NEG_INFINITY);
+    for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
+        let t_mb = e.br[0].total();
+        if t_mb > t_max {
+            (k_mb, t_max) = (k, t_mb);
         }
-        dyn_energy += mult * c.count * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY]);
+        chain += st.repeat * t_mb;
+        let ts = e.br[1].total();
+        if ts > t_st {
+            (k_st, t_st) = (k, ts);
+        }
     }
-    let t_mb = br[0].total();
-    let mut total = br[0].scale(p.micro_batches);
-    total.bubble += p.bubble * t_mb;
-    total.add(&br[1]);
+    let pipelined = p.micro_batches * t_max + p.bubble * t_max;
+    let mut total = if pipelined >= chain {
+        let mut b = evs[k_mb].br[0].scale(p.micro_batches);
+        b.bubble += p.bubble * t_max;
+        b
+    } else {
+        let mut b = Breakdown::default();
+        for (e, st) in evs.iter().zip(stages.iter()) {
+            b.add(&e.br[0].scale(st.repeat));
+        }
+        b
+    };
+    total.add(&evs[k_st].br[1]);
     let t_step = total.total();
     out.step_time = t_step;
     out.breakdown = total;
@@ -219,8 +281,11 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         return out;
     }
     // Power: each device idles plus its dynamic energy over the step, capped at TDP.
-    let dev_power = (m[t::IDLE_POWER] + dyn_energy / t_step).min(m[t::TDP]);
-    let power = p.devices * (dev_power + m[t::OVERHEAD_POWER]) * m[t::PUE];
+    let mut power = 0.0;
+    for (e, st) in evs.iter().zip(stages.iter()) {
+        let dev_power = (m[t::IDLE_POWER] + e.dyn_energy / t_step).min(m[t::TDP]);
+        power += st.repeat * (st.devices * (dev_power + m[t::OVERHEAD_POWER]) * m[t::PUE]);
+    }
     out.average_power = power;
     out.energy_per_step = power * t_step;
     out.throughput = p.units_per_step / t_step;

@@ -58,16 +58,29 @@ impl Outcome {
     /// From a `cpu::eval` result of program `p` on machine `m`.
     #[inline]
     pub fn from_eval(index: u64, p: &Program, m: &Machine, e: &Eval) -> Outcome {
-        let f = &p.footprint;
+        // the least headroom over the stages (each places its own data)
         let headroom = if e.reason_code == reason::MEMORY {
             e.available_bytes - e.needed_bytes
         } else {
-            match (e.weights_tier, e.working_tier) {
-                (Tier::External, Tier::Sram) => m[t::SRAM_CAPACITY] - f.working(),
-                (Tier::External, _) => m[t::HBM_CAPACITY] - f.working(),
-                (_, Tier::Sram) => m[t::SRAM_CAPACITY] - f.total(),
-                _ => m[t::HBM_CAPACITY] - f.total(),
+            let mut h = f64::INFINITY;
+            let one = [p.footprint];
+            let fps: Vec<_>;
+            let fps: &[crate::engine::program::Footprint] = if p.stages.is_empty() {
+                &one
+            } else {
+                fps = p.stages.iter().map(|s| s.footprint).collect();
+                &fps
+            };
+            for f in fps {
+                let x = match crate::engine::cpu::place(f, m) {
+                    Some((Tier::External, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.working(),
+                    Some((Tier::External, _)) => m[t::HBM_CAPACITY] - f.working(),
+                    Some((_, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.total(),
+                    _ => m[t::HBM_CAPACITY] - f.total(),
+                };
+                h = h.min(x);
             }
+            h
         };
         let reason = match e.reason_code {
             reason::OK | reason::MEMORY => e.reason_code,
