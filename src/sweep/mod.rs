@@ -62,25 +62,21 @@ impl Outcome {
         let headroom = if e.reason_code == reason::MEMORY {
             e.available_bytes - e.needed_bytes
         } else {
-            let mut h = f64::INFINITY;
-            let one = [p.footprint];
-            let fps: Vec<_>;
-            let fps: &[crate::engine::program::Footprint] = if p.stages.is_empty() {
-                &one
-            } else {
-                fps = p.stages.iter().map(|s| s.footprint).collect();
-                &fps
+            let room = |f: &crate::engine::program::Footprint| match crate::engine::cpu::place(f, m)
+            {
+                Some((Tier::External, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.working(),
+                Some((Tier::External, _)) => m[t::HBM_CAPACITY] - f.working(),
+                Some((_, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.total(),
+                _ => m[t::HBM_CAPACITY] - f.total(),
             };
-            for f in fps {
-                let x = match crate::engine::cpu::place(f, m) {
-                    Some((Tier::External, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.working(),
-                    Some((Tier::External, _)) => m[t::HBM_CAPACITY] - f.working(),
-                    Some((_, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.total(),
-                    _ => m[t::HBM_CAPACITY] - f.total(),
-                };
-                h = h.min(x);
+            if p.stages.is_empty() {
+                room(&p.footprint)
+            } else {
+                p.stages
+                    .iter()
+                    .map(|s| room(&s.footprint))
+                    .fold(f64::INFINITY, f64::min)
             }
-            h
         };
         let reason = match e.reason_code {
             reason::OK | reason::MEMORY => e.reason_code,
