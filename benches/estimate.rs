@@ -1,5 +1,7 @@
 //! One estimate of Llama 3.1 405B training on 8,192 H100s (lowering + evaluation), and the full
-//! `--mapping auto` search for it. Targets: ≤ 10 µs per estimate, ≤ 0.1 s per search.
+//! `--mapping auto` search for it. Targets: ≤ 10 µs per estimate, ≤ 0.1 s per search. And the
+//! per-layer inference pipeline (issue 11): evaluating IBM's 15-stage NorthPole layout, and the
+//! search over placements that finds it.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
@@ -61,6 +63,26 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(search::search(&sys, &w, n, Objective::Time).ranked.len()))
     });
     g.finish();
+
+    let np = tessera::model::system::load_system("architectures/northpole-16.ron", &Disk)
+        .value
+        .expect("northpole-16 loads");
+    let gw = tessera::model::workload::load_workload("workloads/granite-3b-northpole.ron", &Disk)
+        .value
+        .expect("granite-3b loads");
+    let plan = tessera::model::mapping::MappingPlan {
+        pp: Some(16),
+        ..Default::default()
+    };
+    let m = Mapping::resolve(&plan, 16, 0).expect("pipeline resolves");
+    let mach = lower::machine(&np, 16);
+    let p = lower::lower(&np, &gw, &m, 16).unwrap();
+    c.bench_function("estimate/eval only 3B pipeline on NorthPole-16", |b| {
+        b.iter(|| black_box(cpu::eval(black_box(&p), &mach)))
+    });
+    c.bench_function("search/auto placement 3B on NorthPole-16", |b| {
+        b.iter(|| black_box(search::search(&np, &gw, 16, Objective::Time).ranked.len()))
+    });
 }
 
 criterion_group!(benches, bench);

@@ -55,6 +55,7 @@ fn gemm_program(m: f64, n: f64, k: f64) -> Program {
             phase: Phase::Forward,
         }],
         comms: vec![],
+        stages: Vec::new(),
         micro_batches: 1.0,
         bubble: 0.0,
         footprint: Footprint::default(),
@@ -524,4 +525,76 @@ fn scaling_efficiency_above_one_names_its_cause() {
             }
         }
     }
+}
+
+/// Two stage classes of a per-layer pipeline: 3 stages that each read 3.35 GB of weights (1 ms
+/// on the H100's 3.35 TB/s) and 1 stage that reads 6.7 GB (2 ms), on 1 and 2 devices.
+fn two_stage_program(micro_batches: f64) -> Program {
+    let op = |name: &'static str, bytes: f64| Op {
+        name: name.into(),
+        matrix: true,
+        precision: Precision::Bf16.index(),
+        flops: 0.0,
+        weight_bytes: bytes,
+        act_bytes: 0.0,
+        count: 1.0,
+        section: Section::MicroBatch,
+        phase: Phase::Forward,
+    };
+    let fp = |w: f64| Footprint {
+        weights: w,
+        ..Footprint::default()
+    };
+    Program {
+        ops: vec![op("layers", 3.35e9), op("head", 6.7e9)],
+        comms: vec![],
+        stages: vec![
+            Stage {
+                name: "layers".into(),
+                ops: 0..1,
+                comms: 0..0,
+                repeat: 3.0,
+                devices: 1.0,
+                footprint: fp(3.35e9),
+            },
+            Stage {
+                name: "head".into(),
+                ops: 1..2,
+                comms: 0..0,
+                repeat: 1.0,
+                devices: 2.0,
+                footprint: fp(90e9),
+            },
+        ],
+        micro_batches,
+        bubble: 0.0,
+        footprint: fp(90e9),
+        devices: 5.0,
+        units_per_step: micro_batches,
+        unit: "tokens",
+        model_flops_per_step: 0.0,
+        mfu_precision: Precision::Bf16.index(),
+        steps: None,
+    }
+}
+
+#[test]
+fn a_pipeline_round_is_the_slowest_stage_or_the_chain() {
+    let mut m = h100();
+    m[t::HBM_CAPACITY] = 100e9;
+    // 8 micro-batches in flight: 8 × the 2 ms head stage = 16 ms > the chain 3 × 1 + 2 = 5 ms.
+    let e = eval(&two_stage_program(8.0), &m);
+    assert!(e.feasible);
+    assert_relative_eq!(e.step_time, 16e-3, max_relative = 1e-12);
+    // One micro-batch: the chain, 3 × 1 ms + 2 ms = 5 ms (> 1 × 2 ms).
+    let e = eval(&two_stage_program(1.0), &m);
+    assert_relative_eq!(e.step_time, 5e-3, max_relative = 1e-12);
+    assert_relative_eq!(e.breakdown.memory, 5e-3, max_relative = 1e-12);
+    // Power per stage class: 5 devices idle at 100 W; dynamic energy 0 (no energy figures).
+    assert_relative_eq!(e.average_power, 500.0, max_relative = 1e-12);
+    // Memory per stage: the head stage's 90 GB does not fit 80 GB, the layer stages' would.
+    m[t::HBM_CAPACITY] = 80e9;
+    let e = eval(&two_stage_program(1.0), &m);
+    assert!(!e.feasible);
+    assert_eq!(e.needed_bytes, 90e9);
 }

@@ -164,6 +164,24 @@ fn plans() -> Vec<Plan> {
             ],
             "LatinHypercube(points: 500, seed: 9)",
         ),
+        // near-memory inference: a per-layer pipeline of stage classes that differ (layer
+        // stages, a head stage on its own devices), pipelined or chained rounds, SRAM placement
+        plan_of(
+            "northpole-16",
+            "granite-3b-northpole",
+            &format!(
+                "{}/workloads/mappings/northpole-granite-3b-pipeline.ron",
+                std::env::current_dir().unwrap().to_string_lossy()
+            ),
+            &[
+                ("sram.bandwidth", "\"1 TB/s .. 40 TB/s log\""),
+                ("sram.capacity", "\"100 MB .. 400 MB\""),
+                ("device.peak.int8", "\"50 TOP/s .. 800 TOP/s log\""),
+                ("scale_up.latency", "\"0.5 us .. 50 us log\""),
+                ("device.efficiency.kernel_overhead", "\"0 us .. 20 us\""),
+            ],
+            "Random(points: 400, seed: 21)",
+        ),
     ]
 }
 
@@ -436,6 +454,7 @@ fn placement_with_an_absent_tier_agrees_with_the_cpu() {
             phase: Phase::Forward,
         }],
         comms: Vec::new(),
+        stages: Vec::new(),
         micro_batches: 1.0,
         bubble: 0.0,
         footprint: Footprint {

@@ -111,6 +111,11 @@ const EXPECT: &[(&str, &str, &str)] = &[
         "8:11",
         "inference tasks are modelled for transformers",
     ),
+    (
+        "mapping-stages-head-not-last",
+        "6:18",
+        "stage 1 holds no layers but is not the last stage",
+    ),
 ];
 
 /// Files whose error `tessera` currently places on the enclosing enum variant (`model:

@@ -36,6 +36,9 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
                 if m.sp { ", sequence parallel" } else { "" }
             ),
         ));
+        if let Some(st) = &m.stages {
+            r.push(("pipeline stages".into(), st.clone()));
+        }
     }
     if e.feasible {
         r.push(("step time".into(), si(e.step_time_s, "s")));

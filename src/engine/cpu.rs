@@ -198,6 +198,13 @@ impl Demand {
         })
     }
 
+    /// Device power at an operating point set by another demand (W): static power plus this
+    /// demand's dynamic energy, at that point's voltage, over its step.
+    pub fn power_with(&self, m: &Machine, o: &Operating) -> f64 {
+        let v = voltage(m, o.clock * o.stretch);
+        m[t::IDLE_POWER] + (self.flop_energy * v * v + self.other_energy) / o.time
+    }
+
     /// Device power at an operating point (W): the limit itself where the limit set the point
     /// (the solution of power = limit, stated exactly so that points a limit pins tie exactly).
     pub fn power_at(&self, m: &Machine, o: &Operating) -> f64 {
@@ -273,8 +280,21 @@ pub fn eval(p: &Program, m: &Machine) -> Eval {
     eval_traced(p, m, None)
 }
 
+/// What one stage class yields on a machine: its time per section, busy time, dynamic energy per
+/// device per step.
+#[derive(Clone, Copy, Default)]
+struct StageEval {
+    br: [Breakdown; 2],
+    /// Per device, at full clock: the FLOPs' dynamic energy, and that of bytes and links.
+    flop_energy: f64,
+    dyn_energy: f64,
+    /// Where the stage keeps its state (the weight store's power counts only when it is used).
+    weights: Tier,
+}
+
 /// [`eval`], also recording the seconds per step each op and each collective takes (ops first,
-/// then comms, in program order; exposed time for collectives) when `trace` is given.
+/// then comms, in program order; exposed time for collectives; for a stage, its own time) when
+/// `trace` is given.
 pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -> Eval {
     let mut out = Eval {
         feasible: false,
@@ -293,73 +313,132 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         device_power: 0.0,
         demand_power: 0.0,
     };
-    let Some((wt, at)) = place(&p.footprint, m) else {
-        out.reason_code = REASON_MEMORY;
-        return out;
+    if let Some(tr) = trace.as_deref_mut() {
+        tr.clear();
+        tr.resize(p.ops.len() + p.comms.len(), 0.0);
+    }
+    // no allocation on the sweep's hot path: the implicit stage lives on the stack
+    let implicit;
+    let stages: &[Stage] = if p.stages.is_empty() {
+        implicit = [Stage {
+            name: Name::Borrowed("all"),
+            ops: 0..p.ops.len(),
+            comms: 0..p.comms.len(),
+            repeat: 1.0,
+            devices: p.devices,
+            footprint: p.footprint,
+        }];
+        &implicit
+    } else {
+        &p.stages[..p.stages.len().min(MAX_STAGES)]
     };
-    out.weights_tier = wt;
-    out.working_tier = at;
-    let (e_w, e_a) = (tier_energy(wt, m), tier_energy(at, m));
-
-    // sections: [micro-batch, step]
-    let mut br = [Breakdown::default(); 2];
-    let mut busy = [0.0f64; 2];
-    let mut bwd_mb = 0.0;
-    // dynamic energy per device per step at full clock: of the FLOPs (scales with voltage²
-    // when the clock throttles), and of memory and link traffic (does not)
-    let mut flop_energy = 0.0;
-    let mut dyn_energy = 0.0;
     let mb_mult = p.micro_batches;
-    for op in &p.ops {
-        let Some(OpTime {
-            compute: t_c,
-            memory: t_m,
-            ..
-        }) = op_time(op, m, wt, at)
-        else {
-            out.reason_code = REASON_NO_COMPUTE;
+    let mut evs = [StageEval::default(); MAX_STAGES];
+    for (k, st) in stages.iter().enumerate() {
+        // Each stage places its own data: the first that does not fit makes the point infeasible.
+        let Some((wt, at)) = place(&st.footprint, m) else {
+            out.reason_code = REASON_MEMORY;
+            out.needed_bytes = st.footprint.total();
             return out;
         };
-        let s = op.section as usize;
-        let b = &mut br[s];
-        if t_c >= t_m {
-            b.compute += t_c * op.count;
-        } else {
-            b.memory += t_m * op.count;
+        if k == 0 {
+            out.weights_tier = wt;
+            out.working_tier = at;
         }
-        b.other += m[t::KERNEL_OVERHEAD] * op.count;
-        let t = (t_c.max(t_m) + m[t::KERNEL_OVERHEAD]) * op.count;
-        busy[s] += t;
-        if s == 0 && op.phase == Phase::Backward {
-            bwd_mb += t;
+        let (e_w, e_a) = (tier_energy(wt, m), tier_energy(at, m));
+        // sections: [micro-batch, step]
+        let mut br = [Breakdown::default(); 2];
+        let mut busy = [0.0f64; 2];
+        let mut bwd_mb = 0.0;
+        // dynamic energy per device per step at full clock: of the FLOPs (scales with voltage²
+        // when the clock throttles), and of memory and link traffic (does not)
+        let mut flop_energy = 0.0;
+        let mut dyn_energy = 0.0;
+        for i in st.ops.clone() {
+            let op = &p.ops[i];
+            let Some(OpTime {
+                compute: t_c,
+                memory: t_m,
+                ..
+            }) = op_time(op, m, wt, at)
+            else {
+                out.reason_code = REASON_NO_COMPUTE;
+                return out;
+            };
+            let s = op.section as usize;
+            let b = &mut br[s];
+            if t_c >= t_m {
+                b.compute += t_c * op.count;
+            } else {
+                b.memory += t_m * op.count;
+            }
+            b.other += m[t::KERNEL_OVERHEAD] * op.count;
+            let t = (t_c.max(t_m) + m[t::KERNEL_OVERHEAD]) * op.count;
+            busy[s] += t;
+            if s == 0 && op.phase == Phase::Backward {
+                bwd_mb += t;
+            }
+            let mult = if s == 0 { mb_mult } else { 1.0 };
+            if let Some(tr) = trace.as_deref_mut() {
+                tr[i] = t * mult;
+            }
+            flop_energy += mult * op.count * op.flops * m[t::ENERGY_PER_FLOP + op.precision];
+            dyn_energy += mult * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
-        let mult = if s == 0 { mb_mult } else { 1.0 };
-        if let Some(tr) = trace.as_deref_mut() {
-            tr.push(t * mult);
+        for i in st.comms.clone() {
+            let c = &p.comms[i];
+            let (t, bu, bo) = collective(c, m);
+            let s = c.section as usize;
+            let t = t * c.count;
+            let exposed = match c.overlap {
+                Overlap::None => t,
+                Overlap::Backward => (t - bwd_mb).max(0.0),
+                Overlap::Compute => (t - busy[s]).max(0.0),
+            };
+            br[s].communication += exposed;
+            let mult = if s == 0 { mb_mult } else { 1.0 };
+            if let Some(tr) = trace.as_deref_mut() {
+                tr[p.ops.len() + i] = exposed * mult;
+            }
+            dyn_energy += mult * c.count * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY]);
         }
-        flop_energy += mult * op.count * op.flops * m[t::ENERGY_PER_FLOP + op.precision];
-        dyn_energy += mult * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
-    }
-    for c in &p.comms {
-        let (t, bu, bo) = collective(c, m);
-        let s = c.section as usize;
-        let t = t * c.count;
-        let exposed = match c.overlap {
-            Overlap::None => t,
-            Overlap::Backward => (t - bwd_mb).max(0.0),
-            Overlap::Compute => (t - busy[s]).max(0.0),
+        evs[k] = StageEval {
+            br,
+            flop_energy,
+            dyn_energy,
+            weights: wt,
         };
-        br[s].communication += exposed;
-        let mult = if s == 0 { mb_mult } else { 1.0 };
-        if let Some(tr) = trace.as_deref_mut() {
-            tr.push(exposed * mult);
-        }
-        dyn_energy += mult * c.count * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY]);
     }
-    let t_mb = br[0].total();
-    let mut total = br[0].scale(p.micro_batches);
-    total.bubble += p.bubble * t_mb;
-    total.add(&br[1]);
+    // The round: micro-batches × the slowest stage (plus the bubble), or the chain of all stages
+    // when it is longer (fewer micro-batches in flight than stages); the step section is bounded
+    // by its slowest stage.
+    let (mut k_mb, mut t_max, mut chain) = (0, f64::NEG_INFINITY, 0.0);
+    let (mut k_st, mut t_st) = (0, f64::NEG_INFINITY);
+    for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
+        let t_mb = e.br[0].total();
+        if t_mb > t_max {
+            (k_mb, t_max) = (k, t_mb);
+        }
+        chain += st.repeat * t_mb;
+        let ts = e.br[1].total();
+        if ts > t_st {
+            (k_st, t_st) = (k, ts);
+        }
+    }
+    let pipelined = p.micro_batches * t_max + p.bubble * t_max;
+    let in_pipeline = pipelined >= chain;
+    let mut total = if in_pipeline {
+        let mut b = evs[k_mb].br[0].scale(p.micro_batches);
+        b.bubble += p.bubble * t_max;
+        b
+    } else {
+        let mut b = Breakdown::default();
+        for (e, st) in evs.iter().zip(stages.iter()) {
+            b.add(&e.br[0].scale(st.repeat));
+        }
+        b
+    };
+    total.add(&evs[k_st].br[1]);
     let t_full = total.total();
     if !(t_full > 0.0 && t_full.is_finite()) {
         out.step_time = t_full;
@@ -367,14 +446,27 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         out.reason_code = REASON_NO_COMPUTE;
         return out;
     }
-    // Power: the device's operating point under its cap (DVFS), then the parts the boundary
-    // counts.
-    let clock_bound = br[0].compute * (p.micro_batches + p.bubble) + br[1].compute;
+    // Power: the devices' operating point under their limit (DVFS). The stages run in lockstep
+    // at one clock, set by the stage whose devices demand the most; then the parts the boundary
+    // counts, stage by stage.
+    let bubble_compute = if in_pipeline {
+        p.bubble * evs[k_mb].br[0].compute
+    } else {
+        0.0
+    };
+    let clock_bound = total.compute + bubble_compute;
+    let n = stages.len();
+    let hot = (0..n)
+        .max_by(|&a, &b| {
+            let e = |k: usize| evs[k].flop_energy + evs[k].dyn_energy;
+            e(a).total_cmp(&e(b))
+        })
+        .unwrap_or(0);
     let demand = Demand {
         clock_bound,
         rest: t_full - clock_bound,
-        flop_energy,
-        other_energy: dyn_energy,
+        flop_energy: evs[hot].flop_energy,
+        other_energy: evs[hot].dyn_energy,
     };
     out.demand_power = demand.power(m, 1.0);
     let Some(op) = demand.operate(m) else {
@@ -387,9 +479,9 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     };
     let s = op.clock * op.stretch;
     if s < 1.0 {
-        // the clock-bound time stretches by 1/s, the bubble with the micro-batch it idles for
-        total.compute = (br[0].compute * p.micro_batches + br[1].compute) / s;
-        total.bubble = p.bubble * (t_mb + br[0].compute * (1.0 / s - 1.0));
+        // the clock-bound time stretches by 1/s, the bubble with the compute it idles for
+        total.compute /= s;
+        total.bubble += bubble_compute * (1.0 / s - 1.0);
     }
     if op.stretch > 1.0 {
         // duty-cycled below the lowest clock: every part of the step stretches
@@ -400,7 +492,20 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     out.breakdown = total;
     out.throttle = op.clock;
     out.device_power = demand.power_at(m, &op);
-    let power = p.devices * system_power(m, out.device_power, wt);
+    let mut power = 0.0;
+    for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
+        let dev = if k == hot {
+            out.device_power
+        } else {
+            Demand {
+                flop_energy: e.flop_energy,
+                other_energy: e.dyn_energy,
+                ..demand
+            }
+            .power_with(m, &op)
+        };
+        power += st.repeat * st.devices * system_power(m, dev, e.weights);
+    }
     out.average_power = power;
     out.energy_per_step = power * t_step;
     out.throughput = p.units_per_step / t_step;

@@ -22,6 +22,9 @@ pub struct MappingReport {
     pub micro_batch: u64,
     pub interleave: u64,
     pub recompute: Recompute,
+    /// Inference pipelines: the stages per model instance (runs of equal stages), when the
+    /// mapping places layers stage by stage.
+    pub stages: Option<String>,
 }
 
 impl From<&Mapping> for MappingReport {
@@ -37,6 +40,7 @@ impl From<&Mapping> for MappingReport {
             micro_batch: m.micro_batch,
             interleave: m.interleave,
             recompute: m.recompute,
+            stages: (m.placement.n > 0).then(|| m.placement.describe()),
         }
     }
 }

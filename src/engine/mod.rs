@@ -55,6 +55,8 @@ pub fn unit_of(w: &Workload) -> &'static str {
 pub fn default_micro_batch(w: &Workload) -> u64 {
     match (&w.model, &w.task) {
         (Model::Cnn(_), Task::Training(t)) => t.global_batch,
+        // requests per micro-batch: chosen by lowering from the pipeline depth
+        (_, Task::Inference(_)) => 0,
         _ => 1,
     }
 }

@@ -168,14 +168,38 @@ impl Footprint {
     }
 }
 
+/// The most stage classes a program may have (the WGSL kernel keeps one energy sum per class).
+pub const MAX_STAGES: usize = 8;
+
+/// A class of identical pipeline stages: `repeat` stages one after the other, each on `devices`
+/// devices (over all data-parallel replicas), running the operators `ops` and the collectives
+/// `comms` of the program once per micro-batch (and the step section once per step), holding
+/// `footprint` per device. A round of `micro_batches` micro-batches through the stages takes
+/// the longer of the pipelined time (micro-batches × the slowest stage, plus the bubble) and the
+/// chain (every stage once, one after the other: one micro-batch's way through the pipeline);
+/// the step section is bounded by its slowest stage (the stages work on it concurrently).
+#[derive(Clone, Debug, Serialize)]
+pub struct Stage {
+    pub name: Name,
+    pub ops: std::ops::Range<usize>,
+    pub comms: std::ops::Range<usize>,
+    pub repeat: f64,
+    pub devices: f64,
+    pub footprint: Footprint,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Program {
     pub ops: Vec<Op>,
     pub comms: Vec<Comm>,
+    /// Pipeline stage classes (at most [`MAX_STAGES`]); empty: one stage of all operators on
+    /// all [`Program::devices`] with [`Program::footprint`].
+    pub stages: Vec<Stage>,
     /// Micro-batches per step through one pipeline.
     pub micro_batches: f64,
     /// Pipeline bubble in units of one micro-batch's stage time: (pp − 1) / interleave.
     pub bubble: f64,
+    /// Per device; with stages, the largest stage's.
     pub footprint: Footprint,
     /// Devices this program runs on.
     pub devices: f64,
@@ -190,13 +214,32 @@ pub struct Program {
     pub steps: Option<f64>,
 }
 
+impl Program {
+    /// The stage classes, or the one implicit stage of a program without any.
+    pub fn stage_list(&self) -> Cow<'_, [Stage]> {
+        if self.stages.is_empty() {
+            Cow::Owned(vec![Stage {
+                name: "all".into(),
+                ops: 0..self.ops.len(),
+                comms: 0..self.comms.len(),
+                repeat: 1.0,
+                devices: self.devices,
+                footprint: self.footprint,
+            }])
+        } else {
+            Cow::Borrowed(&self.stages)
+        }
+    }
+}
+
 pub use super::table::Machine;
 
 /// Where a data class lives for one design point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     Sram,
+    #[default]
     Hbm,
     External,
 }

@@ -4,7 +4,7 @@
 use super::program::Eval;
 use super::reason::Reason;
 use super::{cpu, lower, Objective};
-use crate::model::mapping::{Mapping, Recompute};
+use crate::model::mapping::{Mapping, Placement, Recompute};
 use crate::model::system::System;
 use crate::model::workload::{Model, Task, Workload};
 use std::collections::BTreeMap;
@@ -130,6 +130,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 overlap_grad_reduce: true,
                                                 overlap,
                                                 order: base.order,
+                                                placement: base.placement,
                                             });
                                         }
                                     }
@@ -140,25 +141,43 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                 }
             }
         }
-        (Model::Transformer(t), Task::Inference(_)) => {
-            let dom = sys.scale_up_size().min(n).max(1);
-            for tp in pow2_upto(dom.min(t.heads))
+        (Model::Transformer(t), Task::Inference(inf)) => {
+            // Per-layer pipelines: for each tensor-parallel width and number of model instances
+            // (dp), every depth of layer stages the instance's devices allow, with the output
+            // head on the last layer stage or on the devices left over; and a few micro-batch
+            // sizes (0: the batch split evenly over the stages).
+            // (a stage may span domains: its all-reduces then cross the scale-out network)
+            for tp in pow2_upto(n.min(t.heads))
                 .into_iter()
                 .filter(|tp| t.heads % tp == 0)
             {
-                if n % tp != 0 {
-                    continue;
-                }
-                for pp in divisors(n / tp) {
-                    if pp > t.layers {
+                for dp in divisors(n) {
+                    let per = n / dp;
+                    if per < tp {
                         continue;
                     }
-                    out.push(Mapping {
-                        dp: n / (tp * pp),
-                        tp,
-                        pp,
-                        ..base
-                    });
+                    for s in 1..=(per / tp).min(t.layers) {
+                        let head = per - s * tp;
+                        if head > (4 * tp).max(per / 4) {
+                            continue;
+                        }
+                        let placement = Placement::balanced(t.layers, s, tp, head);
+                        let stages = placement.stages();
+                        let even = inf.batch.div_ceil(stages);
+                        let mut mbs = vec![0, 1, inf.batch];
+                        mbs.retain(|&b| b == 0 || (b != even && b <= inf.batch));
+                        mbs.dedup();
+                        for mb in mbs {
+                            out.push(Mapping {
+                                dp,
+                                tp,
+                                pp: stages,
+                                micro_batch: mb,
+                                placement,
+                                ..base
+                            });
+                        }
+                    }
                 }
             }
         }

@@ -41,6 +41,8 @@ pub struct MappingPlan {
     pub overlap_grad_reduce: Option<bool>,
     pub overlap: ExtraOverlap,
     pub order: Option<Vec<Dim>>,
+    /// Pipeline stages as written: (layers, devices) per stage.
+    pub stages: Option<Vec<(u64, u64)>>,
 }
 
 impl From<&MappingSpec> for MappingPlan {
@@ -59,7 +61,136 @@ impl From<&MappingSpec> for MappingPlan {
             overlap_grad_reduce: s.overlap_grad_reduce,
             overlap: ExtraOverlap::from_kinds(&s.overlap),
             order: s.order.clone(),
+            stages: s
+                .stages
+                .as_ref()
+                .map(|v| v.iter().map(|x| (x.layers, x.devices)).collect()),
         }
+    }
+}
+
+/// The most runs of differently shaped stages a placement holds (each becomes a stage class of
+/// the cost program, at most `engine::program::MAX_STAGES`).
+pub const MAX_STAGE_GROUPS: usize = 6;
+
+/// A run of identical pipeline stages: `stages` stages of `layers` consecutive layers, each on
+/// `devices` devices (tensor-parallel inside the stage).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StageGroup {
+    pub stages: u64,
+    pub layers: u64,
+    pub devices: u64,
+}
+
+/// A per-layer pipeline placement of one model instance: runs of stages in order. The embedding
+/// table sits on the first stage, the output head on the last (a last stage of no layers holds
+/// only the head). Empty (`n == 0`): the uniform `tp` × `pp` layout of the mapping.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    pub groups: [StageGroup; MAX_STAGE_GROUPS],
+    pub n: usize,
+}
+
+impl Placement {
+    /// Runs of equal neighbours in a list of (layers, devices) stages.
+    pub fn runs(stages: impl Iterator<Item = (u64, u64)>) -> usize {
+        let mut last = None;
+        let mut n = 0;
+        for s in stages {
+            if last != Some(s) {
+                n += 1;
+                last = Some(s);
+            }
+        }
+        n
+    }
+
+    /// From a list of (layers, devices) stages; `None` with more than [`MAX_STAGE_GROUPS`] runs.
+    pub fn from_stages(stages: &[(u64, u64)]) -> Option<Placement> {
+        let mut p = Placement::default();
+        for &(layers, devices) in stages {
+            if p.n > 0 {
+                let g = &mut p.groups[p.n - 1];
+                if g.layers == layers && g.devices == devices {
+                    g.stages += 1;
+                    continue;
+                }
+            }
+            if p.n == MAX_STAGE_GROUPS {
+                return None;
+            }
+            p.groups[p.n] = StageGroup {
+                stages: 1,
+                layers,
+                devices,
+            };
+            p.n += 1;
+        }
+        Some(p)
+    }
+
+    /// `layers` over `stages` stages of `tp` devices, as evenly as they go (the first stages take
+    /// one more where they do not divide), and the output head on `head` devices of its own
+    /// (0: on the last layer stage).
+    pub fn balanced(layers: u64, stages: u64, tp: u64, head: u64) -> Placement {
+        let stages = stages.clamp(1, layers.max(1));
+        let (q, r) = (layers / stages, layers % stages);
+        let mut p = Placement::default();
+        let mut push = |stages: u64, layers: u64, devices: u64| {
+            if stages > 0 {
+                p.groups[p.n] = StageGroup {
+                    stages,
+                    layers,
+                    devices,
+                };
+                p.n += 1;
+            }
+        };
+        push(r, q + 1, tp);
+        push(stages - r, q, tp);
+        if head > 0 {
+            push(1, 0, head);
+        }
+        p
+    }
+
+    /// The placement a uniform `tp` × `pp` mapping means: `pp` stages of `tp` devices; where pp
+    /// exceeds the layers, one layer per stage and the output head over the remaining devices.
+    pub fn uniform(layers: u64, tp: u64, pp: u64) -> Placement {
+        if pp <= layers {
+            Placement::balanced(layers, pp, tp, 0)
+        } else {
+            Placement::balanced(layers, layers, tp, (pp - layers) * tp)
+        }
+    }
+
+    pub fn groups(&self) -> &[StageGroup] {
+        &self.groups[..self.n]
+    }
+    /// Devices of one pipeline.
+    pub fn devices(&self) -> u64 {
+        self.groups().iter().map(|g| g.stages * g.devices).sum()
+    }
+    pub fn stages(&self) -> u64 {
+        self.groups().iter().map(|g| g.stages).sum()
+    }
+    pub fn layers(&self) -> u64 {
+        self.groups().iter().map(|g| g.stages * g.layers).sum()
+    }
+    /// As a compact string: `14×(1 layer, 1 device) + 1×(head, 2 devices)`.
+    pub fn describe(&self) -> String {
+        self.groups()
+            .iter()
+            .map(|g| {
+                let what = if g.layers == 0 {
+                    "head".to_string()
+                } else {
+                    format!("{} layer{}", g.layers, if g.layers == 1 { "" } else { "s" })
+                };
+                format!("{}×({what}, {} dev)", g.stages, g.devices)
+            })
+            .collect::<Vec<_>>()
+            .join(" + ")
     }
 }
 
@@ -82,6 +213,9 @@ pub struct Mapping {
     pub overlap: ExtraOverlap,
     /// Parallel dimensions from innermost (nearest devices) to outermost.
     pub order: [Dim; 4],
+    /// Inference: the per-layer pipeline of one instance (`n == 0`: uniform `tp` × `pp`). With
+    /// one, `pp` is its stage count and `tp` its first stage's devices.
+    pub placement: Placement,
 }
 
 /// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
@@ -114,7 +248,11 @@ impl ExtraOverlap {
 
 impl Mapping {
     pub fn devices(&self) -> u64 {
-        self.dp * self.tp * self.pp * self.cp
+        if self.placement.n > 0 {
+            self.dp * self.placement.devices() * self.cp
+        } else {
+            self.dp * self.tp * self.pp * self.cp
+        }
     }
 
     /// A single-device mapping.
@@ -133,6 +271,7 @@ impl Mapping {
             overlap_grad_reduce: true,
             overlap: ExtraOverlap::default(),
             order: DEFAULT_ORDER,
+            placement: Placement::default(),
         }
     }
 
@@ -163,17 +302,39 @@ impl Mapping {
         devices: u64,
         default_micro_batch: u64,
     ) -> Result<Mapping, String> {
-        let tp = spec.tp.unwrap_or(1).max(1);
-        let pp = spec.pp.unwrap_or(1).max(1);
+        let placement = match &spec.stages {
+            Some(st) => match Placement::from_stages(st) {
+                Some(p) if p.n > 0 => p,
+                _ => {
+                    return Err(format!(
+                        "the stages must form 1 to {MAX_STAGE_GROUPS} runs of equal stages"
+                    ))
+                }
+            },
+            None => Placement::default(),
+        };
+        let (tp, pp) = if placement.n > 0 {
+            (placement.groups[0].devices.max(1), placement.stages())
+        } else {
+            (spec.tp.unwrap_or(1).max(1), spec.pp.unwrap_or(1).max(1))
+        };
         let cp = spec.cp.unwrap_or(1).max(1);
-        let inner = tp * pp * cp;
+        let inner = if placement.n > 0 {
+            placement.devices().max(1) * cp
+        } else {
+            tp * pp * cp
+        };
         let dp = match spec.dp {
             Some(d) => d.max(1),
             None => {
                 if devices % inner != 0 {
-                    return Err(format!(
-                        "tp × pp × cp = {tp} × {pp} × {cp} = {inner} does not divide {devices} devices"
-                    ));
+                    return Err(if placement.n > 0 {
+                        format!("the stages' {inner} devices do not divide {devices} devices")
+                    } else {
+                        format!(
+                            "tp × pp × cp = {tp} × {pp} × {cp} = {inner} does not divide {devices} devices"
+                        )
+                    });
                 }
                 devices / inner
             }
@@ -186,7 +347,11 @@ impl Mapping {
             cp,
             sp: spec.sp.unwrap_or(tp > 1),
             zero: spec.zero.unwrap_or(1),
-            micro_batch: spec.micro_batch.unwrap_or(default_micro_batch).max(1),
+            // 0 (an inference default): requests per micro-batch chosen by lowering
+            micro_batch: spec
+                .micro_batch
+                .map(|v| v.max(1))
+                .unwrap_or(default_micro_batch),
             interleave: spec.interleave.unwrap_or(1).max(1),
             recompute: spec.recompute.unwrap_or(Recompute::None),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
@@ -202,6 +367,7 @@ impl Mapping {
                     }
                 },
             },
+            placement,
         };
         if m.devices() != devices {
             return Err(format!(

@@ -49,9 +49,28 @@ pub struct MappingSpec {
     /// parallelism inside the scale-up domain, pipeline stages outermost.
     #[serde(default)]
     pub order: Option<Vec<Dim>>,
+    /// Inference: the pipeline stages in order, each a block of consecutive layers on its own
+    /// devices (tensor-parallel inside the stage). The embedding table sits on the first stage,
+    /// the output head on the last; a last stage of `layers: 0` holds only the head. Replaces
+    /// `tp` and `pp`.
+    #[serde(default)]
+    pub stages: Option<Vec<StageSpec>>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+}
+
+/// One pipeline stage: `layers` consecutive transformer layers on `devices` devices.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(deny_unknown_fields, rename = "Stage")]
+pub struct StageSpec {
+    pub layers: u64,
+    #[serde(default = "one")]
+    pub devices: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]

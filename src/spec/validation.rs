@@ -59,7 +59,7 @@ pub enum CaseMapping {
     /// The best mapping `--mapping auto` finds (minimum step time).
     Auto,
     /// Written out here.
-    Given(MappingSpec),
+    Given(Box<MappingSpec>),
     /// A mapping file, relative to this file.
     Use(String),
 }

@@ -267,6 +267,9 @@ pub struct InferenceSpec {
     pub compute: String,
     #[serde(default = "bf16")]
     pub kv_cache: String,
+    /// Activations passed between layers and stages (NorthPole's A8: `int8`).
+    #[serde(default = "bf16")]
+    pub activations: String,
     #[serde(default)]
     pub flash_attention: bool,
 }

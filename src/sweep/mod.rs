@@ -58,15 +58,24 @@ impl Outcome {
     /// From a `cpu::eval` result of program `p` on machine `m`.
     #[inline]
     pub fn from_eval(index: u64, p: &Program, m: &Machine, e: &Eval) -> Outcome {
-        let f = &p.footprint;
+        // the least headroom over the stages (each places its own data)
         let headroom = if e.reason_code == reason::MEMORY {
             e.available_bytes - e.needed_bytes
         } else {
-            match (e.weights_tier, e.working_tier) {
-                (Tier::External, Tier::Sram) => m[t::SRAM_CAPACITY] - f.working(),
-                (Tier::External, _) => m[t::HBM_CAPACITY] - f.working(),
-                (_, Tier::Sram) => m[t::SRAM_CAPACITY] - f.total(),
+            let room = |f: &crate::engine::program::Footprint| match crate::engine::cpu::place(f, m)
+            {
+                Some((Tier::External, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.working(),
+                Some((Tier::External, _)) => m[t::HBM_CAPACITY] - f.working(),
+                Some((_, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.total(),
                 _ => m[t::HBM_CAPACITY] - f.total(),
+            };
+            if p.stages.is_empty() {
+                room(&p.footprint)
+            } else {
+                p.stages
+                    .iter()
+                    .map(|s| room(&s.footprint))
+                    .fold(f64::INFINITY, f64::min)
             }
         };
         let reason = match e.reason_code {

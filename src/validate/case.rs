@@ -104,7 +104,7 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
             merge(&mut files, lm.files, &mut diags, lm.diagnostics);
             v.map(MappingChoice::Given)
         }
-        CaseMapping::Given(m) => Some(MappingChoice::Given(m.into())),
+        CaseMapping::Given(m) => Some(MappingChoice::Given(m.as_ref().into())),
         CaseMapping::Auto => Some(MappingChoice::Auto(Objective::Time)),
         CaseMapping::Published => lw.value.as_ref().map(|w| match &w.mapping {
             Some(m) => MappingChoice::Given(m.clone()),

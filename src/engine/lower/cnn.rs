@@ -137,6 +137,7 @@ pub(super) fn cnn_training(
     Ok(Program {
         ops: b.ops,
         comms: b.comms,
+        stages: Vec::new(),
         micro_batches,
         bubble: 0.0,
         footprint: Footprint {

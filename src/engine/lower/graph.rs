@@ -87,6 +87,7 @@ pub(super) fn graph_run(
     Ok(Program {
         ops: b.ops,
         comms: b.comms,
+        stages: Vec::new(),
         micro_batches: 1.0,
         bubble: 0.0,
         footprint: Footprint {

@@ -1,14 +1,76 @@
-//! Transformer inference: one decode round per step (a token for every request of a
-//! micro-batch on each stage), with the prefill of the batch amortised over the generated tokens,
-//! the KV cache and the tensor- and pipeline-parallel traffic.
+//! Transformer inference as a per-layer pipeline: one decode round per step (a token for every
+//! request in flight), the prefill of the batch amortised over the generated tokens. Each stage
+//! is a block of consecutive layers on its own devices (tensor-parallel inside it); stages may
+//! differ in layers and devices; the embedding table sits on the first stage and the output
+//! head on the last (or, with tied embeddings, the one table serves both on the last); weights,
+//! KV cache and activations each at their own precision; every stage sends its activations to
+//! the next over the link between their devices (scale-up inside a domain, scale-out across),
+//! and the last sends the next tokens back to the first. Memory is counted per stage. The stage
+//! classes of the program carry the rest: a round is micro-batches × the slowest stage, or the
+//! chain of all stages when fewer micro-batches are in flight (`cpu::eval_traced`).
+//!
+//! The same placement is what a wafer's regions of cores will use (issue 10): a stage is a set
+//! of devices here, a region of the mesh there.
 
-use super::{
-    domain_size, place_group, run_precision, vector_precision, Builder, Collective, Reason,
-};
+use super::{domain_size, place_group, run_precision, vector_precision, Builder, Collective};
 use crate::engine::program::*;
-use crate::model::mapping::Mapping;
+use crate::engine::reason::Reason;
+use crate::model::mapping::{Mapping, Placement};
 use crate::model::system::System;
 use crate::model::workload::{Inference, Transformer};
+
+/// One class of identical stages as lowering builds it.
+#[derive(Clone, Copy, Debug)]
+struct Class {
+    repeat: u64,
+    layers: u64,
+    devices: u64,
+    /// Holds the embedding table (untied embeddings: the first stage).
+    embed: bool,
+    /// Holds the output head (the last stage).
+    head: bool,
+    /// Position of its first device in the pipeline.
+    offset: u64,
+}
+
+/// The placement's runs split so that the first stage (embedding) and the last (head) stand
+/// alone where they differ from their neighbours.
+fn classes(p: &Placement, embed_first: bool) -> Vec<Class> {
+    let mut out: Vec<Class> = Vec::new();
+    let mut offset = 0;
+    let groups = p.groups();
+    let last = groups.len() - 1;
+    for (i, g) in groups.iter().enumerate() {
+        let mut push = |repeat: u64, embed: bool, head: bool, offset: &mut u64| {
+            if repeat > 0 {
+                out.push(Class {
+                    repeat,
+                    layers: g.layers,
+                    devices: g.devices,
+                    embed,
+                    head,
+                    offset: *offset,
+                });
+                *offset += repeat * g.devices;
+            }
+        };
+        let first_alone = i == 0 && embed_first;
+        let last_alone = i == last;
+        let mut r = g.stages;
+        if first_alone {
+            let both = last_alone && r == 1;
+            push(1, true, both, &mut offset);
+            r -= 1;
+        }
+        if last_alone && r > 0 {
+            push(r - 1, false, false, &mut offset);
+            push(1, false, true, &mut offset);
+        } else {
+            push(r, false, false, &mut offset);
+        }
+    }
+    out
+}
 
 pub(super) fn transformer_inference(
     sys: &System,
@@ -16,23 +78,30 @@ pub(super) fn transformer_inference(
     inf: &Inference,
     m: &Mapping,
 ) -> Result<Program, Reason> {
-    let (tp, pp) = (m.tp, m.pp);
-    if t.heads % tp != 0 {
-        return Err(Reason::mapping(format!(
-            "tp {tp} does not divide {} attention heads",
-            t.heads
-        )));
-    }
-    if pp > t.layers {
-        return Err(Reason::mapping(format!(
-            "pp {pp} exceeds {} layers",
-            t.layers
-        )));
-    }
     if m.cp > 1 || m.ep > 1 {
         return Err(Reason::unsupported(
             "context and expert parallelism are modelled for training only",
         ));
+    }
+    let placement = if m.placement.n > 0 {
+        m.placement
+    } else {
+        Placement::uniform(t.layers, m.tp, m.pp)
+    };
+    if placement.layers() != t.layers {
+        return Err(Reason::mapping(format!(
+            "the stages hold {} layers, the model has {}",
+            placement.layers(),
+            t.layers
+        )));
+    }
+    for g in placement.groups() {
+        if g.layers > 0 && t.heads % g.devices != 0 {
+            return Err(Reason::mapping(format!(
+                "a stage's {} devices do not divide {} attention heads",
+                g.devices, t.heads
+            )));
+        }
     }
     let n = m.devices();
     let dom = domain_size(sys, n);
@@ -41,98 +110,24 @@ pub(super) fn transformer_inference(
     let vecp = vector_precision(sys, p);
     let wb = inf.weights.bytes();
     let kvb = inf.kv_cache.bytes();
-    let ab = 2.0;
+    let ab = inf.activations.bytes();
     let h = t.hidden as f64;
+    let vocab = t.vocab as f64;
     let kvd = (t.kv_heads * t.head_dim()) as f64;
-    let tpf = tp as f64;
-    let l = t.layers.div_ceil(pp) as f64;
     let batch = inf.batch as f64;
-    // requests in flight per pipeline: the batch split into pp micro-batches keeps stages busy
-    let mbatch = (batch / pp as f64).max(1.0).ceil();
+    let stages = placement.stages();
+    // requests per micro-batch: as the mapping says, or the batch split evenly over the stages
+    // so that every stage has one in flight
+    let mbatch = if m.micro_batch > 0 {
+        (m.micro_batch as f64).min(batch)
+    } else {
+        (batch / stages as f64).max(1.0).ceil()
+    };
+    let micro_batches = (batch / mbatch).ceil();
     let ctx = inf.prompt as f64 + inf.output as f64 / 2.0;
-    let layer_w = (t.attn_params() + t.layer_ffn_params()) / tpf * wb;
-    let layer_active_f = 2.0 * (t.attn_params() + t.layer_ffn_active()) / tpf;
-    use crate::vocab::Dim;
-    let g_tp = place_group(sys, tp, m.stride(Dim::Tp), dom);
-    let g_pp = place_group(sys, pp, m.stride(Dim::Pp), dom);
-    let mut b = Builder::default();
-    let (mbs, stp) = (Section::MicroBatch, Section::Step);
-    let phase = Phase::Forward;
-    // decode: one token for each request of a micro-batch, on one stage
-    b.op(Op {
-        name: "decode: layer matmuls".into(),
-        matrix: true,
-        precision: p,
-        flops: layer_active_f * mbatch,
-        weight_bytes: layer_w,
-        act_bytes: 4.0 * mbatch * h * ab,
-        count: l,
-        section: mbs,
-        phase,
-    });
-    let attn_f = 4.0 * mbatch * ctx * h / tpf;
-    let kv_read = mbatch * ctx * 2.0 * kvd / tpf * kvb;
-    b.op(Op {
-        name: "decode: attention over KV cache".into(),
-        matrix: true,
-        precision: p,
-        flops: attn_f,
-        weight_bytes: 0.0,
-        act_bytes: kv_read,
-        count: l,
-        section: mbs,
-        phase,
-    });
-    b.op(Op {
-        name: "decode: elementwise".into(),
-        matrix: false,
-        precision: vecp,
-        flops: 10.0 * mbatch * h,
-        weight_bytes: 0.0,
-        act_bytes: 12.0 * mbatch * h * ab,
-        count: l,
-        section: mbs,
-        phase,
-    });
-    b.op(Op {
-        name: "decode: lm head".into(),
-        matrix: true,
-        precision: p,
-        flops: 2.0 * mbatch * h * t.vocab as f64 / tpf,
-        weight_bytes: h * t.vocab as f64 / tpf * wb,
-        act_bytes: mbatch * t.vocab as f64 / tpf * 4.0,
-        count: 1.0,
-        section: mbs,
-        phase,
-    });
-    if tp > 1 {
-        b.comm(Collective {
-            name: "tp all-reduce".into(),
-            role: Role::TensorParallel,
-            kind: CollKind::AllReduce,
-            bytes: mbatch * h * ab,
-            group: g_tp,
-            count: 2.0 * l,
-            section: mbs,
-            overlap: Overlap::None,
-        });
-    }
-    if pp > 1 {
-        b.comm(Collective {
-            name: "pp send/recv".into(),
-            role: Role::PipelineSendRecv,
-            kind: CollKind::SendRecv,
-            bytes: mbatch * h * ab,
-            group: (
-                g_pp.0.min(2.0),
-                if g_pp.1 > 1.0 { 2.0 } else { 1.0 },
-                g_pp.2,
-            ),
-            count: 1.0,
-            section: mbs,
-            overlap: Overlap::None,
-        });
-    }
+    let layer_params = t.attn_params() + t.layer_ffn_params();
+    let layer_active = t.attn_params() + t.layer_ffn_active();
+    let dp = m.dp as f64;
     // prefill of the whole batch, amortised over the generated tokens (count = 1 / output)
     let ptok = batch * inf.prompt as f64;
     let amort = 1.0 / inf.output as f64;
@@ -141,60 +136,220 @@ pub(super) fn transformer_inference(
     } else {
         1.0
     };
-    b.op(Op {
-        name: "prefill: layer matmuls".into(),
-        matrix: true,
-        precision: p,
-        flops: layer_active_f * ptok,
-        weight_bytes: layer_w,
-        act_bytes: 4.0 * ptok * h * ab,
-        count: l * amort,
-        section: stp,
-        phase,
-    });
-    b.op(Op {
-        name: "prefill: attention".into(),
-        matrix: true,
-        precision: p,
-        flops: 4.0 * ptok * inf.prompt as f64 * h / tpf * causal,
-        weight_bytes: 0.0,
-        act_bytes: ptok * (2.0 * h + 2.0 * kvd) / tpf * ab,
-        count: l * amort,
-        section: stp,
-        phase,
-    });
-    if tp > 1 {
-        b.comm(Collective {
-            name: "prefill: tp all-reduce".into(),
-            role: Role::TensorParallel,
-            kind: CollKind::AllReduce,
-            bytes: ptok * h * ab,
-            group: g_tp,
-            count: 2.0 * l * amort,
-            section: stp,
-            overlap: Overlap::None,
-        });
-    }
-    let weights = (l * (t.attn_params() + t.layer_ffn_params()) / tpf
-        + (t.vocab * t.hidden) as f64 / tpf)
-        * wb;
-    let kv_cache = batch * (inf.prompt + inf.output) as f64 * 2.0 * kvd / tpf * kvb * l;
-    let activations = mbatch.max(batch.min(4.0)) * inf.prompt as f64 * h * ab * 4.0 / tpf;
-    let tokens_per_round = batch * m.dp as f64;
-    let model_flops =
-        tokens_per_round * t.forward_flops_per_token((ctx as u64).max(1), false) / 1.0;
-    Ok(Program {
-        ops: b.ops,
-        comms: b.comms,
-        micro_batches: pp as f64,
-        bubble: 0.0,
-        footprint: Footprint {
+    let (mbs, stp) = (Section::MicroBatch, Section::Step);
+    let phase = Phase::Forward;
+    // The loop closes: the last stage's tokens go back to the first stage (their embedding, with
+    // the tied table on the last stage; token ids otherwise).
+    let back_bytes = if t.tied_embeddings { h * ab } else { 4.0 };
+    let mut b = Builder::default();
+    let mut out_stages: Vec<Stage> = Vec::new();
+    let mut biggest = Footprint::default();
+    for c in classes(&placement, !t.tied_embeddings) {
+        let (o0, c0) = (b.ops.len(), b.comms.len());
+        let d = c.devices as f64;
+        let l = c.layers as f64;
+        let g_tp = place_group(sys, c.devices, 1, dom);
+        if c.layers > 0 {
+            // decode: one token for each request of a micro-batch
+            b.op(Op {
+                name: "decode: layer matmuls".into(),
+                matrix: true,
+                precision: p,
+                flops: 2.0 * layer_active / d * mbatch,
+                weight_bytes: layer_params / d * wb,
+                act_bytes: 4.0 * mbatch * h * ab,
+                count: l,
+                section: mbs,
+                phase,
+            });
+            b.op(Op {
+                name: "decode: attention over KV cache".into(),
+                matrix: true,
+                precision: p,
+                flops: 4.0 * mbatch * ctx * h / d,
+                weight_bytes: 0.0,
+                act_bytes: mbatch * ctx * 2.0 * kvd / d * kvb,
+                count: l,
+                section: mbs,
+                phase,
+            });
+            b.op(Op {
+                name: "decode: elementwise".into(),
+                matrix: false,
+                precision: vecp,
+                flops: 10.0 * mbatch * h,
+                weight_bytes: 0.0,
+                act_bytes: 12.0 * mbatch * h * ab,
+                count: l,
+                section: mbs,
+                phase,
+            });
+            b.comm(Collective {
+                name: "tp all-reduce".into(),
+                role: Role::TensorParallel,
+                kind: CollKind::AllReduce,
+                bytes: mbatch * h * ab,
+                group: g_tp,
+                count: 2.0 * l,
+                section: mbs,
+                overlap: Overlap::None,
+            });
+        }
+        if c.head {
+            b.op(Op {
+                name: "decode: lm head".into(),
+                matrix: true,
+                precision: p,
+                flops: 2.0 * mbatch * h * vocab / d,
+                weight_bytes: h * vocab / d * wb,
+                act_bytes: mbatch * vocab / d * 4.0,
+                count: 1.0,
+                section: mbs,
+                phase,
+            });
+            // the vocabulary-split head picks each request's token across its devices
+            b.comm(Collective {
+                name: "lm head: token all-reduce".into(),
+                role: Role::TensorParallel,
+                kind: CollKind::AllReduce,
+                bytes: mbatch * 8.0,
+                group: g_tp,
+                count: 1.0,
+                section: mbs,
+                overlap: Overlap::None,
+            });
+        }
+        // Sends to the next stage (the last stage's to the first): how many of the class's
+        // stages cross a scale-up domain boundary (devices laid out stage after stage; the first
+        // instance stands for all).
+        if stages > 1 {
+            let mut crossing = 0u64;
+            for k in 0..c.repeat {
+                let last_dev = c.offset + (k + 1) * c.devices - 1;
+                let next = if c.head && k + 1 == c.repeat {
+                    0
+                } else {
+                    last_dev + 1
+                };
+                if last_dev / dom != next / dom {
+                    crossing += 1;
+                }
+            }
+            let r = c.repeat as f64;
+            let bytes = mbatch * if c.head { back_bytes } else { h * ab };
+            for (name, count, group) in [
+                (
+                    "pp send/recv (in domain)",
+                    (c.repeat - crossing) as f64 / r,
+                    place_group(sys, 2, 1, dom),
+                ),
+                (
+                    "pp send/recv (across domains)",
+                    crossing as f64 / r,
+                    (1.0, 2.0, 1.0),
+                ),
+            ] {
+                b.comm(Collective {
+                    name: name.into(),
+                    role: Role::PipelineSendRecv,
+                    kind: CollKind::SendRecv,
+                    bytes,
+                    group,
+                    count,
+                    section: mbs,
+                    overlap: Overlap::None,
+                });
+                if !c.head {
+                    b.comm(Collective {
+                        name: "prefill: pp send/recv".into(),
+                        role: Role::PipelineSendRecv,
+                        kind: CollKind::SendRecv,
+                        bytes: ptok * h * ab,
+                        group,
+                        count: count * amort,
+                        section: stp,
+                        overlap: Overlap::None,
+                    });
+                }
+            }
+        }
+        if c.layers > 0 {
+            b.op(Op {
+                name: "prefill: layer matmuls".into(),
+                matrix: true,
+                precision: p,
+                flops: 2.0 * layer_active / d * ptok,
+                weight_bytes: layer_params / d * wb,
+                act_bytes: 4.0 * ptok * h * ab,
+                count: l * amort,
+                section: stp,
+                phase,
+            });
+            b.op(Op {
+                name: "prefill: attention".into(),
+                matrix: true,
+                precision: p,
+                flops: 4.0 * ptok * inf.prompt as f64 * h / d * causal,
+                weight_bytes: 0.0,
+                act_bytes: ptok * (2.0 * h + 2.0 * kvd) / d * ab,
+                count: l * amort,
+                section: stp,
+                phase,
+            });
+            b.comm(Collective {
+                name: "prefill: tp all-reduce".into(),
+                role: Role::TensorParallel,
+                kind: CollKind::AllReduce,
+                bytes: ptok * h * ab,
+                group: g_tp,
+                count: 2.0 * l * amort,
+                section: stp,
+                overlap: Overlap::None,
+            });
+        }
+        let table = h * vocab / d * wb;
+        let weights = l * layer_params / d * wb
+            + if c.head { table } else { 0.0 }
+            + if c.embed { table } else { 0.0 };
+        let kv_cache = batch * (inf.prompt + inf.output) as f64 * 2.0 * kvd / d * kvb * l;
+        let activations = if c.layers > 0 {
+            mbatch.max(batch.min(4.0)) * inf.prompt as f64 * h * ab * 4.0 / d
+        } else {
+            mbatch * vocab / d * 4.0
+        };
+        let footprint = Footprint {
             weights,
             gradients: 0.0,
             optimizer: 0.0,
             activations,
             kv_cache,
-        },
+        };
+        if footprint.total() > biggest.total() {
+            biggest = footprint;
+        }
+        out_stages.push(Stage {
+            name: if c.head && c.layers == 0 {
+                "head".into()
+            } else {
+                format!("{} layer(s) on {} device(s)", c.layers, c.devices).into()
+            },
+            ops: o0..b.ops.len(),
+            comms: c0..b.comms.len(),
+            repeat: c.repeat as f64,
+            devices: d * dp,
+            footprint,
+        });
+    }
+    debug_assert!(out_stages.len() <= MAX_STAGES);
+    let tokens_per_round = batch * dp;
+    let model_flops = tokens_per_round * t.forward_flops_per_token((ctx as u64).max(1), false);
+    Ok(Program {
+        ops: b.ops,
+        comms: b.comms,
+        stages: out_stages,
+        micro_batches,
+        bubble: 0.0,
+        footprint: biggest,
         devices: n as f64,
         units_per_step: tokens_per_round,
         unit: "tokens",

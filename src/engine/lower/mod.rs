@@ -36,6 +36,11 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
             m.cp
         )));
     }
+    if m.placement.n > 0 && !matches!(w.task, Task::Inference(_)) {
+        return Err(Reason::unsupported(
+            "pipeline `stages` are modelled for transformer inference only",
+        ));
+    }
     match (&w.model, &w.task) {
         (Model::Transformer(t), Task::Training(tr)) => {
             training::transformer_training(sys, t, tr, m)

@@ -66,6 +66,7 @@ pub(super) fn lower(cx: &mut Ctx, s: &WorkloadSpec) -> Option<Workload> {
                 weights: precision(cx, "weights", &i.weights),
                 compute: precision(cx, "compute", &i.compute),
                 kv_cache: precision(cx, "kv_cache", &i.kv_cache),
+                activations: precision(cx, "activations", &i.activations),
                 flash_attention: i.flash_attention,
             };
             if matches!(model, Some(Model::Cnn(_)) | Some(Model::Graph(_))) {

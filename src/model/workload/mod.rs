@@ -156,6 +156,8 @@ pub struct Inference {
     pub weights: Precision,
     pub compute: Precision,
     pub kv_cache: Precision,
+    /// Activations between layers and pipeline stages.
+    pub activations: Precision,
     pub flash_attention: bool,
 }
 
@@ -296,6 +298,9 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
             );
         }
     }
+    if let Some(stages) = &m.stages {
+        check_stages(cx, m, stages);
+    }
     if let Some(z) = m.zero {
         if z > 3 {
             cx.error(
@@ -305,4 +310,54 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
             );
         }
     }
+}
+
+/// A pipeline written stage by stage: at least one stage, devices at least 1, a head-only stage
+/// (`layers: 0`) only last, no `tp`/`pp` beside it, and at most
+/// [`crate::model::mapping::MAX_STAGE_GROUPS`] runs of differently shaped stages.
+fn check_stages(cx: &mut Ctx, m: &MappingSpec, stages: &[crate::spec::mapping::StageSpec]) {
+    use crate::model::mapping::{Placement, MAX_STAGE_GROUPS};
+    if stages.is_empty() {
+        cx.error(
+            "stages",
+            "`stages` lists no stage",
+            Some(
+                "write one `(layers: N, devices: D)` per pipeline stage, or leave `stages` out"
+                    .into(),
+            ),
+        );
+        return;
+    }
+    for (f, v) in [("tp", m.tp), ("pp", m.pp)] {
+        if v.is_some() {
+            cx.error(
+                f,
+                format!("`{f}` cannot be given beside `stages`"),
+                Some("`stages` sets the pipeline depth and each stage's devices".into()),
+            );
+        }
+    }
+    cx.enter_field("stages", None);
+    let n = stages.len();
+    for (i, st) in stages.iter().enumerate() {
+        cx.enter(crate::diag::Seg::Index(i), None);
+        cx.count("devices", st.devices);
+        if st.layers == 0 && i + 1 != n {
+            cx.error(
+                "layers",
+                format!("stage {i} holds no layers but is not the last stage"),
+                Some("only the last stage may hold the output head alone (`layers: 0`)".into()),
+            );
+        }
+        cx.leave();
+    }
+    let runs = Placement::runs(stages.iter().map(|s| (s.layers, s.devices)));
+    if runs > MAX_STAGE_GROUPS {
+        cx.error(
+            "",
+            format!("the stages form {runs} runs of differently shaped stages, more than {MAX_STAGE_GROUPS}"),
+            Some("give neighbouring stages the same layers and devices, so they form runs".into()),
+        );
+    }
+    cx.leave();
 }

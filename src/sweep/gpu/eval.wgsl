@@ -97,127 +97,172 @@ fn evaluate(li: u32) -> Point {
     apply();
     bad = false;
 
-    // Placement (`cpu::place`): the fastest tier that holds everything, else state in the
-    // weight store and working data in that tier.
     let ext = X[F_EXT_CAPACITY];
-    var wt = TIER_NONE;
-    var at = TIER_NONE;
-    var head = 0.0;
-    for (var k = 0u; k < TIER_EXTERNAL && wt == TIER_NONE; k++) {
-        let cap = X[TIER_CAPACITY[k]];
-        if (cap > 0.0 && pr.total <= cap) {
-            wt = k;
-            at = k;
-            head = cap - pr.total;
-        } else if (cap > 0.0 && ext > 0.0 && pr.state <= ext && pr.working <= cap) {
-            wt = TIER_EXTERNAL;
-            at = k;
-            head = cap - pr.working;
-        }
-    }
-    if (wt == TIER_NONE) {
-        return infeasible(REASON_MEMORY, max(X[F_SRAM_CAPACITY], X[F_HBM_CAPACITY]) - pr.total);
-    }
-    let bw_w = tier_bandwidth(wt);
-    let bw_a = tier_bandwidth(at);
-    let e_w = X[TIER_ENERGY[wt]];
-    let e_a = X[TIER_ENERGY[at]];
-
-    // per section, indexed by SECTION_MICRO_BATCH and SECTION_STEP
-    var comp = array<f32, 2>(0.0, 0.0);
-    var mem = array<f32, 2>(0.0, 0.0);
-    var comm = array<f32, 2>(0.0, 0.0);
-    var oth = array<f32, 2>(0.0, 0.0);
-    var busy = array<f32, 2>(0.0, 0.0);
-    var mult = array<f32, 2>(pr.micro_batches, 1.0);
-    var bwd_mb = 0.0;
-    var flop_energy = 0.0;
-    var dyn_energy = 0.0;
     let ko = X[F_KERNEL_OVERHEAD];
-    for (var i = 0u; i < pr.n_ops; i++) {
-        let op = read_OpRec(pr.op_start + i * OpRec_RECS);
-        var eff = X[op.eff];
-        if (op.eff2 < NX) {
-            eff *= X[op.eff2];
-        }
-        let rate = X[op.rate] * eff;
-        if (op.flops > 0.0 && rate <= 0.0) {
-            return infeasible(REASON_NO_COMPUTE, head);
-        }
-        var t_c = 0.0;
-        if (op.flops > 0.0) {
-            t_c = op.flops / rate;
-        }
-        var t_w = 0.0;
-        if (op.weight_bytes > 0.0) {
-            t_w = div(op.weight_bytes, bw_w);
-        }
-        var t_a = 0.0;
-        if (op.act_bytes > 0.0) {
-            t_a = div(op.act_bytes, bw_a);
-        }
-        var t_m = max(t_w, t_a);
-        if (wt == at) {
-            t_m = t_w + t_a;
-        }
-        let s = op.section;
-        if (t_c >= t_m) {
-            comp[s] += t_c * op.count;
-        } else {
-            mem[s] += t_m * op.count;
-        }
-        oth[s] += ko * op.count;
-        let tt = (max(t_c, t_m) + ko) * op.count;
-        busy[s] += tt;
-        if (s == SECTION_MICRO_BATCH && op.phase == PHASE_BACKWARD) {
-            bwd_mb += tt;
-        }
-        flop_energy += mult[s] * op.count * op.flops * X[op.epf];
-        dyn_energy += mult[s] * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
-    }
     let net = X[F_EFF_NETWORK];
-    for (var i = 0u; i < pr.n_comms; i++) {
-        let c = read_CommRec(pr.comm_start + i * CommRec_RECS);
-        var up = vec2<f32>(c.up_lat, c.up_bytes);
-        if (X[F_UP_INR] != 0.0) {
-            up = vec2<f32>(c.up_lat_inr, c.up_bytes_inr);
+    // over the stages (`cpu::eval_traced`): the slowest stage's micro-batch breakdown, the
+    // chain's (repeat-weighted sum), the slowest stage's step section, and each stage's energy
+    var head = 3.0e38;
+    var t_max = -1.0;
+    var best = vec4<f32>(0.0);
+    var chain = vec4<f32>(0.0);
+    var t_st = -1.0;
+    var best_st = vec4<f32>(0.0);
+    var dyn_s = array<f32, MAX_STAGES>();
+    var flop_s = array<f32, MAX_STAGES>();
+    var wt_s = array<u32, MAX_STAGES>();
+    let n_st = min(pr.n_stages, MAX_STAGES);
+    for (var k = 0u; k < n_st; k++) {
+        let st = read_StageRec(pr.stage_start + k * StageRec_RECS);
+        // Placement (`cpu::place`): the fastest tier that holds everything, else state in the
+        // weight store and working data in that tier.
+        var wt = TIER_NONE;
+        var at = TIER_NONE;
+        for (var q = 0u; q < TIER_EXTERNAL && wt == TIER_NONE; q++) {
+            let cap = X[TIER_CAPACITY[q]];
+            if (cap > 0.0 && st.total <= cap) {
+                wt = q;
+                at = q;
+                head = min(head, cap - st.total);
+            } else if (cap > 0.0 && ext > 0.0 && st.state <= ext && st.working <= cap) {
+                wt = TIER_EXTERNAL;
+                at = q;
+                head = min(head, cap - st.working);
+            }
         }
-        var out = vec2<f32>(c.out_lat, c.out_bytes);
-        if (X[F_OUT_INR] != 0.0) {
-            out = vec2<f32>(c.out_lat_inr, c.out_bytes_inr);
+        if (wt == TIER_NONE) {
+            return infeasible(REASON_MEMORY, max(X[F_SRAM_CAPACITY], X[F_HBM_CAPACITY]) - st.total);
         }
-        let t_up = link(up.y, X[F_UP_BANDWIDTH] * net * c.share, up.x, X[F_UP_LATENCY]);
-        let t_out = link(out.y, X[F_OUT_BANDWIDTH] * net, out.x, X[F_OUT_LATENCY]);
-        let t_ext = link(c.ext_bytes, X[F_EXT_BANDWIDTH] * net, c.ext_lat, X[F_EXT_LATENCY]);
-        var tt = t_up + t_out + t_ext;
-        if (c.overlapped != 0u) {
-            tt = max(t_up, t_out);
+        let bw_w = tier_bandwidth(wt);
+        let bw_a = tier_bandwidth(at);
+        let e_w = X[TIER_ENERGY[wt]];
+        let e_a = X[TIER_ENERGY[at]];
+
+        // per section, indexed by SECTION_MICRO_BATCH and SECTION_STEP
+        var comp = array<f32, 2>(0.0, 0.0);
+        var mem = array<f32, 2>(0.0, 0.0);
+        var comm = array<f32, 2>(0.0, 0.0);
+        var oth = array<f32, 2>(0.0, 0.0);
+        var busy = array<f32, 2>(0.0, 0.0);
+        var mult = array<f32, 2>(pr.micro_batches, 1.0);
+        var bwd_mb = 0.0;
+        var flop_energy = 0.0;
+        var dyn_energy = 0.0;
+        for (var i = 0u; i < st.n_ops; i++) {
+            let op = read_OpRec(st.op_start + i * OpRec_RECS);
+            var eff = X[op.eff];
+            if (op.eff2 < NX) {
+                eff *= X[op.eff2];
+            }
+            let rate = X[op.rate] * eff;
+            if (op.flops > 0.0 && rate <= 0.0) {
+                return infeasible(REASON_NO_COMPUTE, head);
+            }
+            var t_c = 0.0;
+            if (op.flops > 0.0) {
+                t_c = op.flops / rate;
+            }
+            var t_w = 0.0;
+            if (op.weight_bytes > 0.0) {
+                t_w = div(op.weight_bytes, bw_w);
+            }
+            var t_a = 0.0;
+            if (op.act_bytes > 0.0) {
+                t_a = div(op.act_bytes, bw_a);
+            }
+            var t_m = max(t_w, t_a);
+            if (wt == at) {
+                t_m = t_w + t_a;
+            }
+            let s = op.section;
+            if (t_c >= t_m) {
+                comp[s] += t_c * op.count;
+            } else {
+                mem[s] += t_m * op.count;
+            }
+            oth[s] += ko * op.count;
+            let tt = (max(t_c, t_m) + ko) * op.count;
+            busy[s] += tt;
+            if (s == SECTION_MICRO_BATCH && op.phase == PHASE_BACKWARD) {
+                bwd_mb += tt;
+            }
+            flop_energy += mult[s] * op.count * op.flops * X[op.epf];
+            dyn_energy += mult[s] * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
-        tt *= c.count;
-        let s = c.section;
-        var exposed = tt;
-        if (c.overlap == OVERLAP_BACKWARD) {
-            exposed = max(tt - bwd_mb, 0.0);
-        } else if (c.overlap == OVERLAP_COMPUTE) {
-            exposed = max(tt - busy[s], 0.0);
+        for (var i = 0u; i < st.n_comms; i++) {
+            let c = read_CommRec(st.comm_start + i * CommRec_RECS);
+            var up = vec2<f32>(c.up_lat, c.up_bytes);
+            if (X[F_UP_INR] != 0.0) {
+                up = vec2<f32>(c.up_lat_inr, c.up_bytes_inr);
+            }
+            var out = vec2<f32>(c.out_lat, c.out_bytes);
+            if (X[F_OUT_INR] != 0.0) {
+                out = vec2<f32>(c.out_lat_inr, c.out_bytes_inr);
+            }
+            let t_up = link(up.y, X[F_UP_BANDWIDTH] * net * c.share, up.x, X[F_UP_LATENCY]);
+            let t_out = link(out.y, X[F_OUT_BANDWIDTH] * net, out.x, X[F_OUT_LATENCY]);
+            let t_ext = link(c.ext_bytes, X[F_EXT_BANDWIDTH] * net, c.ext_lat, X[F_EXT_LATENCY]);
+            var tt = t_up + t_out + t_ext;
+            if (c.overlapped != 0u) {
+                tt = max(t_up, t_out);
+            }
+            tt *= c.count;
+            let s = c.section;
+            var exposed = tt;
+            if (c.overlap == OVERLAP_BACKWARD) {
+                exposed = max(tt - bwd_mb, 0.0);
+            } else if (c.overlap == OVERLAP_COMPUTE) {
+                exposed = max(tt - busy[s], 0.0);
+            }
+            comm[s] += exposed;
+            dyn_energy += mult[s] * c.count * (up.y * X[F_UP_ENERGY] + out.y * X[F_OUT_ENERGY]);
         }
-        comm[s] += exposed;
-        dyn_energy += mult[s] * c.count * (up.y * X[F_UP_ENERGY] + out.y * X[F_OUT_ENERGY]);
+        dyn_s[k] = dyn_energy;
+        flop_s[k] = flop_energy;
+        wt_s[k] = wt;
+        let b0 = vec4<f32>(comp[0], mem[0], comm[0], oth[0]);
+        let t_mb = b0.x + b0.y + b0.z + b0.w;
+        if (t_mb > t_max) {
+            t_max = t_mb;
+            best = b0;
+        }
+        chain += st.repeat * b0;
+        let b1 = vec4<f32>(comp[1], mem[1], comm[1], oth[1]);
+        let ts = b1.x + b1.y + b1.z + b1.w;
+        if (ts > t_st) {
+            t_st = ts;
+            best_st = b1;
+        }
     }
-    let t_mb = comp[0] + mem[0] + comm[0] + oth[0];
     let mb = pr.micro_batches;
-    var t_step = (comp[0] * mb + comp[1]) + (mem[0] * mb + mem[1]) + (comm[0] * mb + comm[1])
-        + pr.bubble * t_mb + (oth[0] * mb + oth[1]);
+    let t_chain = chain.x + chain.y + chain.z + chain.w;
+    let pipelined = mb * t_max + pr.bubble * t_max;
+    var t_step = 0.0;
+    var clock_bound = 0.0;
+    if (pipelined >= t_chain) {
+        t_step = (best.x * mb + best_st.x) + (best.y * mb + best_st.y)
+            + (best.z * mb + best_st.z) + pr.bubble * t_max + (best.w * mb + best_st.w);
+        clock_bound = best.x * (mb + pr.bubble) + best_st.x;
+    } else {
+        t_step = t_chain + t_st;
+        clock_bound = chain.x + best_st.x;
+    }
     if (bad || !(t_step > 0.0 && t_step < 3.0e38)) {
         return infeasible(REASON_NO_COMPUTE, head);
     }
-    // The operating point under the power limit (`cpu::Demand::operate`): bisection on the
-    // clock, power rising with it; below the lowest clock, duty-cycling at its energy.
-    let clock_bound = comp[0] * (mb + pr.bubble) + comp[1];
-    let d = vec4<f32>(clock_bound, t_step - clock_bound, flop_energy, dyn_energy);
+    // The operating point under the power limit (`cpu::Demand::operate`), set by the stage
+    // whose devices demand the most: bisection on the clock, power rising with it; below the
+    // lowest clock, duty-cycling at its energy.
+    var hot = 0u;
+    for (var k = 1u; k < n_st; k++) {
+        if (flop_s[k] + dyn_s[k] > flop_s[hot] + dyn_s[hot]) {
+            hot = k;
+        }
+    }
+    let d = vec4<f32>(clock_bound, t_step - clock_bound, flop_s[hot], dyn_s[hot]);
     let cap = power_limit();
-    var dev_power = demand_power(d, 1.0);
-    if (dev_power > cap) {
+    var s_clock = 1.0;
+    if (demand_power(d, 1.0) > cap) {
         var lo = clamp(X[F_DVFS_MIN_CLOCK], 0.0, 1.0);
         if (lo <= 0.0 || demand_power(d, lo) > cap) {
             let idle = X[F_IDLE_POWER];
@@ -241,10 +286,19 @@ fn evaluate(li: u32) -> Point {
             }
             t_step = d.x / lo + d.y;
         }
-        // the limit set the operating point: power = limit (`cpu::Demand::power_at`)
-        dev_power = cap;
+        s_clock = lo;
     }
-    let power = pr.devices * system_power(dev_power, wt);
+    let v = voltage(s_clock);
+    var power = 0.0;
+    for (var k = 0u; k < n_st; k++) {
+        let st = read_StageRec(pr.stage_start + k * StageRec_RECS);
+        var dev_power = X[F_IDLE_POWER] + (flop_s[k] * v * v + dyn_s[k]) / t_step;
+        if (k == hot && s_clock < 1.0) {
+            // the limit set the operating point: power = limit (`cpu::Demand::power_at`)
+            dev_power = cap;
+        }
+        power += st.repeat * st.devices * system_power(dev_power, wt_s[k]);
+    }
     let energy = power * t_step;
     let peak = X[F_MATRIX_PEAK + pr.mfu_prec] * pr.devices;
     var mfu = 0.0;

@@ -172,8 +172,9 @@ gpu_record! {
         n_comms: u32,
         base: u32,
         mfu_prec: u32,
-        pad0: u32,
-        pad1: u32,
+        /// Its stage records (`StageRec`) in the shared array: at least one.
+        stage_start: u32,
+        n_stages: u32,
         micro_batches: f32,
         bubble: f32,
         devices: f32,
@@ -182,6 +183,29 @@ gpu_record! {
         state: f32,
         working: f32,
         total: f32,
+    }
+}
+
+gpu_record! {
+    /// One class of identical pipeline stages (`engine::program::Stage`): its operators and
+    /// collectives (absolute record positions), how many stages, their devices and footprint.
+    StageRec {
+        op_start: u32,
+        n_ops: u32,
+        comm_start: u32,
+        n_comms: u32,
+        repeat: f32,
+        devices: f32,
+        state: f32,
+        working: f32,
+        total: f32,
+        pad0: f32,
+        pad1: f32,
+        pad2: f32,
+        pad3: u32,
+        pad4: u32,
+        pad5: u32,
+        pad6: u32,
     }
 }
 
@@ -269,12 +293,17 @@ fn codes() -> String {
 /// record array, and the shared `Rec` shape.
 pub fn wgsl() -> String {
     let mut s = codes();
+    s += &format!(
+        "const MAX_STAGES: u32 = {}u;\n",
+        crate::engine::program::MAX_STAGES
+    );
     s += "struct Rec {\n    u: vec4<u32>,\n    f: vec4<f32>,\n}\n";
     s += &Params::wgsl_struct();
     s += &ProgRec::wgsl_struct();
     for (st, rd) in [
         (OpRec::wgsl_struct(), OpRec::wgsl_reader()),
         (CommRec::wgsl_struct(), CommRec::wgsl_reader()),
+        (StageRec::wgsl_struct(), StageRec::wgsl_reader()),
         (AxisRec::wgsl_struct(), AxisRec::wgsl_reader()),
         (TargetRec::wgsl_struct(), TargetRec::wgsl_reader()),
     ] {

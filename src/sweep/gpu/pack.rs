@@ -2,7 +2,7 @@
 //! and the axes, as the generated records of `layout.rs` in the shared record array.
 
 use super::layout::code::*;
-use super::layout::{AxisRec, CommRec, Layout, OpRec, Params, ProgRec, TargetRec};
+use super::layout::{AxisRec, CommRec, Layout, OpRec, Params, ProgRec, StageRec, TargetRec};
 use crate::engine::program::Program;
 use crate::engine::table::{self as fields, Fields, NX};
 use crate::sweep::space::{Op, Sampling, Space, Values};
@@ -73,6 +73,24 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
             };
             recs.extend_from_slice(rec.words());
         }
+        let stage_start = at(&recs);
+        let stages = p.stage_list();
+        for st in stages.iter() {
+            let fp = &st.footprint;
+            let rec = StageRec {
+                op_start: op_start + (st.ops.start * OpRec::recs()) as u32,
+                n_ops: st.ops.len() as u32,
+                comm_start: comm_start + (st.comms.start * CommRec::recs()) as u32,
+                n_comms: st.comms.len() as u32,
+                repeat: f(st.repeat),
+                devices: f(st.devices),
+                state: f(fp.state()),
+                working: f(fp.working()),
+                total: f(fp.total()),
+                ..StageRec::default()
+            };
+            recs.extend_from_slice(rec.words());
+        }
         let fp = &p.footprint;
         let rec = ProgRec {
             op_start,
@@ -81,6 +99,8 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
             n_comms: p.comms.len() as u32,
             base: (b * NX) as u32,
             mfu_prec: p.mfu_precision as u32,
+            stage_start,
+            n_stages: stages.len() as u32,
             micro_batches: f(p.micro_batches),
             bubble: f(p.bubble),
             devices: f(p.devices),
@@ -89,7 +109,6 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
             state: f(fp.state()),
             working: f(fp.working()),
             total: f(fp.total()),
-            ..ProgRec::default()
         };
         progs.extend_from_slice(rec.words());
     }

@@ -324,6 +324,7 @@ mod tests {
         Program {
             ops: Vec::new(),
             comms,
+            stages: Vec::new(),
             micro_batches: 1.0,
             bubble: 0.0,
             footprint: Footprint::default(),

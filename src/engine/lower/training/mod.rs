@@ -186,6 +186,7 @@ pub(super) fn transformer_training(
     let mut program = Program {
         ops: b.ops,
         comms: b.comms,
+        stages: Vec::new(),
         micro_batches: d.micro_batches,
         bubble: (m.pp as f64 - 1.0) / m.interleave as f64,
         footprint: Footprint {

@@ -1,0 +1,157 @@
+//! Near-memory inference as per-layer pipelines (issue 11): stages of layers on their own
+//! devices, memory per stage, the head on its own stage, precisions per tensor kind, and a law
+//! of the round (more bandwidth, compute or link speed never slows it).
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
+use proptest::prelude::*;
+use tessera::engine::table as t;
+use tessera::engine::{self, cpu, MappingChoice, Objective};
+use tessera::model::mapping::{MappingPlan, Placement};
+use tessera::model::system::{load_system, System};
+use tessera::model::workload::{load_workload, Workload};
+use tessera::spec::Fs;
+
+struct CrateFs;
+impl Fs for CrateFs {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn load(arch: &str, work: &str) -> (System, Workload) {
+    let s = load_system(arch, &CrateFs).value.expect("system");
+    let w = load_workload(work, &CrateFs).value.expect("workload");
+    (s, w)
+}
+
+fn northpole() -> (System, Workload) {
+    load(
+        "architectures/northpole-16.ron",
+        "workloads/granite-3b-northpole.ron",
+    )
+}
+
+#[test]
+fn northpole_search_finds_ibms_layout_under_one_ms_per_token() {
+    let (s, w) = northpole();
+    let e = engine::estimate(&s, &w, &MappingChoice::Auto(Objective::Time), None);
+    assert!(e.feasible, "{:?}", e.reason);
+    let m = e.mapping.as_ref().unwrap();
+    // 14 one-layer stages of one card and the output head on the other two
+    assert_eq!(
+        m.stages.as_deref(),
+        Some("14×(1 layer, 1 dev) + 1×(head, 2 dev)")
+    );
+    let lat = e.latency_per_token_s.unwrap();
+    assert!(lat < 1e-3, "latency per token {lat} s");
+    assert!(e.placement.as_deref().unwrap().contains("sram"));
+}
+
+#[test]
+fn pp_may_exceed_the_layer_count_and_the_head_is_counted_once() {
+    let (s, w) = northpole();
+    // pp 16 over 14 layers: 14 layer stages and a 2-card head stage (the old limit said no)
+    let plan = MappingPlan {
+        pp: Some(16),
+        ..MappingPlan::default()
+    };
+    let prep = engine::prepare(&s, &w, &MappingChoice::Given(plan), None).expect("feasible");
+    let p = &prep.program;
+    assert_eq!(p.stages.len(), 2);
+    let layer = &p.stages[0];
+    let head = &p.stages[1];
+    assert_eq!((layer.repeat, head.repeat, head.devices), (14.0, 1.0, 2.0));
+    // 14 layers at 4-bit weights: 218 M parameters per layer = 109 MB; the 201 M-parameter head
+    // (tied with the embedding) only on its own stage, split over its 2 cards
+    let lw = layer.footprint.weights;
+    assert!((lw - 218.1e6 * 0.5).abs() < 1e6, "layer stage weights {lw}");
+    let hw = head.footprint.weights;
+    assert!(
+        (hw - 49152.0 * 4096.0 * 0.5 / 2.0).abs() < 1.0,
+        "head weights {hw}"
+    );
+    assert!(cpu::eval(p, &prep.machine).feasible);
+}
+
+#[test]
+fn activations_travel_at_their_own_precision() {
+    let (s, mut w) = northpole();
+    let plan = MappingPlan {
+        stages: Some(
+            std::iter::repeat_n((1, 1), 14)
+                .chain(std::iter::once((0, 2)))
+                .collect(),
+        ),
+        ..MappingPlan::default()
+    };
+    let bytes = |w: &Workload| {
+        let prep = engine::prepare(&s, w, &MappingChoice::Given(plan.clone()), None)
+            .ok()
+            .unwrap();
+        let c = prep
+            .program
+            .comms
+            .iter()
+            .find(|c| c.name.starts_with("pp send/recv"))
+            .unwrap()
+            .bytes;
+        c
+    };
+    let a8 = bytes(&w);
+    if let tessera::model::workload::Task::Inference(i) = &mut w.task {
+        i.activations = tessera::model::precision::Precision::Bf16;
+    }
+    assert_eq!(bytes(&w), 2.0 * a8);
+}
+
+#[test]
+fn a_stage_that_does_not_fit_is_infeasible_with_its_reason() {
+    let (s, w) = northpole();
+    // 7 stages of 2 layers: 218 MB of weights per card plus the KV cache exceed 224 MB
+    let plan = MappingPlan {
+        stages: Some(
+            std::iter::repeat_n((2, 1), 7)
+                .chain(std::iter::once((0, 2)))
+                .collect(),
+        ),
+        ..MappingPlan::default()
+    };
+    let e = engine::estimate(&s, &w, &MappingChoice::Given(plan), Some(9));
+    assert!(!e.feasible);
+    assert_eq!(e.reason_code, Some("memory"), "{:?}", e.reason);
+}
+
+#[test]
+fn balanced_placement_puts_the_extra_layers_first() {
+    let p = Placement::balanced(14, 4, 2, 0);
+    assert_eq!(p.describe(), "2×(4 layers, 2 dev) + 2×(3 layers, 2 dev)");
+    assert_eq!((p.layers(), p.devices(), p.stages()), (14, 8, 4));
+    let u = Placement::uniform(14, 1, 16);
+    assert_eq!(u.describe(), "14×(1 layer, 1 dev) + 1×(head, 2 dev)");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// More on-chip bandwidth, a higher INT8 rate or a faster link between cards never slows a
+    /// round, whatever the micro-batch.
+    #[test]
+    fn more_resources_never_slow_a_pipeline(
+        bw in 0.5f64..4.0, peak in 0.5f64..4.0, lat in 0.1f64..1.0, mb in 0u64..29
+    ) {
+        let (s, w) = northpole();
+        let plan = MappingPlan { pp: Some(16), micro_batch: (mb > 0).then_some(mb), ..MappingPlan::default() };
+        let prep = engine::prepare(&s, &w, &MappingChoice::Given(plan), None).ok().unwrap();
+        let base = cpu::eval(&prep.program, &prep.machine);
+        // (a large micro-batch's prefill working set may not fit a card)
+        prop_assume!(base.feasible);
+        let mut m = prep.machine.clone();
+        m[t::SRAM_BANDWIDTH] *= 1.0 + bw;
+        m[t::MATRIX_PEAK + tessera::model::precision::Precision::Int8.index()] *= 1.0 + peak;
+        m[t::UP_LATENCY] *= lat;
+        let fast = cpu::eval(&prep.program, &m);
+        prop_assert!(base.feasible && fast.feasible);
+        prop_assert!(fast.step_time <= base.step_time * (1.0 + 1e-12));
+    }
+}
