@@ -156,6 +156,7 @@ pub(super) fn lower(
         pue,
         power_limit,
         fitted: cx.fitted.iter().cloned().collect(),
+        fitted_sources: cx.fitted_sources.clone(),
         assumed: cx.assumed,
     };
     // Budgets.
