@@ -377,3 +377,17 @@ fn sweep_list_paths() {
         Shape::new(&[]).add(&wafer).add(&rack).render()
     );
 }
+
+#[test]
+fn calibrate() {
+    let v = tessera(&[
+        "calibrate",
+        "validation/mlperf/mlperf-v41-gpt3-h100-512.ron",
+        "validation/mlperf/mlperf-v50-llama405b-h100-8192.ron",
+        "--fit",
+        "device.efficiency.low_precision_matmul",
+        "--format",
+        "json",
+    ]);
+    insta::assert_snapshot!("calibrate", Shape::new(&[]).add(&v).render());
+}
