@@ -23,6 +23,9 @@ pub struct Args {
     pub mapping: Option<String>,
     #[arg(long, value_parser = common::choice::<Objective>(), default_value = "time")]
     pub objective: Objective,
+    /// Overrides by sweep path (`devices` and `nodes` are the scale's own axis here).
+    #[command(flatten)]
+    pub set: common::SetArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
@@ -99,13 +102,32 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             Err(e) => return Ok(e),
         },
     };
-    let series: Vec<Scaling> = systems
+    let set = match a.set.parse() {
+        Ok(s) => s,
+        Err(e) => return Ok(e),
+    };
+    let mut runs = Vec::new();
+    for mut sys in systems {
+        let (mut w, mut choice, mut devices) = (w.clone(), choice.clone(), None);
+        if let Err(e) = set.apply(&mut sys, &mut w, &mut choice, &mut devices) {
+            return Ok(e);
+        }
+        if devices.is_some() {
+            writeln!(
+                std::io::stderr(),
+                "error: --set devices / nodes: `scale` takes its device counts from `--devices`\n  = hint: drop the override and list the counts in `--devices 8,64,512`"
+            )?;
+            return Ok(Exit::Failed);
+        }
+        runs.push((sys, w, choice));
+    }
+    let series: Vec<Scaling> = runs
         .iter()
-        .map(|sys| {
+        .map(|(sys, w, choice)| {
             let ests = a
                 .devices
                 .iter()
-                .map(|&n| estimate(sys, &w, &choice, Some(n)))
+                .map(|&n| estimate(sys, w, choice, Some(n)))
                 .collect();
             scaling(&sys.name, &w.name, ests)
         })
