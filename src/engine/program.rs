@@ -174,7 +174,8 @@ pub struct Program {
     pub comms: Vec<Comm>,
     /// Micro-batches per step through one pipeline.
     pub micro_batches: f64,
-    /// Pipeline bubble in units of one micro-batch's stage time: (pp − 1) / interleave.
+    /// Pipeline bubble in units of one micro-batch's stage time: (pp − 1) / interleave where the
+    /// schedule allows it (`lower::training::pipeline_bubble`).
     pub bubble: f64,
     pub footprint: Footprint,
     /// Devices this program runs on.
