@@ -490,7 +490,7 @@ fn interleaving_gives_nothing_with_fewer_micro_batches_than_stages() {
     let r = tessera::engine::search::search(&sys, &w, 64, tessera::engine::Objective::Time);
     for (m, e) in &r.ranked {
         if m.pp > 1 && m.interleave > 1 && e.feasible {
-            let mut plain = m.clone();
+            let mut plain = *m;
             plain.interleave = 1;
             let e1 = eval(&lower(&sys, &w, &plain, 64).unwrap(), &machine(&sys, 64));
             let pipe_mb = lower(&sys, &w, m, 64).unwrap().micro_batches;
