@@ -713,8 +713,15 @@ pub enum PathKind {
 }
 
 /// Workload fields a path may set (`workload.global_batch`): training runs' batch and sequence
-/// length, and the formats their GEMMs and activations run in.
-pub const WORKLOAD_FIELDS: [&str; 4] = ["global_batch", "seq", "compute", "activations"];
+/// length, and the formats their GEMMs, activations, weights and gradients are held in.
+pub const WORKLOAD_FIELDS: [&str; 6] = [
+    "global_batch",
+    "seq",
+    "compute",
+    "activations",
+    "weights",
+    "gradients",
+];
 
 /// Classify `path` against `sys`; `Err` carries a message and a hint listing the known paths.
 pub fn classify(path: &str, sys: &System) -> Result<PathKind, (String, Option<String>)> {
@@ -859,6 +866,8 @@ pub fn set_workload(
         "seq" => t.seq = count()?,
         "compute" => t.compute = precision()?,
         "activations" => t.activations = precision()?,
+        "weights" => t.weights = precision()?,
+        "gradients" => t.gradients = precision()?,
         _ => {
             return Err((
                 format!("unknown workload field `workload.{field}`"),
