@@ -65,8 +65,56 @@ fn alias_kind(name: &str, text: &str, fs: &dyn Fs) -> Option<&'static str> {
     }
 }
 
+/// The device each validation case ran on, by case id (the CLI reads the cases; the library
+/// reads no directory).
+pub type CaseDevices = std::collections::BTreeMap<String, String>;
+
+/// Warnings for fitted figures of device `device` whose citation names only cases that ran on
+/// other devices: a fit copied to a device it was not fitted on is an assumption, not a fit.
+pub fn copied_fits(
+    files: &Files,
+    device: &str,
+    fitted: &[crate::model::FittedSource],
+    cases: &CaseDevices,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for f in fitted {
+        let named = crate::validate::cases_named(&f.citation, cases.keys().map(|k| k.as_str()));
+        if named.is_empty() || named.iter().any(|id| cases[*id] == device) {
+            continue;
+        }
+        let mut on: Vec<&str> = named.iter().map(|id| cases[*id].as_str()).collect();
+        on.sort();
+        on.dedup();
+        let mut d = files
+            .at(
+                f.file,
+                &f.at,
+                format!(
+                    "fitted figure `{}` was fitted on {} ({}), not on this device ({device})",
+                    f.key,
+                    named.join(", "),
+                    on.join(", ")
+                ),
+            )
+            .with_hint(Some(format!(
+                "a fit copied to another device is an assumption: fit it on this device's own cases with `tessera calibrate`, or declare it under a key that does not start with `fitted` (e.g. `copied-{}`) saying where it comes from",
+                f.key.trim_start_matches("fitted-")
+            )));
+        d.severity = crate::diag::Severity::Warning;
+        out.push(d);
+    }
+    out
+}
+
 /// Check one file of any kind; returns the texts read and every diagnostic.
 pub fn check_file(name: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
+    check_file_with(name, fs, &CaseDevices::new())
+}
+
+/// [`check_file`], also warning where a fitted figure of a system or device names only cases
+/// that ran on another device ([`copied_fits`]).
+pub fn check_file_with(name: &str, fs: &dyn Fs, cases: &CaseDevices) -> (Files, Vec<Diagnostic>) {
     let bytes = match fs.read(name) {
         Ok(b) => b,
         Err(e) => {
@@ -93,10 +141,20 @@ pub fn check_file(name: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
     let kind = kind_of(&text);
     match kind.as_deref() {
         Some("System") => {
-            let l = crate::model::system::load_system(name, fs);
+            let mut l = crate::model::system::load_system(name, fs);
+            if let Some(s) = &l.value {
+                let w = copied_fits(&l.files, &s.device.name, &s.fitted_sources, cases);
+                l.diagnostics.extend(w);
+            }
             (l.files, l.diagnostics)
         }
-        Some(k @ ("Device" | "Die" | "Node")) => crate::model::system::check_part(name, k, fs),
+        Some(k @ ("Device" | "Die" | "Node")) => {
+            let (files, mut diags, fitted) = crate::model::system::check_part_fitted(name, k, fs);
+            if let Some((device, f)) = fitted {
+                diags.extend(copied_fits(&files, &device, &f, cases));
+            }
+            (files, diags)
+        }
         Some("Workload") => {
             let l = crate::model::workload::load_workload(name, fs);
             (l.files, l.diagnostics)

@@ -305,7 +305,8 @@ fn mixed_precision_adam_is_16_bytes_per_parameter() {
 #[test]
 fn zero3_shards_all_state_over_data_parallel_ranks() {
     // ZeRO-3 over dp = 8: weights, gradients and optimizer state are each 1/8 per device:
-    // 16 B × params / 8.
+    // 16 B × params / 8, plus the gather buffers: two layers' parameters unsharded (the layer
+    // being computed and the next one prefetched), 2 B each, less the 1/8 the device holds.
     let (sys, w) = fixtures();
     let tessera::model::workload::Model::Transformer(t) = &w.model else {
         panic!()
@@ -321,9 +322,10 @@ fn zero3_shards_all_state_over_data_parallel_ranks() {
         8,
     )
     .unwrap();
+    let layer = t.attn_params() + t.layer_ffn_params();
     assert_relative_eq!(
         p.footprint.state(),
-        16.0 * t.params() / 8.0,
+        16.0 * t.params() / 8.0 + 2.0 * layer * 2.0 * (1.0 - 1.0 / 8.0),
         max_relative = 1e-12
     );
     let p1 = lower(
@@ -597,4 +599,63 @@ fn a_pipeline_round_is_the_slowest_stage_or_the_chain() {
     let e = eval(&two_stage_program(1.0), &m);
     assert!(!e.feasible);
     assert_eq!(e.needed_bytes, 90e9);
+}
+
+/// The example: 8 stages, 1 micro-batch, 4 chunks per stage. Interleaving gives nothing:
+/// the one micro-batch still crosses all 8 stages, so the step is 8 stage times, not 1 + 7/4.
+#[test]
+fn interleaving_gives_nothing_with_fewer_micro_batches_than_stages() {
+    use tessera::engine::lower::pipeline_bubble;
+    assert_relative_eq!(1.0 + pipeline_bubble(8, 1.0, 4), 8.0);
+    assert_relative_eq!(pipeline_bubble(8, 8.0, 4), 7.0 / 4.0);
+    assert_relative_eq!(pipeline_bubble(8, 16.0, 4), 7.0 / 4.0);
+    assert_relative_eq!(pipeline_bubble(8, 3.0, 1), 7.0);
+    // through the engine: 8 stages, global batch 1 → one micro-batch
+    let (sys, w) = fixtures_with(&WORKLOAD.replace("global_batch: 64", "global_batch: 1"));
+    let mk = |v: u64| Mapping {
+        dp: 1,
+        tp: 8,
+        pp: 8,
+        interleave: v,
+        sp: true,
+        recompute: Recompute::Full,
+        ..Mapping::single()
+    };
+    let p = lower(&sys, &w, &mk(4), 64).unwrap();
+    assert_relative_eq!(p.micro_batches + p.bubble, 8.0);
+    // and the search never gains by interleaving such a pipeline
+    let r = tessera::engine::search::search(&sys, &w, 64, tessera::engine::Objective::Time);
+    for (m, e) in &r.ranked {
+        if m.pp > 1 && m.interleave > 1 && e.feasible {
+            let mut plain = *m;
+            plain.interleave = 1;
+            let e1 = eval(&lower(&sys, &w, &plain, 64).unwrap(), &machine(&sys, 64));
+            let pipe_mb = lower(&sys, &w, m, 64).unwrap().micro_batches;
+            if pipe_mb < m.pp as f64 {
+                assert!(e.step_time >= e1.step_time * (1.0 - 1e-9), "{m:?}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A step never beats one micro-batch's path through every stage (pp stage times) nor the
+    /// micro-batches' own work (m stage times); interleaving never lengthens the bubble, and at or
+    /// above pp micro-batches it is (pp − 1) / v.
+    #[test]
+    fn the_bubble_never_beats_the_pipeline(pp in 1u64..64, m in 1u64..256, v in 1u64..8) {
+        use tessera::engine::lower::pipeline_bubble;
+        let b = pipeline_bubble(pp, m as f64, v);
+        let step = m as f64 + b;
+        prop_assert!(b >= 0.0);
+        prop_assert!(step >= pp as f64 * (1.0 - 1e-12), "pp {pp} m {m} v {v}: {step}");
+        prop_assert!(b <= pipeline_bubble(pp, m as f64, 1) * (1.0 + 1e-12));
+        if m >= pp {
+            prop_assert!((b - (pp as f64 - 1.0) / v as f64).abs() < 1e-12);
+        }
+        // one more micro-batch never shortens the step
+        prop_assert!(m as f64 + 1.0 + pipeline_bubble(pp, m as f64 + 1.0, v) >= step * (1.0 - 1e-12));
+    }
 }

@@ -13,7 +13,7 @@ use tessera::model::system::load_system;
 use tessera::spec::validation::Verdict;
 use tessera::spec::Fs;
 use tessera::validate::audit::{audit, load_claim};
-use tessera::validate::{load_case, mentions};
+use tessera::validate::{load_case, mentions, Role};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -231,6 +231,8 @@ fn every_fitted_case_is_named_by_its_architecture() {
             .unwrap_or_else(|| panic!("{file} does not load: {:?}", l.diagnostics));
         let named = c.system.fitted.iter().any(|t| mentions(t, &c.id));
         assert_eq!(c.fitted, named, "{file}");
+        // a shipped case is a calibration case exactly when a fitted figure names it
+        assert_eq!(c.role == Role::Calibration, c.fitted, "{file}");
         n += 1;
     }
     assert!(n >= 50);
@@ -302,4 +304,102 @@ fn the_audit_takes_a_claim_on_the_command_line() {
         "120 %",
     ]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("IMPOSSIBLE"));
+}
+
+#[test]
+fn every_case_states_its_role_and_a_fitted_case_cannot_check() {
+    // No role: a located error with a hint, from `check` and `validate` alike.
+    for cmd in ["check", "validate"] {
+        let out = tessera(&[cmd, "tests/validation/no-role.ron"]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("tests/validation/no-role.ron:"), "{err}");
+        assert!(err.contains("says no `role`"), "{err}");
+        assert!(err.contains("role: Check"), "{err}");
+    }
+    // A case a fitted figure of its architecture names, claiming to check the model: an error.
+    let out = tessera(&["check", "tests/validation/megatron-22b-selective.ron"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("named by a fitted figure"), "{err}");
+    assert!(err.contains("role: Calibration"), "{err}");
+}
+
+#[test]
+fn validate_reports_the_check_set_apart_and_gates_on_it() {
+    let (out, v) = validate_json(&[]);
+    assert!(out.status.success());
+    let s = &v["summary"];
+    assert_eq!(s["gate"], "check");
+    let cases = v["cases"].as_array().unwrap();
+    let checks = cases.iter().filter(|c| c["role"] == "check").count();
+    let cals = cases.iter().filter(|c| c["role"] == "calibration").count();
+    assert_eq!(checks + cals, cases.len(), "every case has a role");
+    assert_eq!(f(&s["check"], "cases") as usize, checks);
+    assert_eq!(f(&s["calibration"], "cases") as usize, cals);
+    // the shipped calibration set is exactly the cases a fitted figure names
+    for c in cases {
+        assert_eq!(
+            c["role"] == "calibration",
+            c["fitted"] == true,
+            "{}",
+            c["id"]
+        );
+    }
+    // the check set spans every family that has gated cases
+    let fams: BTreeSet<&str> = cases
+        .iter()
+        .map(|c| c["family"].as_str().unwrap())
+        .collect();
+    let check_fams: BTreeSet<&str> = s["check_by_family"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    let missing: Vec<&&str> = fams.difference(&check_fams).collect();
+    // a family whose only gated cases were fitted on has no check: say which
+    for m in &missing {
+        assert!(
+            cases
+                .iter()
+                .filter(|c| c["family"] == **m)
+                .all(|c| c["role"] == "calibration"),
+            "{m}"
+        );
+    }
+    // A calibration case outside its tolerance is reported but does not fail the gate; a check
+    // case outside its tolerance does (a_case_outside_its_tolerance_fails_the_gate).
+    let out = tessera(&[
+        "validate",
+        "validation",
+        "tests/validation/wrong-calibration-value.ron",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("NO") && text.contains("PASS"), "{text}");
+    let text = String::from_utf8_lossy(&tessera(&["validate"]).stdout).into_owned();
+    assert!(text.contains("check set (the gate)"), "{text}");
+    assert!(text.contains("calibration set (not gated)"), "{text}");
+}
+
+#[test]
+fn check_warns_when_a_fit_is_copied_to_another_device() {
+    let out = tessera(&["check", "tests/validation/copied-fit-device.ron"]);
+    assert!(out.status.success(), "a warning, not an error: {out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("fitted figure `fitted-amd-fp8` was fitted on mlperf-v50-lora-mi325x-8"),
+        "{err}"
+    );
+    assert!(err.contains("tessera calibrate"), "{err}");
+    let out = tessera(&[
+        "check",
+        "--deny-warnings",
+        "tests/validation/copied-fit-device.ron",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    // the part it was fitted on checks clean
+    let out = tessera(&["check", "--deny-warnings", "architectures/parts/mi325x.ron"]);
+    assert!(out.status.success(), "{out:?}");
 }

@@ -25,6 +25,8 @@ pub struct Args {
     pub devices: Option<u64>,
     #[command(flatten)]
     pub power: common::PowerArgs,
+    #[command(flatten)]
+    pub set: common::SetArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
@@ -113,24 +115,39 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             Err(e) => return Ok(e),
         },
     };
+    let set = match a.set.parse() {
+        Ok(s) => s,
+        Err(e) => return Ok(e),
+    };
     let mut ests = Vec::new();
     let mut failed = false;
     for s in &a.systems {
         match common::system(s).map(|s| a.power.apply(s)) {
-            Ok(sys) => ests.push(match a.power.power_budget {
-                Some(b) => match budget::fit(&sys, &w, &choice, b) {
-                    Some(f) => f.estimate,
-                    None => Estimate::infeasible(
-                        &sys,
-                        &w,
-                        sys.node.devices as u64,
-                        None,
-                        &Reason::PowerBudget,
-                        tessera::engine::unit_of(&w),
-                    ),
-                },
-                None => estimate(&sys, &w, &choice, a.devices.map(|d| d.min(sys.devices))),
-            }),
+            Ok(mut sys) => {
+                // each system with the same overrides (its own paths resolved against it)
+                let (mut w, mut choice, mut devices) = (w.clone(), choice.clone(), a.devices);
+                if set
+                    .apply(&mut sys, &mut w, &mut choice, &mut devices)
+                    .is_err()
+                {
+                    failed = true;
+                    continue;
+                }
+                ests.push(match a.power.power_budget {
+                    Some(b) => match budget::fit(&sys, &w, &choice, b) {
+                        Some(f) => f.estimate,
+                        None => Estimate::infeasible(
+                            &sys,
+                            &w,
+                            sys.node.devices as u64,
+                            None,
+                            &Reason::PowerBudget,
+                            tessera::engine::unit_of(&w),
+                        ),
+                    },
+                    None => estimate(&sys, &w, &choice, devices.map(|d| d.min(sys.devices))),
+                })
+            }
             Err(_) => failed = true,
         }
     }

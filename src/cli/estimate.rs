@@ -142,11 +142,11 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
-    let (sys, w, choice) = match a.run.load() {
+    let (sys, w, choice, devices) = match a.run.load() {
         Ok(x) => x,
         Err(e) => return Ok(e),
     };
-    let prep = prepare(&sys, &w, &choice, a.run.devices);
+    let prep = prepare(&sys, &w, &choice, devices);
     let e = outcome(&sys, &w, &prep);
     match a.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&e).expect("json"))?,

@@ -2,6 +2,7 @@
 //! data on stdout, diagnostics and progress on stderr.
 
 mod audit;
+mod calibrate;
 mod check;
 mod common;
 mod compare;
@@ -52,6 +53,8 @@ pub enum Command {
     Validate(validate::Args),
     /// Check published claims against what the hardware physically allows.
     Audit(audit::Args),
+    /// Fit named figures to calibration cases by least squares; write a calibrated part file.
+    Calibrate(calibrate::Args),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -82,6 +85,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Roofline(a) => roofline::run(a, out),
         Command::Validate(a) => validate::run(a, out),
         Command::Audit(a) => audit::run(a, out),
+        Command::Calibrate(a) => calibrate::run(a, out),
     };
     match res {
         Ok(e) => e,

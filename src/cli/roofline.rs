@@ -100,11 +100,11 @@ fn heading(r: &Roofline) -> String {
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
-    let (sys, w, choice) = match a.run.load() {
+    let (sys, w, choice, devices) = match a.run.load() {
         Ok(x) => x,
         Err(e) => return Ok(e),
     };
-    let n = a.run.devices.unwrap_or(sys.devices).min(sys.devices).max(1);
+    let n = devices.unwrap_or(sys.devices).min(sys.devices).max(1);
     let prep = match prepare(&sys, &w, &choice, Some(n)) {
         Ok(p) => p,
         Err(i) => {

@@ -26,6 +26,9 @@ pub struct Args {
     pub objective: Objective,
     #[command(flatten)]
     pub power: common::PowerArgs,
+    /// Overrides by sweep path (`devices` and `nodes` are the scale's own axis here).
+    #[command(flatten)]
+    pub set: common::SetArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
@@ -102,20 +105,39 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             Err(e) => return Ok(e),
         },
     };
-    let series: Vec<Scaling> = systems
+    let set = match a.set.parse() {
+        Ok(s) => s,
+        Err(e) => return Ok(e),
+    };
+    let mut runs = Vec::new();
+    for mut sys in systems {
+        let (mut w, mut choice, mut devices) = (w.clone(), choice.clone(), None);
+        if let Err(e) = set.apply(&mut sys, &mut w, &mut choice, &mut devices) {
+            return Ok(e);
+        }
+        if devices.is_some() {
+            writeln!(
+                std::io::stderr(),
+                "error: --set devices / nodes: `scale` takes its device counts from `--devices`\n  = hint: drop the override and list the counts in `--devices 8,64,512`"
+            )?;
+            return Ok(Exit::Failed);
+        }
+        runs.push((sys, w, choice));
+    }
+    let series: Vec<Scaling> = runs
         .iter()
-        .map(|sys| {
+        .map(|(sys, w, choice)| {
             let ests = match a.power.power_budget {
                 // iso-power: what fractions of the budget hold, and what they deliver
                 Some(b) => [0.125, 0.25, 0.5, 1.0]
                     .iter()
-                    .filter_map(|f| budget::fit(sys, &w, &choice, b * f))
+                    .filter_map(|f| budget::fit(sys, w, choice, b * f))
                     .map(|f| f.estimate)
                     .collect(),
                 None => a
                     .devices
                     .iter()
-                    .map(|&n| estimate(sys, &w, &choice, Some(n)))
+                    .map(|&n| estimate(sys, w, choice, Some(n)))
                     .collect(),
             };
             let mut s = scaling(&sys.name, &w.name, ests);

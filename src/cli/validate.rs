@@ -1,7 +1,7 @@
 //! `tessera validate [PATH...]`: run every validation case (default `validation/`) against its
-//! published value; print each case and the summary by hardware family and metric, fitted and
-//! unfitted apart; exit 1 when a gated case is outside its tolerance (cases under `known-gaps/`
-//! are reported, not gated).
+//! published value; print each case with its role and the summary by hardware family and metric,
+//! the check set apart from the calibration set; exit 1 when a check case is outside its tolerance
+//! (calibration cases and cases under `known-gaps/` are reported, not gated).
 
 use super::{report, DiskFs, Exit, Format};
 use std::io::Write;
@@ -76,7 +76,7 @@ pub fn collect(paths: &[String]) -> std::io::Result<Vec<String>> {
 /// Whether the file holds a `Case` (claims and other kinds under `validation/` are skipped).
 // Peeks at a file's kind before the loader reads it.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-fn is_case(path: &str) -> bool {
+pub fn is_case(path: &str) -> bool {
     match std::fs::read_to_string(path) {
         Ok(t) => tessera::check::kind_of(&t).as_deref() == Some("Case"),
         // unreadable: let the loader report it
@@ -115,6 +115,7 @@ fn row(r: &CaseResult) -> Vec<String> {
             (false, false) => "NO".into(),
         },
         if r.fitted { "fitted" } else { "" }.into(),
+        r.role.name().into(),
     ]
 }
 
@@ -135,9 +136,11 @@ fn summary_tables(s: &Summary) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
         .map(|x| x.to_string())
         .collect();
     let mut head = vec![
-        stats_row("unfitted (headline)", &s.unfitted),
+        stats_row("check set (the gate)", &s.check),
+        stats_row("calibration set (not gated)", &s.calibration),
+        stats_row("unfitted", &s.unfitted),
         stats_row("fitted", &s.fitted),
-        stats_row("all gated", &s.all),
+        stats_row("all outside known gaps", &s.all),
     ];
     if s.known_gaps.cases > 0 {
         head.push(stats_row("known gaps (not gated)", &s.known_gaps));
@@ -152,8 +155,14 @@ fn summary_tables(s: &Summary) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
         .iter()
         .map(|g| stats_row(&g.name, &g.stats))
         .collect();
+    let check_fam = s
+        .check_by_family
+        .iter()
+        .map(|g| stats_row(&g.name, &g.stats))
+        .collect();
     vec![
         ("summary".into(), h.clone(), head),
+        ("check set by hardware family".into(), h.clone(), check_fam),
         ("by hardware family".into(), h.clone(), fam),
         ("by metric".into(), h, met),
     ]
@@ -212,6 +221,7 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
                 "tolerance",
                 "within",
                 "fitted",
+                "role",
             ]
             .iter()
             .map(|s| s.to_string())
@@ -237,16 +247,19 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
             }
             writeln!(
                 out,
-                "\n{}: {} of {} gated cases within tolerance; unfitted MAPE {:.1}%, largest {:.1}%",
+                "\n{}: {} of {} check cases within tolerance; check MAPE {:.1}%, largest {:.1}% (calibration set, not gated: {} of {} within, MAPE {:.1}%)",
                 if summary.pass && !failed_load {
                     "PASS"
                 } else {
                     "FAIL"
                 },
-                summary.within,
-                summary.cases,
-                summary.unfitted.mape * 100.0,
-                summary.unfitted.max_abs_error * 100.0
+                summary.check.within,
+                summary.check.cases,
+                summary.check.mape * 100.0,
+                summary.check.max_abs_error * 100.0,
+                summary.calibration.within,
+                summary.calibration.cases,
+                summary.calibration.mape * 100.0,
             )?;
         }
     }

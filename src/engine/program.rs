@@ -197,7 +197,8 @@ pub struct Program {
     pub stages: Vec<Stage>,
     /// Micro-batches per step through one pipeline.
     pub micro_batches: f64,
-    /// Pipeline bubble in units of one micro-batch's stage time: (pp − 1) / interleave.
+    /// Pipeline bubble in units of one micro-batch's stage time: (pp − 1) / interleave where the
+    /// schedule allows it (`lower::training::pipeline_bubble`).
     pub bubble: f64,
     /// Per device; with stages, the largest stage's.
     pub footprint: Footprint,

@@ -81,6 +81,18 @@ pub fn checked<T>(value: Option<T>, files: Files, diagnostics: Vec<Diagnostic>) 
     }
 }
 
+/// A fitted figure's source: where its key is declared and the citation (which names the cases it
+/// was fitted on), for `tessera check`'s copied-fit warning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FittedSource {
+    /// Index into the load's `Files`.
+    pub file: usize,
+    /// Where the key is declared (`sources.<key>`).
+    pub at: Path,
+    pub key: String,
+    pub citation: String,
+}
+
 /// Reserved source tag for a figure the author guessed.
 pub const ASSUMED: &str = "assumed";
 
@@ -97,6 +109,10 @@ pub struct Ctx<'a> {
     outer: Vec<(usize, Path, Option<String>)>,
     /// Source texts of figures marked fitted, for the validation summary.
     pub fitted: BTreeSet<String>,
+    /// The same, with where each key is declared.
+    pub fitted_sources: Vec<FittedSource>,
+    /// Where each file's `sources` map was declared.
+    sources_at: BTreeMap<usize, Path>,
     pub assumed: usize,
 }
 
@@ -109,6 +125,8 @@ impl<'a> Ctx<'a> {
             frame: (file, Path::root(), None),
             outer: Vec::new(),
             fitted: BTreeSet::new(),
+            fitted_sources: Vec::new(),
+            sources_at: BTreeMap::new(),
             assumed: 0,
         }
     }
@@ -135,6 +153,7 @@ impl<'a> Ctx<'a> {
             entry.insert(k.clone(), v.clone());
         }
         let path = self.path().field("sources");
+        self.sources_at.entry(file).or_insert_with(|| path.clone());
         for (k, v) in sources {
             if v.trim().is_empty() {
                 let d = self
@@ -204,6 +223,28 @@ impl<'a> Ctx<'a> {
         self.diags.push(d);
     }
 
+    fn note_fitted(&mut self, file: usize, key: &str, text: String) {
+        if !self
+            .fitted_sources
+            .iter()
+            .any(|f| f.file == file && f.key == key)
+        {
+            let at = self
+                .sources_at
+                .get(&file)
+                .cloned()
+                .unwrap_or_else(|| Path::root().field("sources"))
+                .key(key);
+            self.fitted_sources.push(FittedSource {
+                file,
+                at,
+                key: key.to_string(),
+                citation: text.clone(),
+            });
+        }
+        self.fitted.insert(text);
+    }
+
     fn check_source_key(&mut self, key: &str, field: Option<&str>) -> bool {
         if key == ASSUMED {
             self.assumed += 1;
@@ -213,7 +254,8 @@ impl<'a> Ctx<'a> {
         let known = self.known.get(&file);
         if let Some(text) = known.and_then(|k| k.get(key)) {
             if key.starts_with("fitted") {
-                self.fitted.insert(text.clone());
+                let text = text.clone();
+                self.note_fitted(file, key, text);
             }
             return true;
         }
@@ -276,7 +318,7 @@ impl<'a> Ctx<'a> {
                                 );
                             } else if tag.starts_with("fitted") {
                                 let text = self.known[&file][tag].clone();
-                                self.fitted.insert(text);
+                                self.note_fitted(file, tag, text);
                             }
                         } else {
                             self.assumed += 1;

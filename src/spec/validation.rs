@@ -18,6 +18,10 @@ pub struct CaseSpec {
     pub id: String,
     /// Hardware family the case belongs to, for the summary (e.g. "NVIDIA Hopper").
     pub family: String,
+    /// `Calibration` (its figures were used to fit a `fitted-…` figure; reported, not gated) or
+    /// `Check` (never fitted on; the gate). Required: the loader says so, located, when missing.
+    #[serde(default)]
+    pub role: Option<RoleSpec>,
     #[serde(default)]
     pub description: String,
     /// Citations by key; `source` and quantities name one with `@key`.
@@ -48,6 +52,16 @@ pub struct CaseSpec {
     /// Why this tolerance: the measurement's own uncertainty and what the model leaves out, set
     /// before looking at the result.
     pub tolerance_basis: String,
+}
+
+/// What a case is for: fitting figures, or checking the model.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+pub enum RoleSpec {
+    /// Its published figures were used to fit a `fitted-…` figure (or may be, by
+    /// `tessera calibrate`); reported by `validate`, not gated.
+    Calibration,
+    /// Never used to fit anything: the gate measures the model on these.
+    Check,
 }
 
 /// How a case chooses its mapping.

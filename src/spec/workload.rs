@@ -186,6 +186,11 @@ pub struct TrainingSpec {
     /// Fused attention that skips masked blocks and keeps no score matrix (FlashAttention).
     #[serde(default)]
     pub flash_attention: bool,
+    /// Whether the run applies dropout, keeping two 1-byte masks per token and layer for the
+    /// backward pass. Default `true`: Megatron-LM's GPT recipe (hidden and attention dropout 0.1,
+    /// whose masks Korthikanti et al. 2022 §4.1 count); Llama-style recipes train without.
+    #[serde(default)]
+    pub dropout: Option<bool>,
     /// Images in the data set, for `Epochs` targets.
     #[serde(default)]
     pub dataset_samples: Option<u64>,

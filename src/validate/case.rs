@@ -1,7 +1,7 @@
 //! Reading a case file: its id, metric, published value and tolerance checked with located
 //! diagnostics, the architecture, workload and mapping it names, and the run's conditions applied.
 
-use super::{Case, Metric};
+use super::{Case, Metric, Role};
 use crate::diag::{Diagnostic, Severity};
 use crate::engine::{MappingChoice, Objective};
 use crate::model::precision::Precision;
@@ -20,6 +20,12 @@ pub fn mentions(text: &str, id: &str) -> bool {
         let after = text[i + id.len()..].chars().next();
         !before.is_some_and(is_id) && !after.is_some_and(is_id)
     })
+}
+
+/// The ids among `ids` that `text` names (a fitted figure's citation names the cases it was
+/// fitted on).
+pub fn cases_named<'a>(text: &str, ids: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    ids.into_iter().filter(|id| mentions(text, id)).collect()
 }
 
 /// Whether a path lies in a `known-gaps` directory.
@@ -114,6 +120,18 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
     let value = match (lowered.as_mut(), ls.value, lw.value, mapping) {
         (Some(l), Some(sys), Some(mut w), Some(mapping)) => {
             let fitted = sys.fitted.iter().any(|t| mentions(t, &spec.id));
+            if fitted && l.role == Some(Role::Check) {
+                let mut cx = Ctx::new(&files, id);
+                cx.error(
+                    "role",
+                    format!(
+                        "case `{}` is named by a fitted figure of its architecture `{}`: its figures were used to fit the model, so it cannot check it",
+                        spec.id, sys.name
+                    ),
+                    Some("write `role: Calibration` (validate reports it beside the check set), or re-fit the figure without this case".into()),
+                );
+                diags.extend(cx.diags);
+            }
             if let Err(msg) = apply_run(&mut w, spec.run.as_ref()) {
                 let mut cx = Ctx::new(&files, id);
                 cx.error("run", msg, None);
@@ -133,6 +151,7 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
             Some(Case {
                 id: spec.id.clone(),
                 family: spec.family.clone(),
+                role: l.role.unwrap_or(Role::Check),
                 description: spec.description.clone(),
                 file: name.to_string(),
                 citation: l.citation.clone(),
@@ -179,6 +198,8 @@ pub(crate) fn merge(
 
 /// The figures of a case file, checked.
 struct Lowered {
+    /// `None` when the file says none (an error already reported).
+    role: Option<Role>,
     citation: String,
     metric: Metric,
     baseline: Option<u64>,
@@ -218,6 +239,17 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
     }
     if s.family.trim().is_empty() {
         cx.error("family", "the case names no hardware family", None);
+    }
+    let role = s.role.map(|r| match r {
+        RoleSpec::Calibration => Role::Calibration,
+        RoleSpec::Check => Role::Check,
+    });
+    if role.is_none() {
+        cx.error(
+            "role",
+            "the case says no `role`",
+            Some("write `role: Check` (never used to fit a figure: the gate) or `role: Calibration` (named by a `fitted-…` figure's citation, or meant for `tessera calibrate`)".into()),
+        );
     }
     if s.tolerance_basis.trim().is_empty() {
         cx.error(
@@ -316,6 +348,7 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
     cx.leave();
     cx.leave();
     Some(Lowered {
+        role,
         citation: citation?,
         metric,
         baseline,

@@ -9,13 +9,17 @@
 //!
 //! Calibration lives only in architecture files. A case counts as *fitted* when its id appears in
 //! the citation of a figure of its architecture whose source key starts with `fitted`; there are no
-//! per-case correction factors. Cases under a `known-gaps/` directory are run and reported but not
-//! gated.
+//! per-case correction factors. Every case states its [`Role`]: `Calibration` (figures fitted on it,
+//! or meant for `tessera calibrate`) or `Check` (never fitted on); a fitted case that says `Check`
+//! is an error. The gate is the check set; calibration cases are reported beside it. Cases under a
+//! `known-gaps/` directory are run and reported but not gated.
 
 pub mod audit;
+pub mod calibrate;
 mod case;
 mod run;
 
+pub use case::cases_named;
 pub use case::{is_known_gap, load_case, mentions, parse_throughput};
 pub(crate) use case::{merge, split_tag};
 pub use run::{predict, run_case};
@@ -63,11 +67,29 @@ impl Metric {
     }
 }
 
+/// What a case is for (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Calibration,
+    Check,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Calibration => "calibration",
+            Role::Check => "check",
+        }
+    }
+}
+
 /// A loaded, checked case.
 #[derive(Debug, Clone)]
 pub struct Case {
     pub id: String,
     pub family: String,
+    pub role: Role,
     pub description: String,
     /// The case file.
     pub file: String,
@@ -99,6 +121,8 @@ pub struct Case {
 pub struct CaseResult {
     pub id: String,
     pub family: String,
+    /// `calibration` or `check`.
+    pub role: Role,
     pub metric: Metric,
     pub published: f64,
     /// `None` when the estimate is infeasible.
@@ -167,7 +191,7 @@ pub struct Group {
     pub stats: Stats,
 }
 
-/// The gate's summary: over the gated cases; the headline is `unfitted`.
+/// The validation summary: every set apart; the gate (`pass`) is taken on the check set.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     pub cases: usize,
@@ -179,9 +203,19 @@ pub struct Summary {
     pub by_family: Vec<Group>,
     pub by_metric: Vec<Group>,
     pub known_gaps: Stats,
-    /// All gated cases, with the largest error's case.
+    /// All cases outside `known-gaps/`, with the largest error's case.
     pub all: Stats,
-    /// Every gated case is within its tolerance.
+    /// The check set (role `Check`, outside `known-gaps/`): the gate.
+    pub check: Stats,
+    /// The check set by hardware family.
+    pub check_by_family: Vec<Group>,
+    /// The check set by metric.
+    pub check_by_metric: Vec<Group>,
+    /// The calibration set (role `Calibration`, outside `known-gaps/`): reported, not gated.
+    pub calibration: Stats,
+    /// The set the gate is taken on: `"check"`.
+    pub gate: &'static str,
+    /// Every case of the check set is within its tolerance.
     pub pass: bool,
 }
 
@@ -201,6 +235,12 @@ fn groups<F: Fn(&CaseResult) -> String>(rs: &[&CaseResult], key: F) -> Vec<Group
 pub fn summarize(results: &[CaseResult]) -> Summary {
     let gated: Vec<&CaseResult> = results.iter().filter(|r| !r.known_gap).collect();
     let all = Stats::of(gated.iter().copied());
+    let checks: Vec<&CaseResult> = gated
+        .iter()
+        .copied()
+        .filter(|r| r.role == Role::Check)
+        .collect();
+    let check = Stats::of(checks.iter().copied());
     Summary {
         cases: all.cases,
         within: all.within,
@@ -211,7 +251,17 @@ pub fn summarize(results: &[CaseResult]) -> Summary {
         by_family: groups(&gated, |r| r.family.clone()),
         by_metric: groups(&gated, |r| r.metric.name().to_string()),
         known_gaps: Stats::of(results.iter().filter(|r| r.known_gap)),
-        pass: all.within == all.cases,
         all,
+        check_by_family: groups(&checks, |r| r.family.clone()),
+        check_by_metric: groups(&checks, |r| r.metric.name().to_string()),
+        calibration: Stats::of(
+            gated
+                .iter()
+                .copied()
+                .filter(|r| r.role == Role::Calibration),
+        ),
+        gate: "check",
+        pass: check.within == check.cases,
+        check,
     }
 }

@@ -136,6 +136,7 @@ pub fn run_case(c: &Case) -> CaseResult {
     CaseResult {
         id: c.id.clone(),
         family: c.family.clone(),
+        role: c.role,
         metric: c.metric,
         published: c.published,
         predicted,

@@ -17,6 +17,7 @@ use crate::model::precision::Precision;
 use crate::model::system::System;
 use crate::model::workload::*;
 use crate::vocab::ScaleUpTopology;
+pub use training::pipeline_bubble;
 
 /// Lower `w` under `m` onto `devices` devices of `sys`. `Err` is why the mapping is infeasible.
 pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Program, Reason> {

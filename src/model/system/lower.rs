@@ -157,6 +157,7 @@ pub(super) fn lower(
         power_limit,
         power_boundary: crate::vocab::PowerBoundary::Facility,
         fitted: cx.fitted.iter().cloned().collect(),
+        fitted_sources: cx.fitted_sources.clone(),
         assumed: cx.assumed,
     };
     // Budgets.

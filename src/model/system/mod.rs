@@ -5,7 +5,7 @@ mod device;
 mod lower;
 mod parts;
 
-pub use parts::{check_part, source_of, MemFs};
+pub use parts::{check_part, check_part_fitted, source_of, MemFs};
 
 use lower::lower;
 
@@ -35,6 +35,9 @@ pub struct System {
     pub power_boundary: crate::vocab::PowerBoundary,
     /// Citations of figures marked fitted (they name the validation cases they were fitted on).
     pub fitted: Vec<String>,
+    /// The same, with where each is declared (for `tessera check`).
+    #[serde(skip)]
+    pub fitted_sources: Vec<crate::model::FittedSource>,
     /// Number of figures marked `@assumed`.
     pub assumed: usize,
 }

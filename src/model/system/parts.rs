@@ -28,8 +28,25 @@ pub fn source_of<'a>(files: &'a Files, name: &str) -> Option<&'a str> {
 
 /// Check a part file (`Device`, `Die` or `Node`) on its own.
 pub fn check_part(name: &str, kind: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic>) {
+    let (files, diags, _) = check_part_fitted(name, kind, fs);
+    (files, diags)
+}
+
+/// [`check_part`], with a device's name and its fitted figures' sources (for the copied-fit
+/// warning of `tessera check`).
+#[allow(clippy::type_complexity)]
+pub fn check_part_fitted(
+    name: &str,
+    kind: &str,
+    fs: &dyn Fs,
+) -> (
+    Files,
+    Vec<Diagnostic>,
+    Option<(String, Vec<crate::model::FittedSource>)>,
+) {
     let mut r = Resolver::new(fs);
     let mut diags = Vec::new();
+    let mut fitted = None;
     match kind {
         "Device" => {
             if let Some((d, id)) = r.load_file::<DeviceRef>(name) {
@@ -40,6 +57,7 @@ pub fn check_part(name: &str, kind: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic
                         let mut cx = Ctx::new(&r.files, id);
                         lower_device(&mut cx, &dev, &die);
                         diags.extend(cx.diags);
+                        fitted = Some((dev.spec.name.clone(), cx.fitted_sources));
                     }
                 }
             }
@@ -66,5 +84,5 @@ pub fn check_part(name: &str, kind: &str, fs: &dyn Fs) -> (Files, Vec<Diagnostic
         }
     }
     diags.append(&mut r.diagnostics);
-    (r.files, diags)
+    (r.files, diags, fitted)
 }

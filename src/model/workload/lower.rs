@@ -244,6 +244,7 @@ fn lower_training(cx: &mut Ctx, t: &TrainingSpec, model: Option<&Model>) -> Opti
         target,
         lora,
         flash_attention: t.flash_attention,
+        dropout: t.dropout.unwrap_or(true),
         dataset_samples: t.dataset_samples,
     })
 }

@@ -132,6 +132,8 @@ pub struct Training {
     pub target: Option<Target>,
     pub lora: Option<Lora>,
     pub flash_attention: bool,
+    /// The run applies dropout (its masks are kept for the backward pass).
+    pub dropout: bool,
     pub dataset_samples: Option<u64>,
 }
 

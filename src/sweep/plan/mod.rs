@@ -255,12 +255,7 @@ pub enum MappingMode {
     Given(MappingPlan),
 }
 
-#[derive(Clone, Debug)]
-enum MapVal {
-    Count(u64),
-    Recompute(Recompute),
-    Bool(bool),
-}
+use super::paths::MapVal;
 
 /// Resolve inputs against a loaded system and workload.
 fn resolve(
@@ -292,82 +287,60 @@ fn resolve(
             continue;
         }
         seen.push(p);
-        if p == "devices" || p == "nodes" {
-            // `nodes` is the device count in whole nodes of the system's kind.
-            let per = if p == "nodes" {
-                u64::from(sys.node.devices).max(1)
-            } else {
-                1
-            };
-            if devices.is_some() {
-                diags.push(a.at.error(
-                    format!(
-                        "`{p}` sets the device count, which `devices` or `nodes` already varies"
-                    ),
-                    Some("vary `devices` or `nodes`, not both".into()),
-                ));
-                continue;
-            }
-            match expr::parse_counts(&a.values) {
-                Ok(v) if v.contains(&0) => {
-                    diags.push(a.at.error(format!("a {p} count must be at least 1"), None))
-                }
-                Ok(v) => devices = Some(v.iter().map(|n| n.saturating_mul(per)).collect()),
-                Err((m, h)) => diags.push(a.at.error(format!("`{p}`: {m}"), h)),
-            }
-            continue;
-        }
-        if let Some(field) = p.strip_prefix("mapping.") {
-            if !MAPPING_AXES.contains(&field) {
-                let hint = match crate::diag::did_you_mean(field, MAPPING_AXES) {
-                    Some(s) => format!(
-                        "did you mean `mapping.{s}`? mapping axes: {}",
-                        MAPPING_AXES.join(", ")
-                    ),
-                    None => format!("mapping axes: {}", MAPPING_AXES.join(", ")),
-                };
-                diags.push(a.at.error(format!("unknown mapping axis `{p}`"), Some(hint)));
-                continue;
-            }
-            let vals: Result<Vec<MapVal>, (String, Option<String>)> = match field {
-                "recompute" => expr::parse_words(&a.values)
-                    .iter()
-                    .map(|s| match s.to_ascii_lowercase().as_str() {
-                        "none" => Ok(MapVal::Recompute(Recompute::None)),
-                        "selective" => Ok(MapVal::Recompute(Recompute::Selective)),
-                        "full" => Ok(MapVal::Recompute(Recompute::Full)),
-                        _ => Err((
-                            format!("`{s}` is not a recomputation"),
-                            Some("choose None, Selective or Full".into()),
-                        )),
-                    })
-                    .collect(),
-                "sp" => expr::parse_words(&a.values)
-                    .iter()
-                    .map(|s| match s.as_str() {
-                        "true" | "1" => Ok(MapVal::Bool(true)),
-                        "false" | "0" => Ok(MapVal::Bool(false)),
-                        _ => Err((format!("`{s}` is not true or false"), None)),
-                    })
-                    .collect(),
-                _ => expr::parse_counts(&a.values)
-                    .map(|v| v.into_iter().map(MapVal::Count).collect()),
-            };
-            match vals {
-                Ok(v) if v.is_empty() => {
-                    diags.push(a.at.error(format!("`{p}` has no values"), None))
-                }
-                Ok(v) => map_axes.push((field.to_string(), v)),
-                Err((m, h)) => diags.push(a.at.error(format!("`{p}`: {m}"), h)),
-            }
-            continue;
-        }
-        let knob = match paths::resolve(p, sys) {
+        let kind = match paths::classify(p, sys) {
             Ok(k) => k,
             Err((m, h)) => {
                 diags.push(a.at.error(m, h));
                 continue;
             }
+        };
+        let knob = match kind {
+            paths::PathKind::Devices { per } => {
+                // `nodes` is the device count in whole nodes of the system's kind.
+                if devices.is_some() {
+                    diags.push(a.at.error(
+                        format!(
+                            "`{p}` sets the device count, which `devices` or `nodes` already varies"
+                        ),
+                        Some("vary `devices` or `nodes`, not both".into()),
+                    ));
+                    continue;
+                }
+                match expr::parse_counts(&a.values) {
+                    Ok(v) if v.contains(&0) => {
+                        diags.push(a.at.error(format!("a {p} count must be at least 1"), None))
+                    }
+                    Ok(v) => devices = Some(v.iter().map(|n| n.saturating_mul(per)).collect()),
+                    Err((m, h)) => diags.push(a.at.error(format!("`{p}`: {m}"), h)),
+                }
+                continue;
+            }
+            paths::PathKind::Mapping(field) => {
+                let vals: Result<Vec<MapVal>, (String, Option<String>)> = match field {
+                    "recompute" | "sp" => expr::parse_words(&a.values)
+                        .iter()
+                        .map(|s| paths::mapping_value(field, s))
+                        .collect(),
+                    _ => expr::parse_counts(&a.values)
+                        .map(|v| v.into_iter().map(MapVal::Count).collect()),
+                };
+                match vals {
+                    Ok(v) if v.is_empty() => {
+                        diags.push(a.at.error(format!("`{p}` has no values"), None))
+                    }
+                    Ok(v) => map_axes.push((field.to_string(), v)),
+                    Err((m, h)) => diags.push(a.at.error(format!("`{p}`: {m}"), h)),
+                }
+                continue;
+            }
+            paths::PathKind::Workload(_) => {
+                diags.push(a.at.error(
+                    format!("`{p}` is a field of the workload, not a sweep axis yet"),
+                    Some("write the value in the workload file, or set it on `estimate`, `compare` or `scale` with `--set`".into()),
+                ));
+                continue;
+            }
+            paths::PathKind::Machine(k) => k,
         };
         let values = match expr::parse(&a.values, knob.dimension) {
             Ok(v) => v,
@@ -566,28 +539,11 @@ fn resolve(
                     let mut desc = Vec::new();
                     for (field, v) in map_axes.iter().map(|a| a.0.as_str()).zip(&combo) {
                         desc.push(format!("{field} {v:?}"));
-                        match (field, v) {
-                            ("dp", MapVal::Count(c)) => s.dp = Some(*c),
-                            ("tp", MapVal::Count(c)) => s.tp = Some(*c),
-                            ("pp", MapVal::Count(c)) => s.pp = Some(*c),
-                            ("cp", MapVal::Count(c)) => s.cp = Some(*c),
-                            ("ep", MapVal::Count(c)) => s.ep = Some(*c),
-                            ("micro_batch", MapVal::Count(c)) => s.micro_batch = Some(*c),
-                            ("interleave", MapVal::Count(c)) => s.interleave = Some(*c),
-                            ("zero", MapVal::Count(c)) => s.zero = Some((*c).min(255) as u8),
-                            ("recompute", MapVal::Recompute(r)) => s.recompute = Some(*r),
-                            ("sp", MapVal::Bool(b)) => s.sp = Some(*b),
-                            _ => {}
-                        }
+                        paths::set_mapping(&mut s, field, v);
                     }
                     // A varied degree frees `dp` to fill the devices the others leave.
-                    if !map_axes.iter().any(|a| a.0 == "dp")
-                        && map_axes
-                            .iter()
-                            .any(|a| matches!(a.0.as_str(), "tp" | "pp" | "cp"))
-                    {
-                        s.dp = None;
-                    }
+                    let fields: Vec<&str> = map_axes.iter().map(|a| a.0.as_str()).collect();
+                    paths::free_dp(&mut s, &fields);
                     match Mapping::resolve(&s, n, default_micro_batch(w)) {
                         Ok(m) => add(m, &mut programs, &mut skipped),
                         Err(r) => skipped.push(Skipped {

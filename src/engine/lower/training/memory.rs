@@ -50,10 +50,21 @@ pub(super) fn state(d: &Shape) -> State {
         None => params_local,
     };
     let z = m.zero;
+    // ZeRO-3 gathers each layer's parameters before its forward and backward: a device holds the
+    // gathered layer besides its shard, and the next layer's gather in flight (prefetch), so two
+    // layers' unsharded parameters (DeepSpeed's `stage3_prefetch_bucket_size` / FSDP's
+    // `forward_prefetch` keep one ahead; Rajbhandari et al., ZeRO, SC'20, §5.3 — an assumption
+    // of two buffers).
+    let gather = if z >= 3 && dpn > 1.0 {
+        let per_layer = (dense_layer / tpf).max(expert_layer / (tpf * m.ep as f64));
+        2.0 * per_layer * wb * (1.0 - 1.0 / dpn)
+    } else {
+        0.0
+    };
     State {
         params_local,
         trainable_local,
-        weights: params_local * wb / if z >= 3 { dpn } else { 1.0 },
+        weights: params_local * wb / if z >= 3 { dpn } else { 1.0 } + gather,
         gradients: trainable_local * gb / if z >= 2 { dpn } else { 1.0 },
         optimizer: trainable_local * tr.optimizer_bytes / if z >= 1 { dpn } else { 1.0 },
     }
@@ -83,7 +94,7 @@ pub(super) fn activations(d: &Shape) -> f64 {
     // et al. 2022 (§4.1: 34·s·b·h + 5·a·s²·b bytes at 16 bits for a 4h FFN and full attention),
     // written per tensor so that GQA, gated FFNs, 8-bit recipes and LoRA change the right ones.
     //  - replicated across tensor-parallel ranks (split only with sequence parallelism): the two
-    //    norm inputs, two 1-byte dropout masks, the inputs of the QKV and FFN-up GEMMs;
+    //    norm inputs, two 1-byte dropout masks (only where the run applies dropout), the inputs of the QKV and FFN-up GEMMs;
     //  - split by tp: Q, K and V for the attention backward, the input of the output projection,
     //    the FFN activation's inputs and the input of the FFN-down GEMM; the score matrix when the
     //    attention is not fused (5·a·s² per sequence);
@@ -100,7 +111,8 @@ pub(super) fn activations(d: &Shape) -> f64 {
     let keep_qkv = if adapted >= 1 { e_lin } else { 0.0 };
     let keep_proj = if adapted >= 2 { e_lin } else { 0.0 };
     let keep_ffn = if lora.is_none() { e_lin } else { 0.0 };
-    let replicated = 2.0 * h * e + 2.0 * h + h * keep_qkv + h * keep_ffn;
+    let dropout_masks = if tr.dropout { 2.0 * h } else { 0.0 };
+    let replicated = 2.0 * h * e + dropout_masks + h * keep_qkv + h * keep_ffn;
     let split = (h + 2.0 * kvd) * e
         + h * keep_proj
         + act_in * ffn_inner * e

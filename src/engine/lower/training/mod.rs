@@ -162,6 +162,20 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping) -> Result<(), Reason> {
     Ok(())
 }
 
+/// Pipeline bubble of one step, in units of one micro-batch's time through one stage (all its
+/// chunks), for `pp` stages, `m` micro-batches per pipeline and `v` interleaved chunks per stage.
+///
+/// The interleaved 1F1B schedule (Narayanan et al., SC'21, §2.2: bubble (p − 1) / v) needs at
+/// least as many micro-batches as stages in flight: a round of chunk j passes all p stages before
+/// chunk j + 1 can start on the first, so with m < p each of the v rounds lasts p chunk times, not
+/// m, and the step is p + (m − 1) / v stage times — never less than one micro-batch's path through
+/// every stage (p stage times). Both cases in one expression (equal at m = p):
+/// (p − 1) / v + max(0, p − m) (1 − 1 / v). Without interleaving (v = 1) it is p − 1.
+pub fn pipeline_bubble(pp: u64, m: f64, v: u64) -> f64 {
+    let (p, v) = (pp as f64, v.max(1) as f64);
+    (p - 1.0) / v + (p - m).max(0.0) * (1.0 - 1.0 / v)
+}
+
 pub(super) fn transformer_training(
     sys: &System,
     t: &Transformer,
@@ -188,7 +202,7 @@ pub(super) fn transformer_training(
         comms: b.comms,
         stages: Vec::new(),
         micro_batches: d.micro_batches,
-        bubble: (m.pp as f64 - 1.0) / m.interleave as f64,
+        bubble: pipeline_bubble(m.pp, d.micro_batches, m.interleave),
         footprint: Footprint {
             weights: state.weights,
             gradients: state.gradients,

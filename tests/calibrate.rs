@@ -1,0 +1,179 @@
+//! `tessera calibrate`: the shipped `fitted-…` figures are reproduced from their calibration
+//! cases (within the precision each is written to), check cases are refused with a located error,
+//! bad paths are told with a hint, and `-o` writes a part file that checks clean and cites the
+//! cases and the command.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run tessera")
+}
+
+/// The figure `field` of a part file as written (`matmul: "0.41 @fitted-ibm-ddl"`): its value
+/// and the number of decimals it is written to; it must cite a `fitted` source.
+fn written(part: &str, field: &str) -> (f64, usize) {
+    let text = std::fs::read_to_string(root().join(part)).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{field}:")) && l.contains("@fitted"))
+        .unwrap_or_else(|| panic!("{part} writes no fitted `{field}`"));
+    let q = line.split('"').nth(1).unwrap();
+    let num = q.split_whitespace().next().unwrap();
+    let decimals = num.split_once('.').map(|(_, d)| d.len()).unwrap_or(0);
+    (num.parse().unwrap(), decimals)
+}
+
+fn fit(cases: &[&str], fit: &str) -> Value {
+    let mut a = vec!["calibrate"];
+    a.extend_from_slice(cases);
+    a.extend_from_slice(&["--fit", fit, "--format", "json"]);
+    let out = tessera(&a);
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_shipped_fitted_figures_are_reproduced_from_their_cases() {
+    // (part file, field, scale from SI to the file's unit, cases the citation names)
+    let shipped: &[(&str, &str, f64, &[&str])] = &[
+        (
+            "architectures/parts/h100-sxm.ron",
+            "low_precision_matmul",
+            1.0,
+            &[
+                "validation/mlperf/mlperf-v41-gpt3-h100-512.ron",
+                "validation/mlperf/mlperf-v50-llama405b-h100-8192.ron",
+            ],
+        ),
+        (
+            "architectures/parts/b200-gb200.ron",
+            "low_precision_matmul",
+            1.0,
+            &[
+                "validation/mlperf/mlperf-v50-llama405b-gb200-512.ron",
+                "validation/mlperf/mlperf-v50-llama405b-gb200-2496.ron",
+            ],
+        ),
+        (
+            "architectures/parts/mi325x.ron",
+            "low_precision_matmul",
+            1.0,
+            &["validation/mlperf/mlperf-v50-lora-mi325x-8.ron"],
+        ),
+        (
+            "architectures/parts/p100-sxm2.ron",
+            "matmul",
+            1.0,
+            &["validation/ibm/ibm-ddl-resnet50-256.ron"],
+        ),
+        (
+            "architectures/parts/wse3-cs3.ron",
+            "kernel_overhead",
+            1e6,
+            &["validation/wafer/cerebras-cs3-llama31-8b.ron"],
+        ),
+    ];
+    for (part, field, scale, cases) in shipped {
+        let (value, decimals) = written(part, field);
+        let v = fit(cases, &format!("device.efficiency.{field}"));
+        let f = &v["figures"][0];
+        let got = f["value"].as_f64().unwrap() * scale;
+        let half = 0.5 * 10f64.powi(-(decimals as i32));
+        assert!(
+            (got - value).abs() <= half + 1e-12,
+            "{part} {field}: written {value}, calibrate finds {got}"
+        );
+        assert_eq!(v["converged"], true, "{part}");
+        // with as many cases as figures the fit is exact and has no interval
+        let exact = cases.len() == 1;
+        assert_eq!(f["ci95"].is_null(), exact, "{part}: {f}");
+        for r in v["residuals"].as_array().unwrap() {
+            if exact {
+                assert!(r["error_after"].as_f64().unwrap().abs() < 1e-6, "{r}");
+            }
+        }
+        // the least-squares fit never ends above where it started
+        assert!(v["rss_after"].as_f64() <= v["rss_before"].as_f64(), "{v}");
+    }
+}
+
+#[test]
+fn check_cases_are_refused_where_they_say_so() {
+    let out = tessera(&[
+        "calibrate",
+        "validation/mlperf/mlperf-v50-llama405b-h100-512.ron",
+        "validation/mlperf/mlperf-v50-llama405b-h100-8192.ron",
+        "--fit",
+        "device.efficiency.low_precision_matmul",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("validation/mlperf/mlperf-v50-llama405b-h100-512.ron:"),
+        "{err}"
+    );
+    assert!(err.contains("has role `Check`"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+}
+
+#[test]
+fn a_bad_path_or_bound_is_told_with_a_hint() {
+    let case = "validation/mlperf/mlperf-v50-lora-mi325x-8.ron";
+    for (fit, says) in [
+        (
+            "device.efficiency.matmull",
+            "did you mean `device.efficiency.matmul`",
+        ),
+        ("device.efficiency.matmul=0.9..0.5", "are empty"),
+        ("device.efficiency.matmul=0.5", "not `LO..HI`"),
+        ("mapping.tp", "figure"),
+    ] {
+        let out = tessera(&["calibrate", case, "--fit", fit]);
+        assert_eq!(out.status.code(), Some(1), "{fit}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{fit}: {err}");
+    }
+}
+
+#[test]
+fn the_calibrated_part_file_cites_the_cases_and_the_command() {
+    // beside the original, so its relative references still resolve
+    let o = root().join("architectures/parts/calibrated-test-mi325x.ron");
+    let out = tessera(&[
+        "calibrate",
+        "validation/mlperf/mlperf-v50-lora-mi325x-8.ron",
+        "--fit",
+        "device.efficiency.low_precision_matmul",
+        "-o",
+        o.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&o).unwrap();
+    let check = tessera(&["check", o.to_str().unwrap()]);
+    std::fs::remove_file(&o).unwrap();
+    assert!(check.status.success(), "{check:?}\n{text}");
+    assert!(
+        text.contains("low_precision_matmul: \"0.6395 @fitted-calibrate\""),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "\"fitted-calibrate\": \"fitted: device.efficiency.low_precision_matmul 0.6395"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("mlperf-v50-lora-mi325x-8"), "{text}");
+    assert!(text.contains("tessera calibrate validation/mlperf/mlperf-v50-lora-mi325x-8.ron --fit device.efficiency.low_precision_matmul"), "{text}");
+}
