@@ -9,6 +9,18 @@ use super::svg::{flow_height, stroke, Anchor, Frame, REFERENCE_STROKE};
 use super::{Axis, Doc, LegendEntry, LegendKind, Rect, Size, Style};
 use crate::report::compare::Scaling;
 
+/// One legend line per system, in series order.
+fn system_entries(s: &[Scaling]) -> Vec<LegendEntry> {
+    s.iter()
+        .enumerate()
+        .map(|(i, x)| LegendEntry {
+            label: x.system.clone(),
+            style: Style::nth(i),
+            kind: LegendKind::Line,
+        })
+        .collect()
+}
+
 /// Write the scaling series `s` (one per system) as SVG.
 pub fn scale(s: &[Scaling], size: Size, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let (w, h) = (size.width as f64, size.height as f64);
@@ -19,15 +31,7 @@ pub fn scale(s: &[Scaling], size: Size, out: &mut dyn std::io::Write) -> std::io
         "tessera-plot scale",
     );
     doc.title(&format!("{workload} — scaling over device count"));
-    let mut entries: Vec<LegendEntry> = s
-        .iter()
-        .enumerate()
-        .map(|(i, x)| LegendEntry {
-            label: x.system.clone(),
-            style: Style::nth(i),
-            kind: LegendKind::Line,
-        })
-        .collect();
+    let mut entries = system_entries(s);
     entries.push(LegendEntry {
         label: "ideal (linear from the smallest feasible count)".into(),
         style: Style::nth(6),
@@ -222,15 +226,7 @@ pub fn power(s: &[Scaling], size: Size, out: &mut dyn std::io::Write) -> std::io
         "tessera-plot scale-power",
     );
     doc.title(&format!("{workload} — throughput against {boundary} power"));
-    let entries: Vec<LegendEntry> = s
-        .iter()
-        .enumerate()
-        .map(|(i, x)| LegendEntry {
-            label: x.system.clone(),
-            style: Style::nth(i),
-            kind: LegendKind::Line,
-        })
-        .collect();
+    let entries = system_entries(s);
     let lw = w - 40.0;
     let lh = flow_height(lw, &entries);
     doc.legend_flow(20.0, 34.0, lw, &entries);
