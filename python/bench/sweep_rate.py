@@ -70,6 +70,7 @@ def ray_overhead():
     import ray
     import tessera.ray
 
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local cluster, no token file left
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         spec = {"file": SPEC, "points": POINTS}

@@ -76,7 +76,12 @@ def ray_cluster(tmp_path_factory):
     ray_bin = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
     assert ray_bin, "the `ray` command is not installed"
     port = _free_port()
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # Loopback only: no token authentication (Ray turns it on when ~/.ray/auth_token exists, and
+    # the nodes and the driver would then depend on that file).
+    auth = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    saved = {k: os.environ.get(k) for k in auth}
+    os.environ.update(auth)
+    env = dict(os.environ)
     tmp = tmp_path_factory.mktemp("ray")
     common = ["--num-cpus=1", "--disable-usage-stats", "--node-ip-address=127.0.0.1", "--block"]
     procs = []
@@ -133,3 +138,8 @@ def ray_cluster(tmp_path_factory):
                         pass
             for log in logs:
                 log.close()
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v

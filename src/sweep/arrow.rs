@@ -208,9 +208,16 @@ impl<W: Write + Send> FileSink<W> {
             FileFormat::Parquet => {
                 use parquet::basic::Compression;
                 use parquet::file::properties::WriterProperties;
+                use parquet::schema::types::ColumnPath;
+                // Dictionary pages only where values repeat (labels, reasons): on the axis and
+                // figure columns every value is new, and trying a dictionary first halves the
+                // rate.
                 let props = WriterProperties::builder()
                     .set_compression(Compression::SNAPPY)
                     .set_max_row_group_row_count(Some(ROW_GROUP))
+                    .set_dictionary_enabled(false)
+                    .set_column_dictionary_enabled(ColumnPath::from("mapping"), true)
+                    .set_column_dictionary_enabled(ColumnPath::from("reason"), true)
                     .build();
                 Writer::Parquet(Box::new(
                     parquet::arrow::ArrowWriter::try_new(w, schema, Some(props)).map_err(io)?,
