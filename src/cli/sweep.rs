@@ -6,9 +6,10 @@ use super::{report, DiskFs, Exit, Format};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
-use tessera::spec::{Files, Q};
-use tessera::sweep::plan::{self, AxisInput, Inputs, Loc};
-use tessera::sweep::report::{PointReport, RowFormat, Summary};
+use tessera::spec::Files;
+use tessera::sweep::overrides::{parse_shard, Naming, Overrides};
+use tessera::sweep::plan::{self, Inputs};
+use tessera::sweep::report::{PointReport, RowFormat, Rows, Summary};
 use tessera::sweep::run::{self, Backend, Options};
 use tessera::sweep::space::Sampling;
 use tessera::units::fmt_si;
@@ -59,7 +60,7 @@ pub struct Args {
     /// The two metrics of the Pareto front, e.g. `throughput,power`.
     #[arg(long, value_name = "A,B")]
     pub pareto: Option<String>,
-    /// Stream every point to a `.csv` or `.jsonl` file.
+    /// Stream every point to a `.csv`, `.jsonl`, `.arrow` (Arrow IPC) or `.parquet` file.
     #[arg(long, value_name = "FILE")]
     pub out: Option<String>,
     /// Evaluate shard I of N (a contiguous slice of the points), e.g. `--shard 0/4`.
@@ -167,88 +168,25 @@ fn inputs(a: &Args) -> Result<(Inputs, Files), Exit> {
         }
         None => (Inputs::default(), Files::default()),
     };
-    if let Some(x) = &a.arch {
-        inp.arch = Some((x.clone(), Loc::option("--arch")));
-    }
-    if let Some(x) = &a.workload {
-        inp.workload = Some((x.clone(), Loc::option("--workload")));
-    }
-    if let Some(x) = &a.mapping {
-        inp.mapping = Some((x.clone(), Loc::option("--mapping")));
-    }
-    for v in &a.vary {
-        let Some((path, values)) = tessera::sweep::expr::split_cli(v) else {
-            return Err(err(format!(
-                "--vary `{v}`: expected PATH=VALUES, e.g. `device.tdp=1000 W..1400 W step 100 W`"
-            )));
-        };
-        // An option replaces the file's axis of the same path.
-        inp.axes.retain(|x| x.path != path);
-        inp.axes.push(AxisInput {
-            path,
-            values,
-            at: Loc::option(&format!("--vary {v}")),
-        });
-    }
-    if a.sampling.is_some() || a.points.is_some() || a.seed.is_some() {
-        let (old_points, old_seed) = match inp.sampling {
-            Sampling::Grid => (None, None),
-            Sampling::Random { points, seed } | Sampling::LatinHypercube { points, seed } => {
-                (Some(points), Some(seed))
-            }
-        };
-        let kind = match a.sampling.as_deref() {
-            Some(s) => s.to_ascii_lowercase(),
-            None => match inp.sampling {
-                Sampling::Grid => "grid".into(),
-                Sampling::Random { .. } => "random".into(),
-                Sampling::LatinHypercube { .. } => "lhs".into(),
-            },
-        };
-        let points = a.points.or(old_points);
-        let seed = a.seed.or(old_seed).unwrap_or(0);
-        inp.sampling = match (kind.as_str(), points) {
-            ("grid", _) => Sampling::Grid,
-            ("random", Some(points)) => Sampling::Random { points, seed },
-            ("lhs" | "latin-hypercube" | "latin_hypercube", Some(points)) => {
-                Sampling::LatinHypercube { points, seed }
-            }
-            ("random" | "lhs" | "latin-hypercube" | "latin_hypercube", None) => {
-                return Err(err("random and lhs sampling need `--points N`"))
-            }
-            (other, _) => {
-                return Err(err(format!(
-                    "--sampling `{other}`: choose grid, random or lhs"
-                )))
-            }
-        };
-        inp.sampling_at = Loc::option("--sampling");
-    }
-    if let Some(x) = &a.power_budget {
-        inp.power_budget = Some((Q(x.clone()), Loc::option("--power-budget")));
-    }
-    if let Some(x) = &a.memory_floor {
-        inp.memory_floor = Some((Q(x.clone()), Loc::option("--memory-floor")));
-    }
-    if let Some(x) = &a.objective {
-        inp.objective = Some((x.clone(), Loc::option("--objective")));
-    }
-    if let Some(x) = &a.pareto {
-        inp.pareto = Some((
-            x.split(',').map(|s| s.trim().to_string()).collect(),
-            Loc::option("--pareto"),
-        ));
-    }
-    if let Some(t) = a.top {
-        inp.top = Some(t);
-    }
+    let o = Overrides {
+        arch: a.arch.clone(),
+        workload: a.workload.clone(),
+        mapping: a.mapping.clone(),
+        vary: a.vary.clone(),
+        sampling: a.sampling.clone(),
+        points: a.points,
+        seed: a.seed,
+        power_budget: a.power_budget.clone(),
+        memory_floor: a.memory_floor.clone(),
+        objective: a.objective.clone(),
+        pareto: a
+            .pareto
+            .as_ref()
+            .map(|x| x.split(',').map(str::to_string).collect()),
+        top: a.top,
+    };
+    o.apply(&mut inp, Naming::Cli).map_err(err)?;
     Ok((inp, files))
-}
-
-fn shard(s: &str) -> Option<(u64, u64)> {
-    let (i, n) = s.split_once('/')?;
-    let (i, n) = (i.trim().parse().ok()?, n.trim().parse().ok()?);
-    (n > 0 && i < n).then_some((i, n))
 }
 
 // Streams every point to --out and writes the --summary file.
@@ -304,21 +242,16 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         opts.sample = tessera::plot::sweep::MAX_POINTS as u64;
     }
     if let Some(s) = &a.shard {
-        match shard(s) {
+        match parse_shard(s) {
             Some(x) => opts.shard = Some(x),
             None => return Ok(err(format!("--shard `{s}`: expected I/N with 0 ≤ I < N"))),
         }
     }
-    let mut file = match &a.out {
-        Some(p) => {
-            let Some(fmt) = RowFormat::from_path(p) else {
-                return Ok(err(format!("--out `{p}`: name a `.csv` or `.jsonl` file")));
-            };
-            match std::fs::File::create(p) {
-                Ok(f) => Some((std::io::BufWriter::with_capacity(1 << 20, f), fmt)),
-                Err(e) => return Ok(err(format!("cannot create `{p}`: {e}"))),
-            }
-        }
+    let mut out_file = match &a.out {
+        Some(p) => match OutFile::create(p, &plan) {
+            Ok(f) => Some(f),
+            Err(e) => return Ok(err(e)),
+        },
         None => None,
     };
     let bar = Bar {
@@ -326,16 +259,21 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         bar: OnceLock::new(),
     };
     let started = std::time::Instant::now();
-    let rows = file.as_mut().map(|(w, f)| (w as &mut dyn Write, *f));
-    let summary = match run::run(&plan, &opts, rows, &bar) {
+    let rows = out_file.as_mut().map(OutFile::rows);
+    let summary = match run::run_with(&plan, &opts, rows, &bar) {
         Ok(s) => s,
         Err(e) => return Ok(err(e)),
     };
     if let Some(b) = bar.bar.get() {
         b.finish_and_clear();
     }
-    if let Some((mut w, _)) = file {
-        w.flush()?;
+    if let Some(f) = out_file {
+        if let Err(e) = f.finish(&summary) {
+            return Ok(err(format!(
+                "cannot write `{}`: {e}",
+                a.out.as_deref().unwrap_or_default()
+            )));
+        }
     }
     let secs = started.elapsed().as_secs_f64();
     let _ = writeln!(
@@ -359,6 +297,63 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     }
     print(&summary, a.format, out)?;
     Ok(Exit::Ok)
+}
+
+// The --out file's writer.
+#[allow(clippy::disallowed_types)]
+type FileWriter = std::io::BufWriter<std::fs::File>;
+
+/// The `--out` file: text rows, or (feature `arrow`) an Arrow IPC or Parquet file.
+enum OutFile {
+    Text(FileWriter, RowFormat),
+    #[cfg(feature = "arrow")]
+    Columns(tessera::sweep::arrow::FileSink<FileWriter>),
+}
+
+// Creates the --out file.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+impl OutFile {
+    fn create(p: &str, plan: &tessera::sweep::Plan) -> Result<OutFile, String> {
+        let open = || {
+            std::fs::File::create(p)
+                .map(|f| std::io::BufWriter::with_capacity(1 << 20, f))
+                .map_err(|e| format!("cannot create `{p}`: {e}"))
+        };
+        if let Some(fmt) = RowFormat::from_path(p) {
+            return Ok(OutFile::Text(open()?, fmt));
+        }
+        #[cfg(feature = "arrow")]
+        if let Some(fmt) = tessera::sweep::arrow::FileFormat::from_path(p) {
+            return tessera::sweep::arrow::FileSink::new(plan, fmt, open()?)
+                .map(OutFile::Columns)
+                .map_err(|e| format!("cannot write `{p}`: {e}"));
+        }
+        let _ = plan;
+        Err(format!(
+            "--out `{p}`: name a `.csv`, `.jsonl`{} file",
+            if cfg!(feature = "arrow") {
+                ", `.arrow` or `.parquet`"
+            } else {
+                " (this tessera was built without the `arrow` feature, so no `.arrow` or `.parquet`)"
+            }
+        ))
+    }
+    fn rows(&mut self) -> Rows<'_> {
+        match self {
+            OutFile::Text(w, f) => Rows::Text(w, *f),
+            #[cfg(feature = "arrow")]
+            OutFile::Columns(s) => Rows::Columns(s),
+        }
+    }
+    fn finish(self, summary: &Summary) -> std::io::Result<()> {
+        let _ = summary;
+        let mut w = match self {
+            OutFile::Text(w, _) => w,
+            #[cfg(feature = "arrow")]
+            OutFile::Columns(s) => s.finish(Some(summary))?,
+        };
+        w.flush()
+    }
 }
 
 fn metric_title(m: tessera::sweep::Metric, unit: &str) -> String {

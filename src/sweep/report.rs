@@ -455,3 +455,150 @@ pub fn row(plan: &Plan, o: &Outcome, vals: &[f64], f: RowFormat, out: &mut Strin
         }
     }
 }
+
+/// Points of one stretch of the sweep, column by column, in index order: what the Arrow and
+/// Parquet writers (and the Python package) turn into record batches.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Columns {
+    pub index: Vec<u64>,
+    /// Index into the plan's programs (its device count and mapping label).
+    pub program: Vec<u32>,
+    /// One column per axis of the space, in the plan's order (SI).
+    pub values: Vec<Vec<f64>>,
+    /// The point code (`reason::OK` when feasible).
+    pub reason: Vec<u8>,
+    /// The figures in [`FIGURE_NAMES`] order; those of an infeasible point mean nothing except
+    /// how far memory is short (`memory_headroom_bytes`).
+    pub figures: [Vec<f64>; 7],
+}
+
+/// Names of the per-point figures, as in the CSV header and JSON Lines keys.
+pub const FIGURE_NAMES: [&str; 7] = FIGURES;
+
+impl Columns {
+    pub fn new(axes: usize) -> Self {
+        Columns {
+            values: vec![Vec::new(); axes],
+            ..Default::default()
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+    /// Append the point `o`, whose axis values are `vals`.
+    #[inline]
+    pub fn push(&mut self, plan: &Plan, o: &Outcome, vals: &[f64]) {
+        self.index.push(o.index);
+        self.program.push(plan.locate(o.index).0 as u32);
+        for (c, v) in self.values.iter_mut().zip(vals) {
+            c.push(*v);
+        }
+        self.reason.push(o.reason);
+        let figs = [
+            o.step_time,
+            o.throughput,
+            o.power,
+            o.energy_per_step,
+            o.energy_per_unit,
+            o.mfu,
+            o.headroom,
+        ];
+        for (c, v) in self.figures.iter_mut().zip(figs) {
+            c.push(v);
+        }
+    }
+    /// Append `other`'s points after this one's.
+    pub fn append(&mut self, mut other: Columns) {
+        self.index.append(&mut other.index);
+        self.program.append(&mut other.program);
+        for (a, b) in self.values.iter_mut().zip(other.values.iter_mut()) {
+            a.append(b);
+        }
+        self.reason.append(&mut other.reason);
+        for (a, b) in self.figures.iter_mut().zip(other.figures.iter_mut()) {
+            a.append(b);
+        }
+    }
+}
+
+/// Where a sweep's points go column by column (an Arrow IPC or Parquet writer, a table being
+/// built in memory). Called with consecutive stretches of points, in index order.
+pub trait ColumnSink {
+    fn write(&mut self, cols: Columns) -> std::io::Result<()>;
+}
+
+/// Where a sweep's points go, if anywhere.
+pub enum Rows<'a> {
+    /// Text rows (CSV with its header, or JSON Lines).
+    Text(&'a mut dyn std::io::Write, RowFormat),
+    Columns(&'a mut dyn ColumnSink),
+}
+
+/// What kind of buffer each task fills (Copy, so tasks can share it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RowKind {
+    Text(RowFormat),
+    Columns,
+}
+
+/// One task's share of the points, in the form its [`Rows`] takes.
+pub(crate) enum RowBuf {
+    None,
+    Text(RowFormat, String),
+    Columns(Box<Columns>),
+}
+
+impl RowBuf {
+    pub(crate) fn new(kind: Option<RowKind>, axes: usize) -> RowBuf {
+        match kind {
+            None => RowBuf::None,
+            Some(RowKind::Text(f)) => RowBuf::Text(f, String::new()),
+            Some(RowKind::Columns) => RowBuf::Columns(Box::new(Columns::new(axes))),
+        }
+    }
+    #[inline]
+    pub(crate) fn push(&mut self, plan: &Plan, o: &Outcome, vals: &[f64]) {
+        match self {
+            RowBuf::None => {}
+            RowBuf::Text(f, s) => row(plan, o, vals, *f, s),
+            RowBuf::Columns(c) => c.push(plan, o, vals),
+        }
+    }
+}
+
+impl Rows<'_> {
+    pub(crate) fn kind(&self) -> RowKind {
+        match self {
+            Rows::Text(_, f) => RowKind::Text(*f),
+            Rows::Columns(_) => RowKind::Columns,
+        }
+    }
+    /// The CSV header, where there is one.
+    pub(crate) fn start(&mut self, plan: &Plan) -> std::io::Result<()> {
+        match self {
+            Rows::Text(w, f) => w.write_all(header(plan, *f).as_bytes()),
+            Rows::Columns(_) => Ok(()),
+        }
+    }
+    /// Write the tasks' buffers of one stretch, in order (columns as one stretch).
+    pub(crate) fn write(&mut self, bufs: impl IntoIterator<Item = RowBuf>) -> std::io::Result<()> {
+        let mut cols: Option<Columns> = None;
+        for b in bufs {
+            match (b, &mut *self) {
+                (RowBuf::Text(_, s), Rows::Text(w, _)) => w.write_all(s.as_bytes())?,
+                (RowBuf::Columns(c), Rows::Columns(_)) => match cols.as_mut() {
+                    Some(all) => all.append(*c),
+                    None => cols = Some(*c),
+                },
+                _ => {}
+            }
+        }
+        match (cols, self) {
+            (Some(c), Rows::Columns(sink)) if !c.is_empty() => sink.write(c),
+            _ => Ok(()),
+        }
+    }
+}

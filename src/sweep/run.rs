@@ -5,7 +5,7 @@
 use super::accumulate::Screen;
 use super::accumulate::{Front, TopK};
 use super::plan::Plan;
-use super::report::{self, Counts, RowFormat, Shard, Summary};
+use super::report::{self, Counts, RowBuf, RowFormat, Rows, Shard, Summary};
 use super::{reason, Outcome};
 use rayon::prelude::*;
 use std::io::Write;
@@ -101,6 +101,16 @@ pub fn run(
     rows: Option<(&mut dyn Write, RowFormat)>,
     progress: &dyn Progress,
 ) -> Result<Summary, Error> {
+    run_with(plan, opts, rows.map(|(w, f)| Rows::Text(w, f)), progress)
+}
+
+/// [`run`], with the points going to text rows or to a column sink (Arrow, Parquet).
+pub fn run_with(
+    plan: &Plan,
+    opts: &Options,
+    rows: Option<Rows<'_>>,
+    progress: &dyn Progress,
+) -> Result<Summary, Error> {
     let total = plan.total();
     let (si, sn) = opts.shard.unwrap_or((0, 1));
     if sn == 0 || si >= sn {
@@ -119,8 +129,8 @@ pub fn run(
         Backend::Auto => auto_gpu(end - start, opts, progress),
     };
     let mut rows = rows;
-    if let Some((w, f)) = rows.as_mut() {
-        w.write_all(report::header(plan, *f).as_bytes())?;
+    if let Some(r) = rows.as_mut() {
+        r.start(plan)?;
     }
     let (counts, top, front, backend) = if use_gpu {
         gpu(plan, opts, start, end, rows, progress)?
@@ -190,7 +200,7 @@ struct Part {
     counts: Counts,
     top: TopK,
     front: Front,
-    text: String,
+    rows: RowBuf,
 }
 
 const TASK: u64 = 4096;
@@ -201,10 +211,10 @@ pub fn cpu(
     k: usize,
     start: u64,
     end: u64,
-    mut rows: Option<(&mut dyn Write, RowFormat)>,
+    mut rows: Option<Rows<'_>>,
     progress: &dyn Progress,
 ) -> Result<(Counts, TopK, Front), Error> {
-    let fmt = rows.as_ref().map(|r| r.1);
+    let fmt = rows.as_ref().map(|r| r.kind());
     // Bounded memory: a chunk's rows are formatted before they are written.
     let chunk: u64 = if fmt.is_some() { 1 << 16 } else { 1 << 20 };
     let mut counts = Counts::default();
@@ -225,7 +235,7 @@ pub fn cpu(
                     counts: Counts::default(),
                     top: TopK::new(k, plan.objective),
                     front: Front::new(plan.pareto.0, plan.pareto.1),
-                    text: String::new(),
+                    rows: RowBuf::new(fmt, naxes),
                 };
                 let mut vals = vec![0.0; naxes];
                 for i in a..b {
@@ -235,20 +245,20 @@ pub fn cpu(
                         p.top.push(&o);
                         p.front.push(&o);
                     }
-                    if let Some(f) = fmt {
-                        report::row(plan, &o, &vals, f, &mut p.text);
-                    }
+                    p.rows.push(plan, &o, &vals);
                 }
                 p
             })
             .collect();
+        let mut bufs = Vec::with_capacity(parts.len());
         for p in parts {
             counts.merge(&p.counts);
             top.merge(p.top);
             front.merge(p.front);
-            if let Some((w, _)) = rows.as_mut() {
-                w.write_all(p.text.as_bytes())?;
-            }
+            bufs.push(p.rows);
+        }
+        if let Some(r) = rows.as_mut() {
+            r.write(bufs)?;
         }
         progress.advance(cend - at);
         at = cend;
@@ -278,7 +288,7 @@ fn gpu(
     _opts: &Options,
     _start: u64,
     _end: u64,
-    _rows: Option<(&mut dyn Write, RowFormat)>,
+    _rows: Option<Rows<'_>>,
     _progress: &dyn Progress,
 ) -> Result<(Counts, TopK, Front, String), Error> {
     Err(Error::Gpu(
@@ -299,7 +309,7 @@ fn gpu(
     opts: &Options,
     start: u64,
     end: u64,
-    mut rows: Option<(&mut dyn Write, RowFormat)>,
+    mut rows: Option<Rows<'_>>,
     progress: &dyn Progress,
 ) -> Result<(Counts, TopK, Front, String), Error> {
     use crate::sweep::gpu::{Gpu, OUT_WORDS};
@@ -316,7 +326,7 @@ fn gpu(
         .map_err(|e| Error::Gpu(e.to_string()))?;
     let name = format!("gpu ({}, f32 screened, f64 answers)", g.describe());
     progress.start(end - start, &name);
-    let fmt = rows.as_ref().map(|r| r.1);
+    let fmt = rows.as_ref().map(|r| r.kind());
     let k = opts.top;
     let margin = 4.0 * F32_BOUND;
     let mut counts = Counts::default();
@@ -378,12 +388,12 @@ fn gpu(
                 .step_by(TASK as usize)
                 .map(|a| (a, (a + TASK as usize).min(n)))
                 .collect();
-            let parts: Vec<(Counts, Screen, String)> = tasks
+            let parts: Vec<(Counts, Screen, RowBuf)> = tasks
                 .par_iter()
                 .map(|&(a, b)| {
                     let mut c = Counts::default();
                     let mut s = Screen::new(k, k + 64, plan.objective, plan.pareto, margin);
-                    let mut text = String::new();
+                    let mut text = RowBuf::new(fmt, naxes);
                     let mut vals = vec![0.0; naxes];
                     for j in a..b {
                         let index = first + j as u64;
@@ -410,9 +420,7 @@ fn gpu(
                             if o.reason == reason::OK {
                                 s.push(&o);
                             }
-                            if let Some(f) = fmt {
-                                report::row(plan, &o, &vals, f, &mut text);
-                            }
+                            text.push(plan, &o, &vals);
                             continue;
                         }
                         let mut o = raw;
@@ -425,22 +433,24 @@ fn gpu(
                                 s.push(&raw);
                             }
                         }
-                        if let Some(f) = fmt {
+                        if fmt.is_some() {
                             plan.space.sample(plan.locate(index).1, &mut vals);
-                            report::row(plan, &o, &vals, f, &mut text);
+                            text.push(plan, &o, &vals);
                         }
                     }
                     (c, s, text)
                 })
                 .collect();
+            let mut bufs = Vec::with_capacity(parts.len());
             for (c, s, text) in parts {
                 counts.merge(&c);
                 screen.merge(s);
-                if let Some((w, _)) = rows.as_mut() {
-                    if let Err(e) = w.write_all(text.as_bytes()) {
-                        io_error = Some(e);
-                        return false;
-                    }
+                bufs.push(text);
+            }
+            if let Some(r) = rows.as_mut() {
+                if let Err(e) = r.write(bufs) {
+                    io_error = Some(e);
+                    return false;
                 }
             }
             progress.advance(n as u64);

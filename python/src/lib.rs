@@ -1,0 +1,416 @@
+//! `tessera._tessera`, the Python extension: the Rust library's loaders, estimate, comparison,
+//! sweep and shard merge, called from the `tessera` package (python/tessera/). Results cross as
+//! the same JSON the CLI prints (so keys never drift from the contract) or, for a sweep's points,
+//! as Arrow record batches through the C data interface (no copy). No model lives here.
+
+// The one place this extension reads the files the library loads (the library does no I/O).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use tessera::choice::Choice;
+use tessera::diag::{Diagnostic, Severity};
+use tessera::engine::{MappingChoice, Objective};
+use tessera::spec::{Files, Fs, Loaded};
+use tessera::sweep::overrides::{Naming, Overrides};
+use tessera::sweep::report::{Rows, Summary};
+use tessera::sweep::run::{self, Backend, Options, Quiet};
+
+create_exception!(
+    _tessera,
+    TesseraError,
+    PyException,
+    "Invalid input: the message carries every diagnostic, each located as `file:line:col` with \
+     the source line and a hint, as the CLI prints them."
+);
+
+struct DiskFs;
+
+impl Fs for DiskFs {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => e.to_string(),
+        })
+    }
+}
+
+/// Every diagnostic rendered as the CLI renders it, sorted the same way.
+fn render(diags: &[Diagnostic], files: &Files) -> String {
+    let mut sorted: Vec<&Diagnostic> = diags.iter().collect();
+    sorted.sort_by(|a, b| (&a.file, a.pos, a.severity).cmp(&(&b.file, b.pos, b.severity)));
+    sorted
+        .iter()
+        .map(|d| d.render(files.text_of(&d.file)))
+        .collect::<String>()
+}
+
+/// The value, or a `TesseraError` with every diagnostic when any is an error.
+fn loaded<T>(l: Loaded<T>) -> PyResult<T> {
+    let failed = l.diagnostics.iter().any(|d| d.severity == Severity::Error);
+    match l.value {
+        Some(v) if !failed => Ok(v),
+        _ => Err(TesseraError::new_err(
+            render(&l.diagnostics, &l.files).trim_end().to_string(),
+        )),
+    }
+}
+
+fn usage(m: impl std::fmt::Display) -> PyErr {
+    TesseraError::new_err(format!("error: {m}"))
+}
+
+fn choice<T: Choice>(what: &str, s: &str) -> PyResult<T> {
+    T::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = T::ALL.iter().map(|c| c.0).collect();
+        usage(format!("{what} `{s}`: choose one of {}", names.join(", ")))
+    })
+}
+
+/// A validated system (an architecture file).
+#[pyclass(frozen, module = "tessera")]
+struct System {
+    inner: tessera::model::system::System,
+    #[pyo3(get)]
+    path: String,
+}
+
+#[pymethods]
+impl System {
+    #[getter]
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+    /// Accelerator devices in the whole system.
+    #[getter]
+    fn devices(&self) -> u64 {
+        self.inner.devices
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "System({:?}, devices={}, path={:?})",
+            self.inner.name, self.inner.devices, self.path
+        )
+    }
+}
+
+/// A validated workload (a workload file), with its published mapping if it gives one.
+#[pyclass(frozen, module = "tessera")]
+struct Workload {
+    inner: tessera::model::workload::Workload,
+    #[pyo3(get)]
+    path: String,
+}
+
+#[pymethods]
+impl Workload {
+    #[getter]
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+    /// Whether the file gives the mapping its source published.
+    #[getter]
+    fn has_published_mapping(&self) -> bool {
+        self.inner.mapping.is_some()
+    }
+    fn __repr__(&self) -> String {
+        format!("Workload({:?}, path={:?})", self.inner.name, self.path)
+    }
+}
+
+#[pyfunction]
+fn load_system(py: Python<'_>, path: String) -> PyResult<System> {
+    let inner = py.detach(|| tessera::model::system::load_system(&path, &DiskFs));
+    Ok(System {
+        inner: loaded(inner)?,
+        path,
+    })
+}
+
+#[pyfunction]
+fn load_workload(py: Python<'_>, path: String) -> PyResult<Workload> {
+    let inner = py.detach(|| tessera::model::workload::load_workload(&path, &DiskFs));
+    Ok(Workload {
+        inner: loaded(inner)?,
+        path,
+    })
+}
+
+/// `auto` (search), `published` (the workload's, else auto, as the CLI without `--mapping`), or
+/// a mapping file.
+fn mapping_choice(mapping: &str, w: &Workload, objective: Objective) -> PyResult<MappingChoice> {
+    Ok(match mapping {
+        "auto" => MappingChoice::Auto(objective),
+        "published" => match &w.inner.mapping {
+            Some(m) => MappingChoice::Given(m.clone()),
+            None => MappingChoice::Auto(objective),
+        },
+        path => MappingChoice::Given(loaded(tessera::model::workload::load_mapping(
+            path, &DiskFs,
+        ))?),
+    })
+}
+
+/// The estimate's JSON, as `tessera estimate --format json` prints it.
+#[pyfunction]
+#[pyo3(signature = (system, workload, mapping = "auto", objective = "time", devices = None))]
+fn estimate_json(
+    py: Python<'_>,
+    system: &System,
+    workload: &Workload,
+    mapping: &str,
+    objective: &str,
+    devices: Option<u64>,
+) -> PyResult<String> {
+    let objective: Objective = choice("objective", objective)?;
+    let c = mapping_choice(mapping, workload, objective)?;
+    let e = py.detach(|| tessera::engine::estimate(&system.inner, &workload.inner, &c, devices));
+    serde_json::to_string(&e).map_err(usage)
+}
+
+/// The comparison's JSON, as `tessera compare --format json` prints it (the first system is the
+/// baseline; `devices` is capped at each system's size, as the CLI does).
+#[pyfunction]
+#[pyo3(signature = (systems, workload, mapping = "auto", objective = "time", devices = None))]
+fn compare_json(
+    py: Python<'_>,
+    systems: Vec<PyRef<'_, System>>,
+    workload: &Workload,
+    mapping: &str,
+    objective: &str,
+    devices: Option<u64>,
+) -> PyResult<String> {
+    if systems.is_empty() {
+        return Err(usage("compare needs at least one system"));
+    }
+    let objective: Objective = choice("objective", objective)?;
+    let c = mapping_choice(mapping, workload, objective)?;
+    let sys: Vec<&tessera::model::system::System> = systems.iter().map(|s| &s.inner).collect();
+    let cmp = py.detach(|| {
+        tessera::report::compare::compare(
+            sys.iter()
+                .map(|s| {
+                    tessera::engine::estimate(
+                        s,
+                        &workload.inner,
+                        &c,
+                        devices.map(|d| d.min(s.devices)),
+                    )
+                })
+                .collect(),
+        )
+    });
+    serde_json::to_string(&cmp).map_err(usage)
+}
+
+/// Run a sweep (a sweep file and/or options, as `tessera sweep` takes them). Returns the summary's
+/// JSON (what `sweep --summary` writes) and, when `keep_points`, a `pyarrow.Table` of every point.
+/// With `out`, the points also stream to that `.parquet` / `.arrow` file. The GIL is released
+/// while the points are evaluated.
+#[pyfunction]
+#[pyo3(signature = (
+    file = None, *, arch = None, workload = None, mapping = None, vary = Vec::new(),
+    sampling = None, points = None, seed = None, power_budget = None, memory_floor = None,
+    objective = None, pareto = None, top = None, shard = None, backend = "auto",
+    keep_points = true, out = None
+))]
+#[allow(clippy::too_many_arguments)]
+fn run_sweep<'py>(
+    py: Python<'py>,
+    file: Option<String>,
+    arch: Option<String>,
+    workload: Option<String>,
+    mapping: Option<String>,
+    vary: Vec<String>,
+    sampling: Option<String>,
+    points: Option<u64>,
+    seed: Option<u64>,
+    power_budget: Option<String>,
+    memory_floor: Option<String>,
+    objective: Option<String>,
+    pareto: Option<Vec<String>>,
+    top: Option<usize>,
+    shard: Option<(u64, u64)>,
+    backend: &str,
+    keep_points: bool,
+    out: Option<String>,
+) -> PyResult<(String, Option<Bound<'py, PyAny>>)> {
+    let backend: Backend = choice("backend", backend)?;
+    let (mut inp, files) = match &file {
+        Some(f) => {
+            let l = py.detach(|| tessera::sweep::plan::read_file(f, &DiskFs));
+            let files = l.files.clone();
+            (loaded(l)?, files)
+        }
+        None => Default::default(),
+    };
+    let o = Overrides {
+        arch,
+        workload,
+        mapping,
+        vary,
+        sampling,
+        points,
+        seed,
+        power_budget,
+        memory_floor,
+        objective,
+        pareto,
+        top,
+    };
+    o.apply(&mut inp, Naming::Python).map_err(usage)?;
+    if inp.axes.is_empty() && file.is_none() && inp.arch.is_none() {
+        return Err(usage(
+            "nothing to sweep: give a sweep file, or `arch=..., workload=..., vary={PATH: VALUES}`",
+        ));
+    }
+    let plan = loaded(py.detach(|| tessera::sweep::plan::build(&inp, &DiskFs, files, Vec::new())))?;
+    let mut opts = Options::new(&plan);
+    opts.backend = backend;
+    if let Some((i, n)) = shard {
+        if n == 0 || i >= n {
+            return Err(usage(format!("shard {i}/{n}: expected I/N with 0 ≤ I < N")));
+        }
+        opts.shard = Some((i, n));
+    }
+    use tessera::sweep::arrow::{FileFormat, FileSink, MemorySink};
+    type W = std::io::BufWriter<std::fs::File>;
+    let mut file_sink: Option<FileSink<W>> = match &out {
+        Some(p) => {
+            let fmt = FileFormat::from_path(p)
+                .ok_or_else(|| usage(format!("out `{p}`: name a `.parquet` or `.arrow` file")))?;
+            let f =
+                std::fs::File::create(p).map_err(|e| usage(format!("cannot create `{p}`: {e}")))?;
+            Some(
+                FileSink::new(&plan, fmt, std::io::BufWriter::with_capacity(1 << 20, f))
+                    .map_err(|e| usage(format!("cannot write `{p}`: {e}")))?,
+            )
+        }
+        None => None,
+    };
+    let mut mem = keep_points.then(|| MemorySink::new(&plan));
+    let summary: Summary = py
+        .detach(|| {
+            let mut tee = Tee {
+                a: file_sink.as_mut(),
+                b: mem.as_mut(),
+            };
+            let any = tee.a.is_some() || tee.b.is_some();
+            let rows = any.then_some(Rows::Columns(&mut tee));
+            run::run_with(&plan, &opts, rows, &Quiet)
+        })
+        .map_err(usage)?;
+    if let (Some(f), Some(p)) = (file_sink, &out) {
+        use std::io::Write;
+        f.finish(Some(&summary))
+            .and_then(|mut w| w.flush())
+            .map_err(|e| usage(format!("cannot write `{p}`: {e}")))?;
+    }
+    let text = serde_json::to_string(&summary).map_err(usage)?;
+    let table = match mem {
+        Some(m) => Some(to_pyarrow(py, m, &text)?),
+        None => None,
+    };
+    Ok((text, table))
+}
+
+/// Points to both sinks.
+struct Tee<'a, A, B> {
+    a: Option<&'a mut A>,
+    b: Option<&'a mut B>,
+}
+
+impl<A: tessera::sweep::report::ColumnSink, B: tessera::sweep::report::ColumnSink>
+    tessera::sweep::report::ColumnSink for Tee<'_, A, B>
+{
+    fn write(&mut self, cols: tessera::sweep::report::Columns) -> std::io::Result<()> {
+        match (&mut self.a, &mut self.b) {
+            (Some(a), Some(b)) => {
+                a.write(cols.clone())?;
+                b.write(cols)
+            }
+            (Some(a), None) => a.write(cols),
+            (None, Some(b)) => b.write(cols),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+/// The batches as one `pyarrow.Table`, moved through the Arrow C stream interface (pyarrow takes
+/// the Rust buffers; nothing is copied). The summary goes in the schema's metadata.
+fn to_pyarrow<'py>(
+    py: Python<'py>,
+    m: tessera::sweep::arrow::MemorySink,
+    summary: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    use arrow::ffi_stream::FFI_ArrowArrayStream;
+    use arrow::record_batch::RecordBatchIterator;
+    let mut meta = m.schema().metadata().clone();
+    meta.insert(
+        tessera::sweep::arrow::META_SUMMARY.to_string(),
+        summary.to_string(),
+    );
+    let schema = std::sync::Arc::new(m.schema().as_ref().clone().with_metadata(meta));
+    let batches: Vec<_> = m
+        .batches
+        .into_iter()
+        .map(|b| b.with_schema(schema.clone()))
+        .collect::<Result<_, _>>()
+        .map_err(usage)?;
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+    let mut stream = Box::new(FFI_ArrowArrayStream::new(Box::new(reader)));
+    let addr = &mut *stream as *mut FFI_ArrowArrayStream as usize;
+    let pa = py.import("pyarrow")?;
+    // pyarrow moves the stream out (leaving it released); `stream` is then dropped here.
+    let reader = pa
+        .getattr("RecordBatchReader")?
+        .call_method1("_import_from_c", (addr,))?;
+    let table = reader.call_method0("read_all")?;
+    drop(stream);
+    Ok(table)
+}
+
+/// Join shard summaries (JSON) with `sweep merge`'s order-independent merge: the merged summary's
+/// JSON and the warnings (missing shards).
+#[pyfunction]
+#[pyo3(signature = (summaries, top = None))]
+fn merge_json(summaries: Vec<String>, top: Option<usize>) -> PyResult<(String, Vec<String>)> {
+    let mut parts = Vec::new();
+    for (i, t) in summaries.iter().enumerate() {
+        parts.push(serde_json::from_str::<Summary>(t).map_err(|e| {
+            usage(format!(
+                "summary {i}:{}:{}: not a sweep summary: {e}",
+                e.line(),
+                e.column()
+            ))
+        })?);
+    }
+    let (s, w) = tessera::sweep::report::merge(parts, top).map_err(usage)?;
+    Ok((serde_json::to_string(&s).map_err(usage)?, w))
+}
+
+/// Point indices `start..end` of shard `i` of `n` of a sweep of `total` points.
+#[pyfunction]
+fn shard_range(total: u64, i: u64, n: u64) -> PyResult<(u64, u64)> {
+    if n == 0 || i >= n {
+        return Err(usage(format!("shard {i}/{n}: expected I/N with 0 ≤ I < N")));
+    }
+    Ok(run::shard_range(total, i, n))
+}
+
+#[pymodule]
+fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("TesseraError", m.py().get_type::<TesseraError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<System>()?;
+    m.add_class::<Workload>()?;
+    m.add_function(wrap_pyfunction!(load_system, m)?)?;
+    m.add_function(wrap_pyfunction!(load_workload, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_json, m)?)?;
+    m.add_function(wrap_pyfunction!(compare_json, m)?)?;
+    m.add_function(wrap_pyfunction!(run_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_json, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_range, m)?)?;
+    Ok(())
+}

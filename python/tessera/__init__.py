@@ -1,0 +1,307 @@
+"""tessera from Python: model wafer-scale and multi-chip AI systems.
+
+The Rust library does the work (``tessera._tessera``); this package shapes its results for
+notebooks: an estimate as an object with the JSON contract's fields, a comparison as a pandas
+DataFrame, a sweep's points as a ``pyarrow.Table`` (built from the Rust Arrow arrays without a
+copy). Invalid input raises :class:`TesseraError`, whose message carries the CLI's located
+diagnostics (``file:line:col``, the source line, a hint).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _tessera
+from ._tessera import System, TesseraError, Workload, __version__
+
+__all__ = [
+    "Estimate",
+    "System",
+    "TesseraError",
+    "Workload",
+    "__version__",
+    "compare",
+    "estimate",
+    "load_system",
+    "load_workload",
+    "merge",
+    "summary",
+    "sweep",
+    "sweep_summary",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+SUMMARY_KEY = b"tessera:summary"
+
+
+def load_system(path: PathLike) -> System:
+    """Load and validate an architecture file (``System(...)``)."""
+    return _tessera.load_system(os.fspath(path))
+
+
+def load_workload(path: PathLike) -> Workload:
+    """Load and validate a workload file (``Workload(...)``)."""
+    return _tessera.load_workload(os.fspath(path))
+
+
+def _system(s: Union[System, PathLike]) -> System:
+    return s if isinstance(s, System) else load_system(s)
+
+
+def _workload(w: Union[Workload, PathLike]) -> Workload:
+    return w if isinstance(w, Workload) else load_workload(w)
+
+
+class Estimate:
+    """One estimate: every key of ``tessera estimate --format json`` as an attribute.
+
+    The fields are the JSON contract's (``step_time_s``, ``throughput_per_s``, ``mfu``, ...);
+    ``to_dict()`` gives the JSON object itself.
+    """
+
+    __slots__ = ("_d",)
+
+    def __init__(self, d: Dict[str, Any]):
+        object.__setattr__(self, "_d", d)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._d[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("an Estimate is read-only")
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(super().__dir__()) | set(self._d))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Estimate) and self._d == other._d
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The estimate as ``tessera estimate --format json`` prints it (a copy)."""
+        return json.loads(json.dumps(self._d))
+
+    def __repr__(self) -> str:
+        d = self._d
+        if not d.get("feasible"):
+            return f"Estimate({d['system']!r} on {d['workload']!r}: infeasible, {d.get('reason')})"
+        return (
+            f"Estimate({d['system']!r} on {d['workload']!r}: step {d['step_time_s']:.4g} s, "
+            f"{d['throughput_per_s']:.4g} {d['throughput_unit']}/s, MFU {d['mfu']:.1%}, "
+            f"{d['average_power_w']:.4g} W, {d['devices']} devices)"
+        )
+
+
+_ESTIMATE_OPTIONS = ("devices", "objective")
+
+
+def estimate(
+    system: Union[System, PathLike],
+    workload: Union[Workload, PathLike],
+    mapping: str = "auto",
+    **overrides: Any,
+) -> Estimate:
+    """Estimate ``workload`` on ``system``, as ``tessera estimate`` does.
+
+    ``mapping``: ``"auto"`` (search every legal mapping), ``"published"`` (the workload's own,
+    else auto) or a mapping file. Overrides, as the CLI's options: ``devices=N`` (default: the
+    whole system), ``objective="time" | ...`` (what ``auto`` minimises).
+    """
+    unknown = sorted(set(overrides) - set(_ESTIMATE_OPTIONS))
+    if unknown:
+        raise TesseraError(
+            f"error: estimate() does not take {', '.join(unknown)}; "
+            f"it takes {', '.join(_ESTIMATE_OPTIONS)}"
+        )
+    text = _tessera.estimate_json(
+        _system(system),
+        _workload(workload),
+        mapping=os.fspath(mapping),
+        objective=overrides.get("objective", "time"),
+        devices=overrides.get("devices"),
+    )
+    return Estimate(json.loads(text))
+
+
+def compare(
+    systems: Sequence[Union[System, PathLike]],
+    workload: Union[Workload, PathLike],
+    mapping: str = "auto",
+    objective: str = "time",
+    devices: Optional[int] = None,
+):
+    """Compare systems on one workload, as ``tessera compare --format json``; a pandas DataFrame
+    with one row per system (the estimate's keys, ``breakdown_s.*`` and ``mapping.*`` flattened)
+    and ``ratio_to_baseline.*`` columns (the first system is the baseline)."""
+    import pandas as pd
+
+    text = _tessera.compare_json(
+        [_system(s) for s in systems],
+        _workload(workload),
+        mapping=os.fspath(mapping),
+        objective=objective,
+        devices=devices,
+    )
+    c = json.loads(text)
+    df = pd.json_normalize(c["systems"])
+    df.attrs["workload"] = c["workload"]
+    df.attrs["baseline"] = c["baseline"]
+    return df
+
+
+SweepSpec = Union[PathLike, Mapping[str, Any]]
+
+_SPEC_KEYS = (
+    "file",
+    "arch",
+    "workload",
+    "mapping",
+    "vary",
+    "sampling",
+    "points",
+    "seed",
+    "power_budget",
+    "memory_floor",
+    "objective",
+    "pareto",
+    "top",
+)
+
+
+def _axis(path: str, values: Any) -> str:
+    """``PATH=VALUES`` as ``--vary`` takes it, from a string or a list of values."""
+    if isinstance(values, str):
+        return f"{path}={values}"
+    if isinstance(values, Iterable):
+        return f"{path}=[{', '.join(str(v) for v in values)}]"
+    return f"{path}={values}"
+
+
+def _spec_kwargs(spec: Optional[SweepSpec], options: Dict[str, Any]) -> Dict[str, Any]:
+    """A sweep file and/or a dict of the sweep's options as ``run_sweep``'s keywords."""
+    d: Dict[str, Any] = {}
+    if spec is None:
+        pass
+    elif isinstance(spec, Mapping):
+        d.update(spec)
+    else:
+        d["file"] = os.fspath(spec)
+    d.update(options)
+    unknown = sorted(set(d) - set(_SPEC_KEYS))
+    if unknown:
+        raise TesseraError(
+            f"error: a sweep takes no `{'`, `'.join(unknown)}`; it takes {', '.join(_SPEC_KEYS)}"
+        )
+    kw: Dict[str, Any] = {}
+    for k in ("file", "arch", "workload", "mapping"):
+        if d.get(k) is not None:
+            kw[k] = os.fspath(d[k])
+    vary = d.get("vary") or {}
+    if isinstance(vary, Mapping):
+        kw["vary"] = [_axis(p, v) for p, v in vary.items()]
+    else:  # already PATH=VALUES strings
+        kw["vary"] = [str(v) for v in vary]
+    for k in ("sampling", "points", "seed", "objective", "top"):
+        if d.get(k) is not None:
+            kw[k] = d[k]
+    for k in ("power_budget", "memory_floor"):
+        if d.get(k) is not None:
+            kw[k] = str(d[k])
+    if d.get("pareto") is not None:
+        p = d["pareto"]
+        kw["pareto"] = p.split(",") if isinstance(p, str) else list(p)
+    return kw
+
+
+def _run(
+    spec: Optional[SweepSpec],
+    *,
+    shard: Optional[Tuple[int, int]] = None,
+    backend: str = "auto",
+    keep_points: bool = True,
+    out: Optional[PathLike] = None,
+    **options: Any,
+):
+    kw = _spec_kwargs(spec, options)
+    return _tessera.run_sweep(
+        shard=shard,
+        backend=backend,
+        keep_points=keep_points,
+        out=None if out is None else os.fspath(out),
+        **kw,
+    )
+
+
+def sweep(
+    spec: Optional[SweepSpec] = None,
+    *,
+    shard: Optional[Tuple[int, int]] = None,
+    backend: str = "auto",
+    out: Optional[PathLike] = None,
+    **options: Any,
+):
+    """Evaluate a design space, as ``tessera sweep``: every point as a ``pyarrow.Table``.
+
+    ``spec``: a sweep file (see ``architectures/sweeps/``), or a dict of the sweep's options
+    (``arch``, ``workload``, ``mapping``, ``vary={path: "lo .. hi step s" | [values]}``,
+    ``sampling``, ``points``, ``seed``, ``power_budget``, ``memory_floor``, ``objective``,
+    ``pareto``, ``top``); keyword options override or extend it. ``shard=(i, n)`` evaluates shard
+    ``i`` of ``n``; ``out`` also streams the points to a ``.parquet`` / ``.arrow`` file. The
+    summary (best points, Pareto front, counts: what ``sweep --summary`` writes) is in the
+    table's schema metadata: ``tessera.summary(table)``. The GIL is released while it runs.
+    """
+    _, table = _run(spec, shard=shard, backend=backend, keep_points=True, out=out, **options)
+    return table
+
+
+def sweep_summary(
+    spec: Optional[SweepSpec] = None,
+    *,
+    shard: Optional[Tuple[int, int]] = None,
+    backend: str = "auto",
+    out: Optional[PathLike] = None,
+    **options: Any,
+) -> Dict[str, Any]:
+    """The sweep's summary only (no table in memory; ``out`` still streams every point)."""
+    text, _ = _run(spec, shard=shard, backend=backend, keep_points=False, out=out, **options)
+    return json.loads(text)
+
+
+def summary(table_or_path: Any) -> Dict[str, Any]:
+    """The summary a ``sweep()`` table, or a Parquet / Arrow file written by a sweep, carries."""
+    import pyarrow as pa
+
+    if isinstance(table_or_path, (pa.Table, pa.RecordBatch)):
+        meta = table_or_path.schema.metadata or {}
+    else:
+        p = os.fspath(table_or_path)
+        if p.lower().endswith((".parquet", ".pq")):
+            import pyarrow.parquet as pq
+
+            meta = pq.read_metadata(p).metadata or {}
+        else:
+            import pyarrow.ipc as ipc
+
+            with ipc.open_file(p) as f:
+                meta = f.schema.metadata or {}
+                # the IPC footer's custom metadata holds the summary
+                meta = {**meta, **(getattr(f, "metadata", None) or {})}
+    if SUMMARY_KEY not in meta:
+        raise TesseraError(f"error: {table_or_path!r} carries no tessera sweep summary")
+    return json.loads(meta[SUMMARY_KEY])
+
+
+def merge(summaries: Sequence[Dict[str, Any]], top: Optional[int] = None) -> Dict[str, Any]:
+    """Join shard summaries with ``tessera sweep merge``'s order-independent merge (warnings
+    about missing shards are issued as ``UserWarning``)."""
+    import warnings
+
+    text, warns = _tessera.merge_json([json.dumps(s) for s in summaries], top)
+    for w in warns:
+        warnings.warn(w, stacklevel=2)
+    return json.loads(text)

@@ -1,0 +1,90 @@
+"""Type stubs of the tessera package (the implementation is __init__.py)."""
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import pandas
+import pyarrow
+
+from ._tessera import System as System
+from ._tessera import TesseraError as TesseraError
+from ._tessera import Workload as Workload
+from ._tessera import __version__ as __version__
+
+PathLike = Union[str, os.PathLike[str]]
+SweepSpec = Union[PathLike, Mapping[str, Any]]
+
+class Estimate:
+    """The fields of `tessera estimate --format json` (the contract pinned in tests/contracts.rs)."""
+
+    system: str
+    workload: str
+    feasible: bool
+    reason: Optional[str]
+    reason_code: Optional[str]
+    step_time_s: Optional[float]
+    throughput_per_s: Optional[float]
+    throughput_unit: str
+    time_to_train_s: Optional[float]
+    mfu: Optional[float]
+    average_power_w: Optional[float]
+    energy_j: Optional[float]
+    energy_per_step_j: Optional[float]
+    breakdown_s: Optional[Dict[str, float]]
+    bottleneck: Optional[str]
+    bottleneck_detail: Optional[str]
+    mapping: Optional[Dict[str, Any]]
+    devices: int
+    scaling_efficiency: Optional[float]
+    placement: Optional[str]
+    memory_per_device_bytes: Optional[float]
+    perf_per_watt: Optional[float]
+    energy_per_unit_j: Optional[float]
+    latency_per_token_s: Optional[float]
+    def __init__(self, d: Dict[str, Any]) -> None: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+
+def load_system(path: PathLike) -> System: ...
+def load_workload(path: PathLike) -> Workload: ...
+def estimate(
+    system: Union[System, PathLike],
+    workload: Union[Workload, PathLike],
+    mapping: str = "auto",
+    *,
+    devices: Optional[int] = None,
+    objective: str = "time",
+) -> Estimate: ...
+def compare(
+    systems: Sequence[Union[System, PathLike]],
+    workload: Union[Workload, PathLike],
+    mapping: str = "auto",
+    objective: str = "time",
+    devices: Optional[int] = None,
+) -> pandas.DataFrame: ...
+def sweep(
+    spec: Optional[SweepSpec] = None,
+    *,
+    shard: Optional[Tuple[int, int]] = None,
+    backend: str = "auto",
+    out: Optional[PathLike] = None,
+    **options: Any,
+) -> pyarrow.Table: ...
+def sweep_summary(
+    spec: Optional[SweepSpec] = None,
+    *,
+    shard: Optional[Tuple[int, int]] = None,
+    backend: str = "auto",
+    out: Optional[PathLike] = None,
+    **options: Any,
+) -> Dict[str, Any]: ...
+def summary(table_or_path: Union[pyarrow.Table, PathLike]) -> Dict[str, Any]: ...
+def merge(summaries: Sequence[Dict[str, Any]], top: Optional[int] = None) -> Dict[str, Any]: ...
+def _run(
+    spec: Optional[SweepSpec],
+    *,
+    shard: Optional[Tuple[int, int]] = None,
+    backend: str = "auto",
+    keep_points: bool = True,
+    out: Optional[PathLike] = None,
+    **options: Any,
+) -> Tuple[str, Optional[pyarrow.Table]]: ...

@@ -1,0 +1,191 @@
+"""The Python API against the CLI: the same estimate, comparison and sweep, bad input raising with
+the CLI's located diagnostics, the points as typed Arrow/Parquet columns."""
+
+import ast
+import json
+import re
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tessera
+
+ARCH = "architectures/eos-h100.ron"
+WORKLOAD = "workloads/llama3.1-405b-pretrain.ron"
+GRID = "architectures/sweeps/gb200-cluster-llama405b.ron"
+THREE = [
+    "architectures/gb200-nvl72.ron",
+    "architectures/cerebras-cs3.ron",
+    "architectures/northpole-16.ron",
+]
+SMALL = "workloads/granite-3b-northpole.ron"
+
+
+def test_estimate_is_the_cli_json(cli):
+    # "published": the CLI without --mapping (the workload's own mapping, else auto)
+    for mapping, opt in (("published", []), ("auto", ["--mapping", "auto"])):
+        e = tessera.estimate(ARCH, WORKLOAD, mapping=mapping)
+        want = json.loads(
+            cli("estimate", "--arch", ARCH, "--workload", WORKLOAD, *opt, "--format", "json").stdout
+        )
+        assert e.to_dict() == want
+        assert e.step_time_s == want["step_time_s"]
+        assert e.feasible and e.step_time_s > 0
+
+
+def test_estimate_overrides_and_objects(cli):
+    s, w = tessera.load_system(ARCH), tessera.load_workload(WORKLOAD)
+    assert s.devices > 512 and w.has_published_mapping
+    e = tessera.estimate(s, w, mapping="published", devices=512)
+    want = json.loads(
+        cli("estimate", "--arch", ARCH, "--workload", WORKLOAD, "--devices", "512",
+            "--format", "json").stdout
+    )
+    assert e.to_dict() == want and e.devices == 512
+    with pytest.raises(tessera.TesseraError, match="does not take nodes"):
+        tessera.estimate(s, w, nodes=3)
+    with pytest.raises(tessera.TesseraError, match="objective `fastest`"):
+        tessera.estimate(s, w, objective="fastest")
+
+
+def test_stub_fields_are_the_contract():
+    """The .pyi names exactly the keys the estimate JSON has (no drift either way)."""
+    stub = Path(tessera.__file__).with_name("__init__.pyi").read_text()
+    cls = next(
+        n for n in ast.parse(stub).body if isinstance(n, ast.ClassDef) and n.name == "Estimate"
+    )
+    fields = {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)}
+    keys = set(tessera.estimate(ARCH, WORKLOAD).to_dict())
+    assert fields == keys
+    assert (Path(tessera.__file__).parent / "py.typed").exists()
+
+
+def test_compare_is_a_dataframe(cli):
+    df = tessera.compare(THREE, SMALL)
+    assert isinstance(df, pd.DataFrame) and len(df) == 3
+    want = json.loads(cli("compare", *THREE, "--workload", SMALL, "--format", "json").stdout)
+    assert list(df["system"]) == [r["system"] for r in want["systems"]]
+    for i, r in enumerate(want["systems"]):
+        assert df["feasible"][i] == r["feasible"]
+        if r["feasible"]:
+            assert df["throughput_per_s"][i] == r["throughput_per_s"]
+            assert df["ratio_to_baseline.throughput"][i] == r["ratio_to_baseline"]["throughput"]
+    assert df["ratio_to_baseline.throughput"][0] == 1.0
+    assert df.attrs["baseline"] == want["baseline"]
+
+
+def test_bad_file_raises_the_cli_diagnostics(cli):
+    bad = "tests/bad/multi-error-system.ron"
+    with pytest.raises(tessera.TesseraError) as e:
+        tessera.load_system(bad)
+    msg = str(e.value)
+    assert re.search(re.escape(bad) + r":\d+:\d+: error: ", msg), msg
+    assert "hint:" in msg
+    # the same diagnostics, character for character, as `tessera check` prints
+    printed = cli("check", bad, check=False).stderr
+    for line in msg.splitlines():
+        assert line in printed
+    assert msg.count(": error: ") >= 2  # every error at once
+
+
+def test_bad_sweep_option_is_located():
+    with pytest.raises(tessera.TesseraError) as e:
+        tessera.sweep(GRID, vary={"device.tdpp": "1000 W .. 1200 W step 100 W"}, backend="cpu")
+    assert "device.tdpp" in str(e.value) and "vary=" in str(e.value)
+    with pytest.raises(tessera.TesseraError, match="sampling need `points= N`"):
+        tessera.sweep(GRID, sampling="lhs")
+
+
+def test_sweep_table_equals_the_cli(cli, tmp_path):
+    t = tessera.sweep(GRID, backend="cpu")
+    assert isinstance(t, pa.Table)
+    s = tessera.summary(t)
+    want = json.loads(cli("sweep", GRID, "--backend", "cpu", "--quiet", "--format", "json").stdout)
+    assert s == want
+    assert t.num_rows == want["total_points"]
+    assert t.schema.field("index").type == pa.uint64()
+    assert t.schema.field("feasible").type == pa.bool_()
+    assert pa.types.is_dictionary(t.schema.field("mapping").type)
+    assert t.schema.field("device.tdp").metadata[b"unit"] == b"W"
+    assert t.column("feasible").to_numpy().sum() == want["feasible"]
+    df = t.to_pandas()
+    assert df["index"].tolist() == list(range(t.num_rows))
+    best = df.loc[df["index"] == want["top"][0]["index"]].iloc[0]
+    assert best["throughput_per_s"] == want["top"][0]["throughput_per_s"]
+    assert best["step_time_s"] == want["top"][0]["step_time_s"]
+
+
+def test_parquet_and_arrow_files_read_back(cli, tmp_path):
+    p = tmp_path / "points.parquet"
+    a = tmp_path / "points.arrow"
+    s = tessera.sweep_summary(GRID, backend="cpu", out=p)
+    df = pd.read_parquet(p)
+    assert len(df) == s["total_points"] and df["feasible"].sum() == s["feasible"]
+    assert tessera.summary(p) == s
+    # the CLI's files
+    cli("sweep", GRID, "--backend", "cpu", "--quiet", "--out", str(a))
+    cli("sweep", GRID, "--backend", "cpu", "--quiet", "--out", str(tmp_path / "cli.parquet"))
+    t = pa.ipc.open_file(a).read_all()
+    assert t.num_rows == s["total_points"]
+    t2 = pq.read_table(tmp_path / "cli.parquet")
+    assert t2.num_rows == s["total_points"]
+    assert pq.read_table(p).drop_columns([]).equals(t2)
+    assert tessera.summary(a)["top"] == s["top"]
+
+
+def test_dict_spec_and_options(cli):
+    spec = {
+        "arch": "architectures/gb200-nvl72.ron",
+        "workload": "workloads/llama3-70b-serving.ron",
+        "vary": {
+            "device.peak.fp8": "2.5 PFLOP/s..10 PFLOP/s log 4",
+            "scale_up.bandwidth": ["0.9 TB/s", "1.8 TB/s"],
+        },
+    }
+    t = tessera.sweep(spec, backend="cpu")
+    want = json.loads(
+        cli("sweep", "--arch", spec["arch"], "--workload", spec["workload"],
+            "--vary", "device.peak.fp8=2.5 PFLOP/s..10 PFLOP/s log 4",
+            "--vary", "scale_up.bandwidth=[0.9 TB/s, 1.8 TB/s]",
+            "--backend", "cpu", "--quiet", "--format", "json").stdout
+    )
+    assert tessera.summary(t) == want and t.num_rows == want["total_points"] == 8 * len(want["programs"])
+    shard = tessera.sweep_summary(GRID, backend="cpu", shard=(1, 3), top=3)
+    assert shard["shards"][0]["index"] == 1 and len(shard["top"]) == 3
+
+
+def test_merge_equals_one_run():
+    whole = tessera.sweep_summary(GRID, backend="cpu")
+    parts = [tessera.sweep_summary(GRID, backend="cpu", shard=(i, 4)) for i in (2, 0, 3, 1)]
+    m = tessera.merge(parts)
+    for k in ("top", "front", "evaluated", "feasible", "infeasible", "infeasible_by_code"):
+        assert m[k] == whole[k], k
+    with pytest.warns(UserWarning, match="cover"):
+        tessera.merge(parts[:2])
+
+
+def test_sweep_releases_the_gil():
+    ticks = 0
+    done = threading.Event()
+
+    def run():
+        tessera.sweep_summary(
+            "architectures/sweeps/gb200-cluster-random.ron", backend="cpu", points=400_000
+        )
+        done.set()
+
+    th = threading.Thread(target=run)
+    th.start()
+    start = time.perf_counter()
+    while not done.is_set():
+        ticks += 1
+        time.sleep(0.001)
+    elapsed = time.perf_counter() - start
+    th.join()
+    # with the GIL held for the whole sweep this loop could not run during it (a tick or two)
+    assert ticks >= 20, (ticks, elapsed)
