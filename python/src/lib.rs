@@ -152,9 +152,11 @@ fn mapping_choice(mapping: &str, w: &Workload, objective: Objective) -> PyResult
     })
 }
 
-/// The estimate's JSON, as `tessera estimate --format json` prints it.
+/// The estimate's JSON, as `tessera estimate --format json` prints it; `set` holds the CLI's
+/// `--set PATH=VALUE` overrides as (path, value) pairs, applied by the same library code.
 #[pyfunction]
-#[pyo3(signature = (system, workload, mapping = "auto", objective = "time", devices = None))]
+#[pyo3(signature = (system, workload, mapping = "auto", objective = "time", devices = None, set = Vec::new(), power_boundary = "facility"))]
+#[allow(clippy::too_many_arguments)]
 fn estimate_json(
     py: Python<'_>,
     system: &System,
@@ -162,10 +164,23 @@ fn estimate_json(
     mapping: &str,
     objective: &str,
     devices: Option<u64>,
+    set: Vec<(String, String)>,
+    power_boundary: &str,
 ) -> PyResult<String> {
     let objective: Objective = choice("objective", objective)?;
-    let c = mapping_choice(mapping, workload, objective)?;
-    let e = py.detach(|| tessera::engine::estimate(&system.inner, &workload.inner, &c, devices));
+    let mut c = mapping_choice(mapping, workload, objective)?;
+    let (mut sys, mut w, mut devices) = (system.inner.clone(), workload.inner.clone(), devices);
+    sys.power_boundary = choice("power_boundary", power_boundary)?;
+    let overrides = tessera::sweep::set::Overrides::from_pairs(
+        set.iter().map(|(p, v)| (p.as_str(), v.as_str())),
+    );
+    let diags = overrides.apply(&mut sys, &mut w, &mut c, &mut devices);
+    if diags.iter().any(|d| d.severity == Severity::Error) {
+        return Err(TesseraError::new_err(
+            render(&diags, &Files::default()).trim_end().to_string(),
+        ));
+    }
+    let e = py.detach(|| tessera::engine::estimate(&sys, &w, &c, devices));
     serde_json::to_string(&e).map_err(usage)
 }
 

@@ -97,26 +97,39 @@ class Estimate:
         )
 
 
-_ESTIMATE_OPTIONS = ("devices", "objective")
+_ESTIMATE_OPTIONS = ("devices", "objective", "power_boundary")
 
 
 def estimate(
     system: Union[System, PathLike],
     workload: Union[Workload, PathLike],
     mapping: str = "auto",
+    set: Optional[Mapping[str, Any]] = None,
     **overrides: Any,
 ) -> Estimate:
     """Estimate ``workload`` on ``system``, as ``tessera estimate`` does.
 
     ``mapping``: ``"auto"`` (search every legal mapping), ``"published"`` (the workload's own,
-    else auto) or a mapping file. Overrides, as the CLI's options: ``devices=N`` (default: the
-    whole system), ``objective="time" | ...`` (what ``auto`` minimises).
+    else auto) or a mapping file. Options, as the CLI's: ``devices=N`` (default: the whole
+    system), ``objective="time" | ...`` (what ``auto`` minimises), ``power_boundary="device" |
+    "node" | "rack" | "it" | "facility"``. Overrides by sweep path, as ``--set PATH=VALUE``:
+    ``set={"device.tdp": "400 W", "workload.global_batch": 1024}``, or as keywords with ``__``
+    for the dots: ``device__tdp="400 W"``, ``mapping__tp=8``.
     """
-    unknown = sorted(set(overrides) - set(_ESTIMATE_OPTIONS))
+    pairs = [(str(k), str(v)) for k, v in (set or {}).items()]
+    unknown = []
+    for key, value in overrides.items():
+        if key in _ESTIMATE_OPTIONS:
+            continue
+        if "__" in key:
+            pairs.append((key.replace("__", "."), str(value)))
+        else:
+            unknown.append(key)
     if unknown:
         raise TesseraError(
-            f"error: estimate() does not take {', '.join(unknown)}; "
-            f"it takes {', '.join(_ESTIMATE_OPTIONS)}"
+            f"error: estimate() does not take {', '.join(sorted(unknown))}; "
+            f"it takes {', '.join(_ESTIMATE_OPTIONS)}, set={{path: value}} or path keywords "
+            "with __ for the dots (device__tdp=\"400 W\")"
         )
     text = _tessera.estimate_json(
         _system(system),
@@ -124,6 +137,8 @@ def estimate(
         mapping=os.fspath(mapping),
         objective=overrides.get("objective", "time"),
         devices=overrides.get("devices"),
+        set=pairs,
+        power_boundary=overrides.get("power_boundary", "facility"),
     )
     return Estimate(json.loads(text))
 

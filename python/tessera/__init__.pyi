@@ -41,6 +41,12 @@ class Estimate:
     perf_per_watt: Optional[float]
     energy_per_unit_j: Optional[float]
     latency_per_token_s: Optional[float]
+    power_boundary: str
+    power_limited: Optional[bool]
+    throttle: Optional[float]
+    device_power_w: Optional[float]
+    demanded_device_power_w: Optional[float]
+    device_power_limit_w: Optional[float]
     def __init__(self, d: Dict[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
 
@@ -50,9 +56,12 @@ def estimate(
     system: Union[System, PathLike],
     workload: Union[Workload, PathLike],
     mapping: str = "auto",
+    set: Optional[Mapping[str, Any]] = None,
     *,
     devices: Optional[int] = None,
     objective: str = "time",
+    power_boundary: str = "facility",
+    **path_overrides: Any,
 ) -> Estimate: ...
 def compare(
     systems: Sequence[Union[System, PathLike]],

@@ -33,6 +33,8 @@ def estimate_json(
     mapping: str = "auto",
     objective: str = "time",
     devices: Optional[int] = None,
+    set: Sequence[Tuple[str, str]] = ...,
+    power_boundary: str = "facility",
 ) -> str: ...
 def compare_json(
     systems: Sequence[System],

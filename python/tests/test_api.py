@@ -47,10 +47,30 @@ def test_estimate_overrides_and_objects(cli):
             "--format", "json").stdout
     )
     assert e.to_dict() == want and e.devices == 512
-    with pytest.raises(tessera.TesseraError, match="does not take nodes"):
-        tessera.estimate(s, w, nodes=3)
+    with pytest.raises(tessera.TesseraError, match="does not take width"):
+        tessera.estimate(s, w, width=3)
     with pytest.raises(tessera.TesseraError, match="objective `fastest`"):
         tessera.estimate(s, w, objective="fastest")
+
+
+def test_path_overrides_are_the_cli_set(cli):
+    # the CLI's --set, by dict or by keywords with __ for the dots, and the power boundary
+    arch, wl = "architectures/dgx-b200.ron", "workloads/llama3.1-8b-pretrain.ron"
+    want = json.loads(
+        cli("estimate", "--arch", arch, "--workload", wl, "--set", "device.tdp=400 W",
+            "--power-boundary", "device", "--format", "json").stdout
+    )
+    by_dict = tessera.estimate(arch, wl, mapping="published", set={"device.tdp": "400 W"},
+                               power_boundary="device")
+    by_kw = tessera.estimate(arch, wl, mapping="published", device__tdp="400 W",
+                             power_boundary="device")
+    assert by_dict.to_dict() == want == by_kw.to_dict()
+    assert want["power_limited"] and want["power_boundary"] == "device"
+    full = tessera.estimate(arch, wl, mapping="published")
+    assert by_dict.throughput_per_s < full.throughput_per_s
+    # a bad path: the CLI's located diagnostic, with its hint
+    with pytest.raises(tessera.TesseraError, match=r"--set device\.tpd"):
+        tessera.estimate(arch, wl, mapping="published", device__tpd="400 W")
 
 
 def test_stub_fields_are_the_contract():

@@ -24,6 +24,7 @@ pub mod paths;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod set;
 pub mod space;
 
 pub use metric::Metric;
