@@ -165,6 +165,7 @@ pub(super) fn transformer_inference(
             (x, y)
         })
         .filter(|(x, y)| x * y > 1.0);
+    let sram = crate::engine::machine::machine(sys, n)[crate::engine::table::SRAM_CAPACITY];
     let mut pieces: Vec<Piece> = Vec::new();
     for c in classes(&placement, !t.tied_embeddings) {
         // sends to the next stage (the last stage's to the first): how many of the class's
@@ -210,7 +211,13 @@ pub(super) fn transformer_inference(
                 .min(x.min(y))
                 .max(1.0)
         };
-        if c.layers <= 1 {
+        // Regions only where the class's weights stay in the wafer's SRAM: a model streamed
+        // from a weight store runs layer after layer on the whole wafer (weight streaming).
+        let weights_per_device = (c.repeat as f64 * l * layer_params
+            + (f64::from(u8::from(c.embed)) + f64::from(u8::from(c.head))) * h * vocab)
+            / (c.repeat * c.devices) as f64
+            * wb;
+        if c.layers <= 1 || weights_per_device > sram {
             pieces.push(Piece {
                 side: side_of(c.devices as f64),
                 ..base
