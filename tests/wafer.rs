@@ -28,9 +28,9 @@ const LLAMA8B: &str = "workloads/llama3.1-8b-serving.ron";
 fn prepared(arch: &str, work: &str) -> (Program, Machine) {
     let s = load_system(arch, &CrateFs).value.expect("system");
     let w = load_workload(work, &CrateFs).value.expect("workload");
-    let p = engine::prepare(&s, &w, &MappingChoice::Auto(Objective::Time), Some(1))
-        .ok()
-        .expect("feasible");
+    let Ok(p) = engine::prepare(&s, &w, &MappingChoice::Auto(Objective::Time), Some(1)) else {
+        panic!("{arch} × {work}: infeasible");
+    };
     (p.program, p.machine)
 }
 
