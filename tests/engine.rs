@@ -108,6 +108,7 @@ fn comm(kind: CollKind, bytes: f64, inner: f64, outer: f64) -> Comm {
         overlap: Overlap::None,
         weight_stream: false,
         inner_share: 1.0,
+        mesh: 0.0,
         coeffs: Default::default(),
     }
     .with_coeffs()

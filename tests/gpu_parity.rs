@@ -164,6 +164,21 @@ fn plans() -> Vec<Plan> {
             ],
             "LatinHypercube(points: 500, seed: 9)",
         ),
+        // a wafer: one region of the mesh per layer, chained, every matrix-vector product
+        // reduced across its region (mesh collectives on the mesh slots)
+        plan_of(
+            "cerebras-cs3",
+            "llama3.1-8b-serving",
+            "auto",
+            &[
+                ("device.mesh.hop_latency", "\"0.2 ns .. 50 ns log\""),
+                ("device.mesh.link_bandwidth", "\"0.5 GB/s .. 50 GB/s log\""),
+                ("device.memory.SRAM.bandwidth", "\"5 PB/s .. 40 PB/s\""),
+                ("device.memory.SRAM.capacity", "\"20 GB .. 100 GB log\""),
+                ("device.tdp", "\"15 kW .. 30 kW\""),
+            ],
+            "Random(points: 300, seed: 17)",
+        ),
         // near-memory inference: a per-layer pipeline of stage classes that differ (layer
         // stages, a head stage on its own devices), pipelined or chained rounds, SRAM placement
         plan_of(
@@ -179,6 +194,7 @@ fn plans() -> Vec<Plan> {
                 ("device.peak.int8", "\"50 TOP/s .. 800 TOP/s log\""),
                 ("scale_up.latency", "\"0.5 us .. 50 us log\""),
                 ("device.efficiency.kernel_overhead", "\"0 us .. 20 us\""),
+                ("device.mesh.hop_latency", "\"1 ns .. 100 ns log\""),
             ],
             "Random(points: 400, seed: 21)",
         ),

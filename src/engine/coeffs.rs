@@ -77,6 +77,30 @@ fn link(latencies: f64, bytes: f64) -> Link {
 }
 
 impl Coeffs {
+    /// A collective along a line of `n` cores of a device's 2D mesh (a row of a wafer region),
+    /// payload `s` bytes per core (a core's segment of the partial result), after WaferLLM's
+    /// MeshGEMV (He et al., OSDI'25): a two-way K-tree (K = 2). A reduction runs √n routing
+    /// stages on its critical path (K·n^(1/K)/2): √n/2 stages of one hop inside groups of √n
+    /// cores, then √n/2 stages of √n hops between the group roots, n/2 + √n/2 hops in all; every
+    /// stage forwards the segment through one link. An all-reduce is that reduction and the
+    /// broadcast back along the same tree. An all-gather (MeshGEMM's cyclic shifts, Cannon with
+    /// INTERLEAVE: every step at most two hops) runs n − 1 steps and brings each core
+    /// (n − 1)/n of the buffer. A send between regions crosses `n` hops, its payload spread over
+    /// the boundary's links (the caller passes bytes per link). Per-hop software routing
+    /// (PLMR's β) is not modelled: no figure for it is published.
+    pub fn mesh(kind: CollKind, n: f64, s: f64) -> Link {
+        if n <= 1.0 {
+            return Link::default();
+        }
+        let r = n.sqrt();
+        match kind {
+            CollKind::AllReduce => link(n + r, 2.0 * r * s),
+            CollKind::ReduceScatter | CollKind::Broadcast => link(0.5 * (n + r), r * s),
+            CollKind::AllGather | CollKind::AllToAll => link(2.0 * (n - 1.0), (n - 1.0) / n * s),
+            CollKind::SendRecv => link(n, s),
+        }
+    }
+
     /// Ring algorithms inside a scale-up domain, hierarchical (scale-up, then scale-out, then
     /// scale-up) across domains with a tree of log2(domains) latency steps, in-network reduction
     /// where the switches offer it.
@@ -85,6 +109,10 @@ impl Coeffs {
         let s = c.bytes;
         if c.weight_stream {
             k.ext = link(1.0, s);
+            return k;
+        }
+        if c.mesh > 0.0 {
+            k.mesh = Coeffs::mesh(c.kind, c.mesh, s);
             return k;
         }
         let u = c.inner.max(1.0);

@@ -26,11 +26,12 @@ pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
     );
     let t_out = link(out, m[t::OUT_BANDWIDTH] * net, m[t::OUT_LATENCY]);
     let t_ext = link(&k.ext, m[t::EXT_BANDWIDTH] * net, m[t::EXT_LATENCY]);
+    let t_mesh = link(&k.mesh, m[t::MESH_LINK_BANDWIDTH], m[t::MESH_HOP_LATENCY]);
     let t = if k.overlapped {
         t_up.max(t_out)
     } else {
         t_up + t_out + t_ext
-    };
+    } + t_mesh;
     (t, up.bytes, out.bytes)
 }
 

@@ -117,6 +117,9 @@ pub struct Comm {
     /// switches; on a 3D torus, the share of its dimensions the group spans; on a full mesh, the
     /// share of the links that lead to other members of the group.
     pub inner_share: f64,
+    /// Cores along the on-chip mesh line the collective spans (a row of a wafer region); 0: a
+    /// collective between devices. A mesh collective puts its coefficients on [`Coeffs::mesh`] only.
+    pub mesh: f64,
     /// Its alpha-beta coefficients per link class, settled when it is built
     /// ([`Comm::with_coeffs`]); the evaluators read only these.
     pub coeffs: Coeffs,
@@ -142,6 +145,10 @@ pub struct Coeffs {
     pub out: [Link; 2],
     /// To the external weight store (over its own link, charged no link energy).
     pub ext: Link,
+    /// On the device's own 2D mesh of cores: `latencies` hops × the mesh hop latency, `bytes`
+    /// through the busiest link of the critical path / the mesh link bandwidth (no network
+    /// efficiency: a core's router moves one word per cycle in hardware).
+    pub mesh: Link,
     pub overlapped: bool,
 }
 

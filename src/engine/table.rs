@@ -177,10 +177,10 @@ machine_table! {
         "Cores along the first dimension of the on-chip mesh (0 = no mesh).";
     MESH_Y [1] "mesh_y", Ratio, Model, false, ["device.mesh.y"],
         "Cores along the second dimension of the on-chip mesh.";
-    MESH_LINK_BANDWIDTH [1] "mesh_link_bandwidth", Bandwidth, Model, false,
+    MESH_LINK_BANDWIDTH [1] "mesh_link_bandwidth", Bandwidth, Model, true,
         ["device.mesh.link_bandwidth"],
         "Bandwidth of one mesh link, per direction (B/s).";
-    MESH_HOP_LATENCY [1] "mesh_hop_latency", Time, Model, false, ["device.mesh.hop_latency"],
+    MESH_HOP_LATENCY [1] "mesh_hop_latency", Time, Model, true, ["device.mesh.hop_latency"],
         "Latency of one mesh hop (s).";
     MESH_ENERGY [1] "mesh_energy_per_byte_hop", EnergyPerByte, Model, false,
         ["device.mesh.energy_per_bit_hop"],

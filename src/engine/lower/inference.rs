@@ -33,6 +33,25 @@ struct Class {
     offset: u64,
 }
 
+/// One class of stages as the program gets it: a [`Class`], or on a mesh device one stage per
+/// layer on a region (a share of a device).
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    repeat: u64,
+    layers: u64,
+    /// Devices of its tensor-parallel group.
+    devices: u64,
+    /// Devices it occupies (below `devices` for a region of a wafer).
+    share: f64,
+    embed: bool,
+    head: bool,
+    /// Cores along a row of its region (0: not on a mesh).
+    side: f64,
+    /// Its sends per micro-batch: to the neighbouring region, back across the wafer to the
+    /// first region, to a device in its domain, to a device in another domain.
+    sends: [f64; 4],
+}
+
 /// The placement's runs split so that the first stage (embedding) and the last (head) stand
 /// alone where they differ from their neighbours.
 fn classes(p: &Placement, embed_first: bool) -> Vec<Class> {
@@ -116,14 +135,6 @@ pub(super) fn transformer_inference(
     let kvd = (t.kv_heads * t.head_dim()) as f64;
     let batch = inf.batch as f64;
     let stages = placement.stages();
-    // requests per micro-batch: as the mapping says, or the batch split evenly over the stages
-    // so that every stage has one in flight
-    let mbatch = if m.micro_batch > 0 {
-        (m.micro_batch as f64).min(batch)
-    } else {
-        (batch / stages as f64).max(1.0).ceil()
-    };
-    let micro_batches = (batch / mbatch).ceil();
     let ctx = inf.prompt as f64 + inf.output as f64 / 2.0;
     let layer_params = t.attn_params() + t.layer_ffn_params();
     let layer_active = t.attn_params() + t.layer_ffn_active();
@@ -141,12 +152,140 @@ pub(super) fn transformer_inference(
     // The loop closes: the last stage's tokens go back to the first stage (their embedding, with
     // the tied table on the last stage; token ids otherwise).
     let back_bytes = if t.tied_embeddings { h * ab } else { 4.0 };
+    // A device with a mesh of cores (a wafer) pins each layer to a region of its cores: a class
+    // of stages of several layers each becomes one stage per layer on a share of its devices
+    // (work and footprint ÷ the share), the layers chained region after region over the mesh.
+    let mesh = sys
+        .device
+        .mesh
+        .as_ref()
+        .map(|ms| {
+            let x = ms.dims.first().copied().unwrap_or(1) as f64;
+            let y = ms.dims.get(1).copied().unwrap_or(1) as f64;
+            (x, y)
+        })
+        .filter(|(x, y)| x * y > 1.0);
+    let sram = crate::engine::machine::machine(sys, n)[crate::engine::table::SRAM_CAPACITY];
+    let mut pieces: Vec<Piece> = Vec::new();
+    for c in classes(&placement, !t.tied_embeddings) {
+        // sends to the next stage (the last stage's to the first): how many of the class's
+        // stages cross a scale-up domain boundary (devices laid out stage after stage; the first
+        // instance stands for all)
+        let (mut in_dom, mut across) = (0.0, 0.0);
+        if stages > 1 {
+            let mut crossing = 0u64;
+            for k in 0..c.repeat {
+                let last_dev = c.offset + (k + 1) * c.devices - 1;
+                let next = if c.head && k + 1 == c.repeat {
+                    0
+                } else {
+                    last_dev + 1
+                };
+                if last_dev / dom != next / dom {
+                    crossing += 1;
+                }
+            }
+            let r = c.repeat as f64;
+            in_dom = (c.repeat - crossing) as f64 / r;
+            across = crossing as f64 / r;
+        }
+        let base = Piece {
+            repeat: c.repeat,
+            layers: c.layers,
+            devices: c.devices,
+            share: c.devices as f64,
+            embed: c.embed,
+            head: c.head,
+            side: 0.0,
+            sends: [0.0, 0.0, in_dom, across],
+        };
+        let Some((x, y)) = mesh else {
+            pieces.push(base);
+            continue;
+        };
+        let l = c.layers.max(1) as f64;
+        // a square region of its share of each device's cores (no wider than the mesh)
+        let side_of = |share: f64| {
+            (x * y * share / c.devices as f64)
+                .sqrt()
+                .min(x.min(y))
+                .max(1.0)
+        };
+        // Regions only where the class's weights stay in the wafer's SRAM: a model streamed
+        // from a weight store runs layer after layer on the whole wafer (weight streaming).
+        let weights_per_device = (c.repeat as f64 * l * layer_params
+            + (f64::from(u8::from(c.embed)) + f64::from(u8::from(c.head))) * h * vocab)
+            / (c.repeat * c.devices) as f64
+            * wb;
+        if c.layers <= 1 || weights_per_device > sram {
+            pieces.push(Piece {
+                side: side_of(c.devices as f64),
+                ..base
+            });
+            continue;
+        }
+        // per stage of the class: l − 1 sends between neighbouring regions, and the class's
+        // own send (to the next device, or back across the wafer to the first region)
+        let own = if stages > 1 {
+            [0.0, 0.0, in_dom, across]
+        } else {
+            [0.0, 1.0, 0.0, 0.0]
+        };
+        let sends = [(l - 1.0) / l, own[1] / l, own[2] / l, own[3] / l];
+        // the class's devices shared out in proportion to the weights each region holds (a
+        // layer; the first also the embedding table, the last the output head)
+        let (layer_w, table_w) = (layer_params, h * vocab);
+        let total = c.repeat as f64 * l * layer_w
+            + (f64::from(u8::from(c.embed)) + f64::from(u8::from(c.head))) * table_w;
+        let share_of = |w: f64| c.repeat as f64 * c.devices as f64 * w / total;
+        let region = |repeat: u64, embed: bool, head: bool| {
+            let w = layer_w + if embed { table_w } else { 0.0 } + if head { table_w } else { 0.0 };
+            let share = share_of(w);
+            Piece {
+                repeat,
+                layers: 1,
+                share,
+                embed,
+                head,
+                side: side_of(share),
+                sends,
+                ..base
+            }
+        };
+        let n = c.repeat * c.layers;
+        let first = u64::from(c.embed);
+        let last = u64::from(c.head);
+        if c.embed {
+            pieces.push(region(1, true, false));
+        }
+        pieces.push(region(n - first - last, false, false));
+        if c.head {
+            pieces.push(region(1, false, true));
+        }
+    }
+    pieces.retain(|p| p.repeat > 0);
+    let in_flight: f64 = pieces.iter().map(|p| p.repeat as f64).sum();
+    // requests per micro-batch: as the mapping says, or the batch split evenly over the stages
+    // so that every stage has one in flight
+    let mbatch = if m.micro_batch > 0 {
+        (m.micro_batch as f64).min(batch)
+    } else {
+        (batch / in_flight).max(1.0).ceil()
+    };
+    let micro_batches = (batch / mbatch).ceil();
+    // the outputs of a layer's matrix-vector products, per token, each reduced across a row of
+    // its region: Q/K/V, the output projection, the FFN's up (and gate) and down projections,
+    // and the attention's weighted sum
+    let ffn_mats = if t.gated_ffn { 3.0 } else { 2.0 };
+    let ffn_width = t.layer_ffn_active() / (ffn_mats * h);
+    let reductions = 5.0;
+    let reduced = (h + 2.0 * kvd) + h + (ffn_mats - 1.0) * ffn_width + h + h;
     let mut b = Builder::default();
     let mut out_stages: Vec<Stage> = Vec::new();
     let mut biggest = Footprint::default();
-    for c in classes(&placement, !t.tied_embeddings) {
+    for c in pieces {
         let (o0, c0) = (b.ops.len(), b.comms.len());
-        let d = c.devices as f64;
+        let d = c.share;
         let l = c.layers as f64;
         let g_tp = place_group(sys, c.devices, 1, dom);
         if c.layers > 0 {
@@ -219,58 +358,108 @@ pub(super) fn transformer_inference(
                 overlap: Overlap::None,
             });
         }
-        // Sends to the next stage (the last stage's to the first): how many of the class's
-        // stages cross a scale-up domain boundary (devices laid out stage after stage; the first
-        // instance stands for all).
-        if stages > 1 {
-            let mut crossing = 0u64;
-            for k in 0..c.repeat {
-                let last_dev = c.offset + (k + 1) * c.devices - 1;
-                let next = if c.head && k + 1 == c.repeat {
-                    0
-                } else {
-                    last_dev + 1
-                };
-                if last_dev / dom != next / dom {
-                    crossing += 1;
-                }
-            }
-            let r = c.repeat as f64;
-            let bytes = mbatch * if c.head { back_bytes } else { h * ab };
-            for (name, count, group) in [
-                (
-                    "pp send/recv (in domain)",
-                    (c.repeat - crossing) as f64 / r,
-                    place_group(sys, 2, 1, dom),
-                ),
-                (
-                    "pp send/recv (across domains)",
-                    crossing as f64 / r,
-                    (1.0, 2.0, 1.0),
-                ),
-            ] {
+        let bytes = mbatch * if c.head { back_bytes } else { h * ab };
+        for (name, count, group) in [
+            (
+                "pp send/recv (in domain)",
+                c.sends[2],
+                place_group(sys, 2, 1, dom),
+            ),
+            ("pp send/recv (across domains)", c.sends[3], (1.0, 2.0, 1.0)),
+        ] {
+            b.comm(Collective {
+                name: name.into(),
+                role: Role::PipelineSendRecv,
+                kind: CollKind::SendRecv,
+                bytes,
+                group,
+                count,
+                section: mbs,
+                overlap: Overlap::None,
+            });
+            if !c.head {
                 b.comm(Collective {
-                    name: name.into(),
+                    name: "prefill: pp send/recv".into(),
                     role: Role::PipelineSendRecv,
                     kind: CollKind::SendRecv,
-                    bytes,
+                    bytes: ptok * h * ab,
                     group,
-                    count,
-                    section: mbs,
+                    count: count * amort,
+                    section: stp,
                     overlap: Overlap::None,
                 });
-                if !c.head {
-                    b.comm(Collective {
-                        name: "prefill: pp send/recv".into(),
-                        role: Role::PipelineSendRecv,
-                        kind: CollKind::SendRecv,
-                        bytes: ptok * h * ab,
-                        group,
-                        count: count * amort,
+            }
+        }
+        if let Some((x, y)) = mesh {
+            // region to region over the mesh: to the neighbouring region (its side in hops),
+            // or back across the wafer to the first (PLMR's worst case, x + y hops); the
+            // activations spread over the links of the region's edge
+            for (name, count, hops) in [
+                ("mesh: activations to the next region", c.sends[0], c.side),
+                ("mesh: tokens back to the first region", c.sends[1], x + y),
+            ] {
+                for (sec, n, cnt) in [(mbs, mbatch, count), (stp, ptok, count * amort)] {
+                    b.mesh_comm(
+                        Collective {
+                            name: name.into(),
+                            role: Role::PipelineSendRecv,
+                            kind: CollKind::SendRecv,
+                            bytes: n * h * ab / c.side,
+                            group: (1.0, 1.0, 1.0),
+                            count: cnt,
+                            section: sec,
+                            overlap: Overlap::None,
+                        },
+                        hops,
+                    );
+                }
+            }
+            if c.layers > 0 {
+                // every matrix-vector product reduces its partial outputs across a row of the
+                // region (MeshGEMV); each core holds 1/side of the output vector
+                b.mesh_comm(
+                    Collective {
+                        name: "mesh: decode all-reduce (MeshGEMV)".into(),
+                        role: Role::TensorParallel,
+                        kind: CollKind::AllReduce,
+                        bytes: mbatch * reduced / reductions / c.side * ab,
+                        group: (1.0, 1.0, 1.0),
+                        count: reductions * l,
+                        section: mbs,
+                        overlap: Overlap::None,
+                    },
+                    c.side,
+                );
+                // prefill's matrix products as cyclic shifts along rows and columns
+                // (MeshGEMM): each core's activation and weight tiles pass every core of its row
+                b.mesh_comm(
+                    Collective {
+                        name: "mesh: prefill shifts (MeshGEMM)".into(),
+                        role: Role::TensorParallel,
+                        kind: CollKind::AllGather,
+                        bytes: (4.0 * ptok * h * ab + layer_active * wb) / c.side,
+                        group: (1.0, 1.0, 1.0),
+                        count: l * amort,
                         section: stp,
                         overlap: Overlap::None,
-                    });
-                }
+                    },
+                    c.side,
+                );
+            }
+            if c.head {
+                b.mesh_comm(
+                    Collective {
+                        name: "mesh: lm head reduction".into(),
+                        role: Role::TensorParallel,
+                        kind: CollKind::AllReduce,
+                        bytes: mbatch * vocab / c.side * 4.0,
+                        group: (1.0, 1.0, 1.0),
+                        count: 1.0,
+                        section: mbs,
+                        overlap: Overlap::None,
+                    },
+                    c.side,
+                );
             }
         }
         if c.layers > 0 {
@@ -331,7 +520,11 @@ pub(super) fn transformer_inference(
             name: if c.head && c.layers == 0 {
                 "head".into()
             } else {
-                format!("{} layer(s) on {} device(s)", c.layers, c.devices).into()
+                if c.share < c.devices as f64 {
+                    format!("{} layer(s) on {:.4} device(s)", c.layers, c.share).into()
+                } else {
+                    format!("{} layer(s) on {} device(s)", c.layers, c.devices).into()
+                }
             },
             ops: o0..b.ops.len(),
             comms: c0..b.comms.len(),

@@ -198,6 +198,32 @@ impl Builder {
         self.ops.push(op);
     }
 
+    /// Add `c` as a collective on the device's own mesh of cores, along a line of `cores` cores
+    /// (its group is ignored), unless it never runs, moves nothing or spans a single core.
+    fn mesh_comm(&mut self, c: Collective, cores: f64) {
+        if c.count <= 0.0 || c.bytes <= 0.0 || cores <= 1.0 {
+            return;
+        }
+        self.comms.push(
+            Comm {
+                name: c.name,
+                role: c.role,
+                kind: c.kind,
+                bytes: c.bytes,
+                inner: 1.0,
+                outer: 1.0,
+                count: c.count,
+                section: c.section,
+                overlap: c.overlap,
+                weight_stream: false,
+                inner_share: 1.0,
+                mesh: cores,
+                coeffs: Default::default(),
+            }
+            .with_coeffs(),
+        );
+    }
+
     /// Add `c` unless it never runs, moves nothing or has a single rank.
     fn comm(&mut self, c: Collective) {
         let g = c.group;
@@ -217,6 +243,7 @@ impl Builder {
                 overlap: c.overlap,
                 weight_stream: false,
                 inner_share: g.2,
+                mesh: 0.0,
                 coeffs: Default::default(),
             }
             .with_coeffs(),

@@ -206,6 +206,7 @@ fn evaluate(li: u32) -> Point {
             if (c.overlapped != 0u) {
                 tt = max(t_up, t_out);
             }
+            tt += link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], c.mesh_lat, X[F_MESH_HOP_LATENCY]);
             tt *= c.count;
             let s = c.section;
             var exposed = tt;

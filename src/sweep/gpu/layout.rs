@@ -131,6 +131,14 @@ gpu_record! {
         out_bytes: f32,
         out_lat_inr: f32,
         out_bytes_inr: f32,
+        mesh_lat: f32,
+        mesh_bytes: f32,
+        pad1: f32,
+        pad2: f32,
+        pad3: f32,
+        pad4: f32,
+        pad5: f32,
+        pad6: f32,
     }
 }
 

@@ -69,6 +69,8 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 out_bytes: f(k.out[0].bytes),
                 out_lat_inr: f(k.out[1].latencies),
                 out_bytes_inr: f(k.out[1].bytes),
+                mesh_lat: f(k.mesh.latencies),
+                mesh_bytes: f(k.mesh.bytes),
                 ..CommRec::default()
             };
             recs.extend_from_slice(rec.words());

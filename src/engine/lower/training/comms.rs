@@ -315,6 +315,7 @@ mod tests {
                         overlap,
                         weight_stream: false,
                         inner_share: 1.0,
+                        mesh: 0.0,
                         coeffs: Default::default(),
                     }
                     .with_coeffs(),

@@ -1,0 +1,183 @@
+//! A wafer as a mesh of cores (issue 10): each layer on a region of cores, every matrix-vector
+//! product reduced across its region over the mesh (hops × hop latency + bytes / link
+//! bandwidth). Laws: more mesh link bandwidth or less hop latency never slows a step; a CS-3 is
+//! never slower than a CS-2 on Llama 3.1 8B decode; the mesh figures reach the decode time
+//! through `--set` and `sweep --vary`; no wafer part file carries a fitted figure.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
+use proptest::prelude::*;
+use std::process::Command;
+use tessera::engine::program::Program;
+use tessera::engine::table::{self as t, Machine};
+use tessera::engine::{self, cpu, MappingChoice, Objective};
+use tessera::model::system::load_system;
+use tessera::model::workload::load_workload;
+use tessera::spec::Fs;
+
+struct CrateFs;
+impl Fs for CrateFs {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+            .map_err(|e| e.to_string())
+    }
+}
+
+const LLAMA8B: &str = "workloads/llama3.1-8b-serving.ron";
+
+fn prepared(arch: &str, work: &str) -> (Program, Machine) {
+    let s = load_system(arch, &CrateFs).value.expect("system");
+    let w = load_workload(work, &CrateFs).value.expect("workload");
+    let Ok(p) = engine::prepare(&s, &w, &MappingChoice::Auto(Objective::Time), Some(1)) else {
+        panic!("{arch} × {work}: infeasible");
+    };
+    (p.program, p.machine)
+}
+
+fn tessera(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn decode_on_a_wafer_pays_its_mesh_reductions() {
+    let (p, m) = prepared("architectures/cerebras-cs3.ron", LLAMA8B);
+    // one region per layer, chained
+    let regions: f64 = p.stages.iter().map(|s| s.repeat).sum();
+    assert_eq!(regions, 32.0, "{:?}", p.stages);
+    assert!(p.comms.iter().any(|c| c.coeffs.mesh.latencies > 0.0));
+    let e = cpu::eval(&p, &m);
+    assert!(e.feasible);
+    // the mesh collectives are most of a decode step, and no fixed time per operator is left
+    assert_eq!(e.breakdown.other, 0.0);
+    assert!(
+        e.breakdown.communication > e.breakdown.compute,
+        "{:?}",
+        e.breakdown
+    );
+    let mut slow = m.clone();
+    slow[t::MESH_HOP_LATENCY] *= 10.0;
+    assert!(cpu::eval(&p, &slow).step_time > 1.5 * e.step_time);
+}
+
+#[test]
+fn a_cs3_is_never_slower_than_a_cs2_on_llama_8b_decode() {
+    let (p3, m3) = prepared("architectures/cerebras-cs3.ron", LLAMA8B);
+    let (p2, m2) = prepared("architectures/cerebras-cs2.ron", LLAMA8B);
+    let (e3, e2) = (cpu::eval(&p3, &m3), cpu::eval(&p2, &m2));
+    assert!(e3.feasible && e2.feasible);
+    assert!(
+        e3.step_time <= e2.step_time,
+        "{} > {}",
+        e3.step_time,
+        e2.step_time
+    );
+}
+
+#[test]
+fn no_wafer_part_file_carries_a_fitted_figure() {
+    for part in [
+        "architectures/parts/wse3-cs3.ron",
+        "architectures/parts/wse2-cs2.ron",
+    ] {
+        let text = std::fs::read_to_string(part).unwrap();
+        assert!(!text.contains("fitted"), "{part}");
+        assert!(!text.contains("kernel_overhead:"), "{part}");
+    }
+}
+
+fn tokens_per_s(args: &[&str]) -> f64 {
+    let mut a = vec![
+        "estimate",
+        "--arch",
+        "architectures/cerebras-cs3.ron",
+        "--workload",
+        LLAMA8B,
+        "--format",
+        "json",
+    ];
+    a.extend_from_slice(args);
+    let out = tessera(&a);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["throughput_per_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{v}"))
+}
+
+#[test]
+fn set_mesh_figures_change_decode_time() {
+    let base = tokens_per_s(&[]);
+    let slow_hop = tokens_per_s(&["--set", "device.mesh.hop_latency=5 ns"]);
+    let fast_link = tokens_per_s(&["--set", "device.mesh.link_bandwidth=10 GB/s"]);
+    assert!(slow_hop < 0.9 * base, "{slow_hop} vs {base}");
+    assert!(fast_link > 1.1 * base, "{fast_link} vs {base}");
+}
+
+#[test]
+fn sweep_vary_mesh_figures_change_decode_time() {
+    for (path, values) in [
+        ("device.mesh.hop_latency", "[\"1 ns\", \"10 ns\"]"),
+        ("device.mesh.link_bandwidth", "[\"1 GB/s\", \"10 GB/s\"]"),
+    ] {
+        let vary = format!("{path}={values}");
+        let out = tessera(&[
+            "sweep",
+            "--arch",
+            "architectures/cerebras-cs3.ron",
+            "--workload",
+            LLAMA8B,
+            "--vary",
+            &vary,
+            "--backend",
+            "cpu",
+            "--format",
+            "csv",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        // the step-time column differs between the two points
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines().filter(|l| !l.starts_with("note"));
+        let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = head
+            .iter()
+            .position(|h| *h == "step time")
+            .unwrap_or_else(|| panic!("{head:?}"));
+        let times: Vec<String> = lines
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+            .take(2)
+            .map(|l| l.split(',').nth(col).unwrap().to_string())
+            .collect();
+        assert_eq!(times.len(), 2, "{text}");
+        assert_ne!(times[0], times[1], "{path}: {text}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// More mesh link bandwidth or less hop latency never slows a step (CS-2 and CS-3, Llama
+    /// 3.1 8B decode).
+    #[test]
+    fn a_faster_mesh_never_slows_a_step(
+        cs3 in any::<bool>(),
+        bw in 1.0f64..20.0, lat in 0.05f64..1.0,
+        bw0 in 0.1f64..10.0, lat0 in 0.1f64..10.0,
+    ) {
+        let arch = if cs3 { "architectures/cerebras-cs3.ron" } else { "architectures/cerebras-cs2.ron" };
+        let (p, mut m) = prepared(arch, LLAMA8B);
+        m[t::MESH_LINK_BANDWIDTH] *= bw0;
+        m[t::MESH_HOP_LATENCY] *= lat0;
+        let e0 = cpu::eval(&p, &m);
+        prop_assume!(e0.feasible);
+        let mut m2 = m.clone();
+        m2[t::MESH_LINK_BANDWIDTH] *= bw;
+        m2[t::MESH_HOP_LATENCY] *= lat;
+        let e1 = cpu::eval(&p, &m2);
+        prop_assert!(e1.feasible);
+        prop_assert!(e1.step_time <= e0.step_time * (1.0 + 1e-12), "{} > {}", e1.step_time, e0.step_time);
+    }
+}
