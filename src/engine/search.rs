@@ -45,7 +45,7 @@ fn pow2_upto(n: u64) -> Vec<u64> {
 
 fn divisors(n: u64) -> Vec<u64> {
     let mut d: Vec<u64> = (1..=((n as f64).sqrt() as u64))
-        .filter(|i| n % i == 0)
+        .filter(|i| n.is_multiple_of(*i))
         .flat_map(|i| [i, n / i])
         .collect();
     d.sort_unstable();
@@ -84,7 +84,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
             };
             for &tp in &tps {
                 for &cp in &cps {
-                    if n % (tp * cp) != 0 {
+                    if !n.is_multiple_of(tp * cp) {
                         continue;
                     }
                     for pp in divisors(n / (tp * cp)) {
@@ -97,7 +97,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                         }
                         let per_pipe = tr.global_batch / dp;
                         for mb in [1u64, 2, 4, 8] {
-                            if per_pipe % mb != 0 {
+                            if !per_pipe.is_multiple_of(mb) {
                                 continue;
                             }
                             let vs: &[u64] = if pp > 1 { &[1, 2, 3, 4] } else { &[1] };
@@ -113,7 +113,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                         if pp == 1 && tp == 1 { &[1, 3] } else { &[1] };
                                     for &zero in zeros {
                                         for &ep in &eps {
-                                            if (dp * cp) % ep != 0 {
+                                            if !(dp * cp).is_multiple_of(ep) {
                                                 continue;
                                             }
                                             out.push(Mapping {
@@ -184,7 +184,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
         (Model::Cnn(_), Task::Training(tr)) => {
             let local = tr.global_batch / n.max(1);
             for mb in [local, 256, 128, 64, 32] {
-                if mb >= 1 && mb <= local && local % mb == 0 {
+                if mb >= 1 && mb <= local && local.is_multiple_of(mb) {
                     out.push(Mapping {
                         dp: n,
                         micro_batch: mb,

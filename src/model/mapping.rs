@@ -327,7 +327,7 @@ impl Mapping {
         let dp = match spec.dp {
             Some(d) => d.max(1),
             None => {
-                if devices % inner != 0 {
+                if !devices.is_multiple_of(inner) {
                     return Err(if placement.n > 0 {
                         format!("the stages' {inner} devices do not divide {devices} devices")
                     } else {

@@ -21,7 +21,7 @@ pub(super) fn cnn_training(
         ));
     }
     let dp = m.dp;
-    if tr.global_batch % dp != 0 {
+    if !tr.global_batch.is_multiple_of(dp) {
         return Err(Reason::mapping(format!(
             "global batch {} is not a multiple of dp {dp}",
             tr.global_batch
@@ -29,7 +29,7 @@ pub(super) fn cnn_training(
     }
     let local = tr.global_batch / dp;
     let mbsz = m.micro_batch.min(local).max(1);
-    if local % mbsz != 0 {
+    if !local.is_multiple_of(mbsz) {
         return Err(Reason::mapping(format!(
             "per-device batch {local} is not a multiple of micro-batch {mbsz}"
         )));

@@ -115,7 +115,7 @@ pub(super) fn transformer_inference(
         )));
     }
     for g in placement.groups() {
-        if g.layers > 0 && t.heads % g.devices != 0 {
+        if g.layers > 0 && !t.heads.is_multiple_of(g.devices) {
             return Err(Reason::mapping(format!(
                 "a stage's {} devices do not divide {} attention heads",
                 g.devices, t.heads

@@ -105,7 +105,7 @@ pub(super) fn lower(
         let fits_nodes = if su.size >= nd {
             su.size % nd == 0
         } else {
-            nd % su.size == 0
+            nd.is_multiple_of(su.size)
         };
         if !fits_nodes {
             cx.error_at(

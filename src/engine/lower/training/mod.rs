@@ -110,13 +110,13 @@ impl<'a> Shape<'a> {
 /// Why `m` cannot run `t` under `tr`, if it cannot.
 fn check(t: &Transformer, tr: &Training, m: &Mapping) -> Result<(), Reason> {
     let (tp, pp, cp, dp, v) = (m.tp, m.pp, m.cp, m.dp, m.interleave);
-    if t.heads % tp != 0 {
+    if !t.heads.is_multiple_of(tp) {
         return Err(Reason::mapping(format!(
             "tp {tp} does not divide {} attention heads",
             t.heads
         )));
     }
-    if t.kv_heads % tp != 0 && tp % t.kv_heads != 0 {
+    if !t.kv_heads.is_multiple_of(tp) && tp % t.kv_heads != 0 {
         return Err(Reason::mapping(format!(
             "tp {tp} does not fit {} key/value heads",
             t.kv_heads
@@ -128,13 +128,13 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping) -> Result<(), Reason> {
             t.layers
         )));
     }
-    if tr.seq % cp != 0 {
+    if !tr.seq.is_multiple_of(cp) {
         return Err(Reason::mapping(format!(
             "cp {cp} does not divide the sequence of {}",
             tr.seq
         )));
     }
-    if dp * m.micro_batch > tr.global_batch || tr.global_batch % (dp * m.micro_batch) != 0 {
+    if dp * m.micro_batch > tr.global_batch || !tr.global_batch.is_multiple_of(dp * m.micro_batch) {
         return Err(Reason::mapping(format!(
             "global batch {} is not a multiple of dp {dp} × micro-batch {}",
             tr.global_batch, m.micro_batch
