@@ -137,7 +137,8 @@ fn plans() -> Vec<Plan> {
             ],
             "LatinHypercube(points: 50, seed: 5)",
         ),
-        // wafer-scale with an external weight store: SRAM, external and mixed placements
+        // wafer-scale with an external weight store: SRAM, external and mixed placements; the
+        // update in the store where the state streams from it
         plan_of(
             "cerebras-cs3-cluster",
             "gpt3-175b-mlperf",
@@ -149,6 +150,13 @@ fn plans() -> Vec<Plan> {
                 ("weight_store.capacity", "[\"1 TB\", \"12 TB\", \"100 TB\"]"),
                 ("scale_out.bandwidth", "\"100 Gb/s .. 2400 Gb/s\""),
                 ("device.tdp", "\"15 kW .. 30 kW\""),
+                // the optimizer update inside the store, and the training's mesh shifts
+                ("weight_store.compute", "\"10 TFLOP/s .. 10 PFLOP/s log\""),
+                (
+                    "weight_store.memory_bandwidth",
+                    "\"1 TB/s .. 500 TB/s log\"",
+                ),
+                ("device.mesh.link_bandwidth", "\"0.1 GB/s .. 50 GB/s log\""),
             ],
             "Random(points: 120, seed: 3)",
         ),

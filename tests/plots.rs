@@ -689,6 +689,8 @@ fn roofline_structure() {
             op(4, "norms", "forward", "vector", 0.5, 1.2e12),
             op(5, "optimizer", "update", "vector", 0.4, 1e12),
         ],
+        mesh: None,
+        regions: Vec::new(),
     };
     let svg = svg_of(|o| tessera::plot::roofline::roofline(&r, SIZE, o));
     renders(&svg);
@@ -927,4 +929,94 @@ fn scale_against_power_has_a_line_per_system_and_the_budget() {
     assert_eq!(count(&svg, "point"), 6);
     assert_eq!(count(&svg, "budget"), 1);
     assert!(svg.contains("facility power"));
+}
+
+// ---------------------------------------------------------------- placement
+
+/// Llama 3.1 8B decode on one CS-3: one region of cores per layer.
+fn cs3_placement() -> tessera::report::placement::Placement {
+    let s = system("architectures/cerebras-cs3.ron");
+    let w = workload("workloads/llama3.1-8b-serving.ron");
+    let p = tessera::engine::prepare(&s, &w, &MappingChoice::Auto(Objective::Time), Some(1))
+        .unwrap_or_else(|e| panic!("{}", e.reason));
+    tessera::report::placement::placement(&s, &w.name, &p.program, p.mapping.dp)
+        .expect("a wafer has a mesh")
+}
+
+#[test]
+fn placement_covers_the_wafer_region_by_region() {
+    let pl = cs3_placement();
+    assert_eq!(pl.devices, 1);
+    assert_eq!(pl.regions.len(), 32, "one region per layer");
+    // the regions' pieces tile the wafer: their areas add up to its cores, none outside it
+    let (x, y) = (pl.mesh.0 as f64, pl.mesh.1 as f64);
+    let mut area = 0.0;
+    for r in &pl.regions {
+        let a: f64 = r.rects.iter().map(|q| q.3 * q.4).sum();
+        assert!((a - r.cores).abs() <= 1e-6 * x * y, "region {}", r.index);
+        for &(_, x0, y0, w, h) in &r.rects {
+            assert!(x0 >= -1e-9 && y0 >= -1e-9 && x0 + w <= x + 1e-6 && y0 + h <= y + 1e-6);
+        }
+        area += a;
+    }
+    assert!((area - x * y).abs() <= 1e-6 * x * y, "{area} of {}", x * y);
+    assert!(pl.regions.iter().any(|r| r.mesh_bytes_per_step > 0.0));
+    // a device without a mesh has no placement to draw
+    let h100 = system("architectures/dgx-h100.ron");
+    let w = workload("workloads/llama3.1-8b-serving.ron");
+    let p = tessera::engine::prepare(&h100, &w, &MappingChoice::Auto(Objective::Time), None)
+        .unwrap_or_else(|e| panic!("{}", e.reason));
+    assert!(
+        tessera::report::placement::placement(&h100, &w.name, &p.program, p.mapping.dp).is_none()
+    );
+}
+
+#[test]
+fn placement_structure() {
+    let pl = cs3_placement();
+    let svg = svg_of(|o| tessera::plot::placement::placement(&pl, SIZE, o));
+    renders(&svg);
+    assert_eq!(count(&svg, "device"), 1);
+    assert!(count(&svg, "region") >= 32);
+    assert_eq!(count(&svg, "path"), 2);
+    assert!(count(&svg, "busiest") >= 1);
+    insta::assert_snapshot!("placement", summary(&svg));
+}
+
+#[test]
+fn estimate_draws_the_placement_of_a_wafer() {
+    let svg = tmp("placement.svg");
+    let out = tessera(&[
+        "estimate",
+        "--arch",
+        "architectures/cerebras-cs3.ron",
+        "--workload",
+        "workloads/llama3.1-8b-serving.ron",
+        "--placement-svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pic = std::fs::read_to_string(&svg).unwrap();
+    renders(&pic);
+    assert_eq!(count(&pic, "device"), 1);
+    // without a mesh: a clear error, exit 1
+    let out = tessera(&[
+        "estimate",
+        "--arch",
+        "architectures/dgx-h100.ron",
+        "--workload",
+        "workloads/llama3.1-8b-serving.ron",
+        "--placement-svg",
+        tmp("none.svg").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no mesh of cores") && err.contains("hint:"),
+        "{err}"
+    );
 }

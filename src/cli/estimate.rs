@@ -11,6 +11,13 @@ pub struct Args {
     pub run: common::RunArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Also draw where the layers sit on the device's mesh of cores (a wafer) as an SVG picture
+    /// into FILE: one region per pipeline stage, coloured and numbered in pipeline order.
+    #[arg(long, value_name = "FILE.svg")]
+    pub placement_svg: Option<std::path::PathBuf>,
+    /// Size of the placement picture in pixels.
+    #[arg(long, value_name = "WIDTHxHEIGHT", default_value = "800x500")]
+    pub placement_size: tessera::plot::Size,
 }
 
 pub fn rows(e: &Estimate) -> Vec<(String, String)> {
@@ -148,6 +155,40 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     };
     let prep = prepare(&sys, &w, &choice, devices);
     let e = outcome(&sys, &w, &prep);
+    if let Some(path) = &a.placement_svg {
+        let picture = match &prep {
+            Ok(p) => tessera::report::placement::placement(
+                &sys,
+                &w.name,
+                &p.program,
+                p.mapping.dp,
+            )
+            .ok_or_else(|| {
+                format!(
+                    "{}'s device has no mesh of cores: the placement picture draws a mesh device (a wafer)",
+                    sys.name
+                )
+            }),
+            Err(inf) => Err(format!("no placement to draw: {}", inf.reason)),
+        };
+        match picture {
+            Ok(pl) => {
+                let args = super::plot::PlotArgs {
+                    plot: Some(path.clone()),
+                    plot_size: a.placement_size,
+                    out: None,
+                };
+                args.draw(|size, o| tessera::plot::placement::placement(&pl, size, o))?;
+            }
+            Err(msg) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error: {msg}\nhint: drop --placement-svg, or estimate on a system whose device declares a `mesh`"
+                );
+                return Ok(Exit::Failed);
+            }
+        }
+    }
     match a.format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&e).expect("json"))?,
         Format::Table => {

@@ -91,6 +91,58 @@ pub fn limits(r: &Roofline) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// One core of a mesh device: its rates, its SRAM, its links.
+fn per_core(m: &tessera::report::system::MeshSummary) -> String {
+    let peaks: Vec<String> = m
+        .per_core_peak_flops_per_s
+        .iter()
+        .map(|(p, v)| format!("{p} {}", si(Some(*v), "FLOP/s")))
+        .collect();
+    format!(
+        "per core ({:?} mesh): {}; SRAM {} at {}; links {} per direction, {} per hop",
+        m.dims,
+        peaks.join(", "),
+        si(Some(m.per_core_sram_bytes), "B"),
+        si(Some(m.per_core_sram_bandwidth_bytes_per_s), "B/s"),
+        si(Some(m.link_bandwidth_bytes_per_s), "B/s"),
+        si(Some(m.hop_latency_s), "s")
+    )
+}
+
+/// The regions of cores the stages got, consecutive regions of one stage class in one row.
+pub fn regions(r: &Roofline) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "regions",
+        "stage",
+        "cores each",
+        "busiest mesh link per step",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut k = 0;
+    while k < r.regions.len() {
+        let g = &r.regions[k];
+        let mut j = k;
+        while j + 1 < r.regions.len() && r.regions[j + 1].stage == g.stage {
+            j += 1;
+        }
+        rows.push(vec![
+            if j > k {
+                format!("{}–{}", k + 1, j + 1)
+            } else {
+                (k + 1).to_string()
+            },
+            g.stage.clone(),
+            format!("{:.0}", g.cores),
+            si(Some(g.mesh_bytes_per_step), "B"),
+        ]);
+        k = j + 1;
+    }
+    (header, rows)
+}
+
 fn heading(r: &Roofline) -> String {
     let m = &r.mapping;
     format!(
@@ -130,6 +182,11 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 }
                 let (h, rows) = limits(&r);
                 writeln!(out, "{}", tessera::report::table(&h, &rows))?;
+                if let Some(ms) = &r.mesh {
+                    writeln!(out, "{}", per_core(ms))?;
+                    let (h, rows) = regions(&r);
+                    writeln!(out, "{}", tessera::report::table(&h, &rows))?;
+                }
                 let (h, rows) = table(&r);
                 writeln!(out, "{}", tessera::report::table(&h, &rows))?;
             }

@@ -64,6 +64,9 @@ pub struct OpTime {
 /// bytes over each tier's bandwidth, added when both live in one tier (they share it) and
 /// overlapped when they live in two.
 pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
+    if op.phase == Phase::Store {
+        return store_time(op, m);
+    }
     let r = op.class().slots();
     let eff = if r.eff2 < t::NX {
         m[r.eff] * m[r.eff2]
@@ -96,6 +99,27 @@ pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
         compute,
         memory,
         memory_tier,
+    })
+}
+
+/// An operator run inside the weight store (the optimizer update in MemoryX): its FLOPs at the
+/// store's compute, its state bytes at the store's memory bandwidth, overlapped. `None` when it
+/// has FLOPs and the store no compute.
+fn store_time(op: &Op, m: &Machine) -> Option<OpTime> {
+    let (rate, bw) = (m[t::STORE_COMPUTE], m[t::STORE_MEMORY_BANDWIDTH]);
+    if (op.flops > 0.0 && rate <= 0.0) || (op.weight_bytes > 0.0 && bw <= 0.0) {
+        return None;
+    }
+    let compute = if op.flops > 0.0 { op.flops / rate } else { 0.0 };
+    let memory = if op.weight_bytes > 0.0 {
+        op.weight_bytes / bw
+    } else {
+        0.0
+    };
+    Some(OpTime {
+        compute,
+        memory,
+        memory_tier: Tier::External,
     })
 }
 
@@ -367,6 +391,15 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                 return out;
             };
             let s = op.section as usize;
+            if op.phase == Phase::Store {
+                // off the device: no clock, no device energy, nothing to hide collectives behind
+                let t = t_c.max(t_m) * op.count;
+                br[s].other += t;
+                if let Some(tr) = trace.as_deref_mut() {
+                    tr[i] = t * if s == 0 { mb_mult } else { 1.0 };
+                }
+                continue;
+            }
             let b = &mut br[s];
             if t_c >= t_m {
                 b.compute += t_c * op.count;

@@ -106,6 +106,11 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
     m[t::SWITCH_POWER] = p.scale_up_switches / n;
     m[t::NETWORK_POWER] = p.scale_out_switches / n;
     m[t::STORE_POWER] = p.weight_store / n;
+    // the store updates every device's weights once: each device's share of its rates
+    if let Some(w) = &sys.weight_store {
+        m[t::STORE_COMPUTE] = w.compute / n;
+        m[t::STORE_MEMORY_BANDWIDTH] = w.memory_bandwidth / n;
+    }
     m[t::POWER_CAP] = sys.power_cap();
     m[t::PUE] = sys.pue;
     m[t::BOUNDARY] = sys.power_boundary.code();

@@ -29,6 +29,11 @@ pub enum Phase {
     Backward = 1,
     Recompute = 2,
     Update = 3,
+    /// The optimizer update run inside the external weight store (MemoryX) while the devices
+    /// stream their weights from it: at the store's compute and memory bandwidth
+    /// (`STORE_COMPUTE`, `STORE_MEMORY_BANDWIDTH`), off the devices' clock and power (the
+    /// store's own power is `STORE_POWER`), exposed at the step's end.
+    Store = 4,
 }
 
 /// One operator, per device.

@@ -165,6 +165,11 @@ machine_table! {
         "Scale-out switches, per device (W); counted from the `it` boundary out.";
     STORE_POWER [1] "weight_store_power", Power, Model, true, ["weight_store.power"],
         "External weight store (MemoryX), per device (W): counted from the `it` boundary out, and only when the point keeps its state there.";
+    STORE_COMPUTE [1] "weight_store_compute", FlopRate, Model, true, ["weight_store.compute"],
+        "Each device's share of the weight store's compute for the optimizer update it runs (FLOP/s; 0 = the update runs on the devices).";
+    STORE_MEMORY_BANDWIDTH [1] "weight_store_memory_bandwidth", Bandwidth, Model, true,
+        ["weight_store.memory_bandwidth"],
+        "Each device's share of the weight store's memory bandwidth for that update (B/s).";
     PUE [1] "pue", Ratio, Model, true, ["facility.pue"],
         "Facility power usage effectiveness.";
     BOUNDARY [1] "power_boundary", Ratio, Model, true, [],

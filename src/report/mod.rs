@@ -1,5 +1,6 @@
 //! Reports as data, and renderers that write them as tables, JSON, CSV or Markdown to any writer.
 
+pub mod placement;
 pub mod roofline;
 pub mod system;
 

@@ -78,6 +78,10 @@ pub struct Roofline {
     pub roofs: Vec<Roof>,
     pub ceilings: Vec<Ceiling>,
     pub ops: Vec<OpPoint>,
+    /// A mesh device: one core's rates, the mesh links and hop latency (`null` without a mesh).
+    pub mesh: Option<crate::report::system::MeshSummary>,
+    /// A mesh device: the regions of cores the program's stages got, in pipeline order.
+    pub regions: Vec<crate::report::placement::Region>,
 }
 
 fn phase_name(p: Phase) -> &'static str {
@@ -86,6 +90,7 @@ fn phase_name(p: Phase) -> &'static str {
         Phase::Backward => "backward",
         Phase::Recompute => "recompute",
         Phase::Update => "update",
+        Phase::Store => "update in the weight store",
     }
 }
 
@@ -292,5 +297,9 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
         roofs,
         ceilings,
         ops,
+        mesh: crate::report::system::mesh_summary(sys),
+        regions: crate::report::placement::placement(sys, &w.name, p, m.dp)
+            .map(|pl| pl.regions)
+            .unwrap_or_default(),
     }
 }

@@ -44,6 +44,13 @@ pub struct MeshSummary {
     pub bisection_bytes_per_s: f64,
     /// Hops corner to corner × hop latency (s).
     pub diameter_latency_s: f64,
+    /// Latency of one hop (s).
+    pub hop_latency_s: f64,
+    /// One core's share of the device: precision → dense FLOP/s.
+    pub per_core_peak_flops_per_s: BTreeMap<String, f64>,
+    /// One core's share of the device's on-chip SRAM: capacity (B) and bandwidth (B/s).
+    pub per_core_sram_bytes: f64,
+    pub per_core_sram_bandwidth_bytes_per_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,20 +128,7 @@ pub fn summarize(s: &System) -> SystemSummary {
         latency_s: o.latency,
         in_network_reduction: o.in_network_reduction,
     });
-    let mesh = s.device.mesh.as_ref().map(|m| {
-        let maxd = m.dims.iter().copied().max().unwrap_or(1) as f64;
-        let prod: f64 = m.dims.iter().map(|d| *d as f64).product();
-        let wrap =
-            matches!(m.topology, crate::spec::arch::MeshTopology::Torus2D) as u8 as f64 + 1.0;
-        let diameter: f64 = m.dims.iter().map(|d| (*d as f64 - 1.0) / wrap).sum();
-        MeshSummary {
-            topology: format!("{:?}", m.topology),
-            dims: m.dims.clone(),
-            link_bandwidth_bytes_per_s: m.link_bandwidth,
-            bisection_bytes_per_s: prod / maxd * wrap * m.link_bandwidth,
-            diameter_latency_s: diameter * m.hop_latency,
-        }
-    });
+    let mesh = mesh_summary(s);
     let power = s.rated_power();
     SystemSummary {
         name: s.name.clone(),
@@ -157,6 +151,35 @@ pub fn summarize(s: &System) -> SystemSummary {
         assumed_figures: s.assumed,
         fitted_figures: s.fitted.len(),
     }
+}
+
+/// The on-chip mesh of `s`'s device, with one core's share of the device, if it has one.
+pub fn mesh_summary(s: &System) -> Option<MeshSummary> {
+    let m = s.device.mesh.as_ref()?;
+    let maxd = m.dims.iter().copied().max().unwrap_or(1) as f64;
+    let prod: f64 = m.dims.iter().map(|d| *d as f64).product();
+    let wrap = matches!(m.topology, crate::spec::arch::MeshTopology::Torus2D) as u8 as f64 + 1.0;
+    let diameter: f64 = m.dims.iter().map(|d| (*d as f64 - 1.0) / wrap).sum();
+    let cores = (s.device.cores.max(1)) as f64;
+    let mut per_core = BTreeMap::new();
+    for p in Precision::ALL {
+        let v = s.device.matrix_peak[p.index()].max(s.device.vector_peak[p.index()]);
+        if v > 0.0 {
+            per_core.insert(p.name().to_string(), v / cores);
+        }
+    }
+    let mach = crate::engine::machine::machine(s, s.devices);
+    Some(MeshSummary {
+        topology: format!("{:?}", m.topology),
+        dims: m.dims.clone(),
+        link_bandwidth_bytes_per_s: m.link_bandwidth,
+        bisection_bytes_per_s: prod / maxd * wrap * m.link_bandwidth,
+        diameter_latency_s: diameter * m.hop_latency,
+        hop_latency_s: m.hop_latency,
+        per_core_peak_flops_per_s: per_core,
+        per_core_sram_bytes: mach[crate::engine::table::SRAM_CAPACITY] / cores,
+        per_core_sram_bandwidth_bytes_per_s: mach[crate::engine::table::SRAM_BANDWIDTH] / cores,
+    })
 }
 
 /// Rows of (quantity, value) for a table.
@@ -196,6 +219,22 @@ pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
                 fmt_si(m.link_bandwidth_bytes_per_s, "B/s"),
                 fmt_si(m.bisection_bytes_per_s, "B/s"),
                 fmt_si(m.diameter_latency_s, "s")
+            ),
+        ));
+        let peaks: Vec<String> = m
+            .per_core_peak_flops_per_s
+            .iter()
+            .map(|(p, v)| format!("{p} {}", fmt_si(*v, "FLOP/s")))
+            .collect();
+        r.push((
+            "per core".into(),
+            format!(
+                "{}; SRAM {} at {}; mesh links {} per direction, {} per hop",
+                peaks.join(", "),
+                fmt_si(m.per_core_sram_bytes, "B"),
+                fmt_si(m.per_core_sram_bandwidth_bytes_per_s, "B/s"),
+                fmt_si(m.link_bandwidth_bytes_per_s, "B/s"),
+                fmt_si(m.hop_latency_s, "s")
             ),
         ));
     }

@@ -381,6 +381,14 @@ pub struct WeightStoreSpec {
     pub latency: Option<Q>,
     #[serde(default)]
     pub power: Option<Q>,
+    /// Compute of the whole store for the optimizer update it runs (FLOP/s): with it, a training
+    /// step that streams its weights from the store updates them there (MemoryX), and the
+    /// optimizer state never crosses the link.
+    #[serde(default)]
+    pub compute: Option<Q>,
+    /// Memory bandwidth of the whole store for that update (B/s).
+    #[serde(default)]
+    pub memory_bandwidth: Option<Q>,
     #[serde(default)]
     pub source: Option<String>,
 }

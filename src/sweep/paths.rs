@@ -408,6 +408,14 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                 D::Power,
                 vec![scaled(f::STORE_POWER, 1.0 / sys.devices as f64)],
             ),
+            "compute" => knob(
+                D::FlopRate,
+                vec![scaled(f::STORE_COMPUTE, 1.0 / sys.devices as f64)],
+            ),
+            "memory_bandwidth" => knob(
+                D::Bandwidth,
+                vec![scaled(f::STORE_MEMORY_BANDWIDTH, 1.0 / sys.devices as f64)],
+            ),
             _ => return Err(unknown(path, sys)),
         },
         ["device", "mesh", what] => {
@@ -680,6 +688,8 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
                 "bandwidth" => s.bandwidth = v,
                 "latency" => s.latency = v,
                 "power" => s.power = v,
+                "compute" => s.compute = v,
+                "memory_bandwidth" => s.memory_bandwidth = v,
                 _ => return None,
             }
         }

@@ -54,6 +54,25 @@ pub(super) fn lower(
             .power
             .as_ref()
             .and_then(|q| cx.non_negative("power", q, D::Power));
+        let compute = w
+            .compute
+            .as_ref()
+            .and_then(|q| cx.positive("compute", q, D::FlopRate));
+        let memory_bandwidth = w
+            .memory_bandwidth
+            .as_ref()
+            .and_then(|q| cx.positive("memory_bandwidth", q, D::Bandwidth));
+        if compute.is_some() != memory_bandwidth.is_some() {
+            cx.error(
+                if compute.is_some() {
+                    "compute"
+                } else {
+                    "memory_bandwidth"
+                },
+                "a weight store that runs the optimizer update needs both `compute` and `memory_bandwidth`",
+                Some("give both (the update reads and writes the optimizer state in the store's memory), or neither (the update runs on the devices)".into()),
+            );
+        }
         cx.leave();
         Some(WeightStore {
             name: w.name.clone(),
@@ -61,6 +80,8 @@ pub(super) fn lower(
             bandwidth: bandwidth?,
             latency: latency.unwrap_or(0.0),
             power: power.unwrap_or(0.0),
+            compute: compute.unwrap_or(0.0),
+            memory_bandwidth: memory_bandwidth.unwrap_or(0.0),
         })
     });
     let (pue, power_limit) = match &spec.facility {

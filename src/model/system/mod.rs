@@ -231,6 +231,10 @@ pub struct WeightStore {
     pub bandwidth: f64,
     pub latency: f64,
     pub power: f64,
+    /// Compute and memory bandwidth of the whole store for the optimizer update it runs inside
+    /// (FLOP/s, B/s; 0 = it runs none: the update runs on the devices).
+    pub compute: f64,
+    pub memory_bandwidth: f64,
 }
 
 impl System {

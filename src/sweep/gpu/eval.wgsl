@@ -150,6 +150,24 @@ fn evaluate(li: u32) -> Point {
         var dyn_energy = 0.0;
         for (var i = 0u; i < st.n_ops; i++) {
             let op = read_OpRec(st.op_start + i * OpRec_RECS);
+            if (op.phase == PHASE_STORE) {
+                // inside the weight store (`cpu::store_time`): off the device's clock and power
+                let s_rate = X[F_STORE_COMPUTE];
+                let s_bw = X[F_STORE_MEMORY_BANDWIDTH];
+                if ((op.flops > 0.0 && s_rate <= 0.0) || (op.weight_bytes > 0.0 && s_bw <= 0.0)) {
+                    return infeasible(REASON_NO_COMPUTE, head);
+                }
+                var s_c = 0.0;
+                if (op.flops > 0.0) {
+                    s_c = op.flops / s_rate;
+                }
+                var s_m = 0.0;
+                if (op.weight_bytes > 0.0) {
+                    s_m = op.weight_bytes / s_bw;
+                }
+                oth[op.section] += max(s_c, s_m) * op.count;
+                continue;
+            }
             var eff = X[op.eff];
             if (op.eff2 < NX) {
                 eff *= X[op.eff2];

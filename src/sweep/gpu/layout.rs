@@ -282,6 +282,7 @@ fn codes() -> String {
         ("SECTION_MICRO_BATCH", Section::MicroBatch as u32),
         ("SECTION_STEP", Section::Step as u32),
         ("PHASE_BACKWARD", Phase::Backward as u32),
+        ("PHASE_STORE", Phase::Store as u32),
         ("OVERLAP_NONE", Overlap::None as u32),
         ("OVERLAP_BACKWARD", Overlap::Backward as u32),
         ("OVERLAP_COMPUTE", Overlap::Compute as u32),

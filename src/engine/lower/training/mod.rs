@@ -4,7 +4,9 @@
 
 mod comms;
 mod memory;
+mod mesh;
 mod ops;
+mod stream;
 
 use super::{attention_precision, run_precision, vector_precision, Builder, Reason};
 use crate::engine::program::*;
@@ -185,9 +187,20 @@ pub(super) fn transformer_training(
     check(t, tr, m)?;
     let d = Shape::new(sys, t, tr, m);
     let state = memory::state(&d);
+    let footprint = Footprint {
+        weights: state.weights,
+        gradients: state.gradients,
+        optimizer: state.optimizer,
+        activations: memory::activations(&d),
+        kv_cache: 0.0,
+    };
     let mut b = Builder::default();
     ops::build(&mut b, &d, &state);
     comms::build(&mut b, sys, &d, &state);
+    mesh::build(&mut b, sys, &d);
+    if stream::streams(sys, &footprint, m.devices()) {
+        stream::apply(&mut b, &d, &state);
+    }
 
     let tokens = (tr.global_batch * tr.seq) as f64;
     let fwd_tok = t.forward_flops_per_token(tr.seq, tr.flash_attention && t.causal);
@@ -203,13 +216,7 @@ pub(super) fn transformer_training(
         stages: Vec::new(),
         micro_batches: d.micro_batches,
         bubble: pipeline_bubble(m.pp, d.micro_batches, m.interleave),
-        footprint: Footprint {
-            weights: state.weights,
-            gradients: state.gradients,
-            optimizer: state.optimizer,
-            activations: memory::activations(&d),
-            kv_cache: 0.0,
-        },
+        footprint,
         devices: m.devices() as f64,
         units_per_step: tokens,
         unit: "tokens",

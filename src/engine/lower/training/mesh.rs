@@ -1,0 +1,72 @@
+//! Training on a device that is a mesh of cores (a wafer, a Dojo tile): a layer's matrix
+//! products are partitioned over the device's cores, and the tiles they need move over the mesh.
+//! After WaferLLM's MeshGEMM (He et al., OSDI'25; no code copied): on a square region of s × s
+//! cores each core's activation tile passes every core of its row and its weight tile every core
+//! of its column, in cyclic shifts of at most two hops. The two move over different links (row
+//! and column), so the busiest link of an [M, K] × [K, N] product carries max(M·K, K·N) / s
+//! bytes, shifted while the previous tile is multiplied (overlapped with the compute).
+
+use super::Shape;
+use crate::engine::lower::{Builder, Collective};
+use crate::engine::program::*;
+use crate::model::mapping::Recompute;
+use crate::model::system::System;
+
+/// The mesh collectives of one training step on `sys`'s device, if it has a mesh.
+pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape) {
+    let Some(ms) = sys.device.mesh.as_ref() else {
+        return;
+    };
+    let x = ms.dims.first().copied().unwrap_or(1) as f64;
+    let y = ms.dims.get(1).copied().unwrap_or(1) as f64;
+    // the whole device's cores as one square region, no wider than the mesh
+    let side = (x * y).sqrt().min(x.min(y));
+    if side <= 1.0 {
+        return;
+    }
+    let Shape {
+        tok,
+        h,
+        kvd,
+        ab,
+        wb,
+        tpf,
+        l,
+        ..
+    } = *d;
+    // The layer's GEMMs (QKV, output projection, FFN up with its gate, FFN down) as (input
+    // activations, weights) per device; the experts a token visits for a mixture of experts.
+    let inner = d.ffn_inner / tpf;
+    let up_w = (d.act_in * h * d.ffn_inner) / tpf;
+    let gemms = [
+        (tok * h, h * (h + 2.0 * kvd) / tpf),
+        (tok * h / tpf, h * h / tpf),
+        (tok * h, up_w),
+        (tok * inner, h * d.ffn_inner / tpf),
+    ];
+    let per_core: f64 = gemms
+        .iter()
+        .map(|&(a, w)| (a * ab).max(w * wb))
+        .sum::<f64>()
+        / side;
+    // forward once; backward twice (input and weight gradients); once more under full
+    // recomputation
+    let redo = if d.m.recompute == Recompute::Full {
+        1.0
+    } else {
+        0.0
+    };
+    b.mesh_comm(
+        Collective {
+            name: "mesh: matmul shifts (MeshGEMM)".into(),
+            role: Role::TensorParallel,
+            kind: CollKind::AllGather,
+            bytes: per_core,
+            group: (1.0, 1.0, 1.0),
+            count: l * (1.0 + 2.0 + redo),
+            section: Section::MicroBatch,
+            overlap: Overlap::Compute,
+        },
+        side,
+    );
+}

@@ -1,0 +1,83 @@
+//! Weight streaming (Cerebras MemoryX and SwarmX): when a training step keeps its model state in
+//! an external weight store that runs the optimizer update itself, the weights stream to the
+//! devices layer by layer and the gradients stream back (the operators' weight bytes, placed in
+//! the store by `cpu::place`), the update runs inside the store at its own compute and memory
+//! bandwidth, and the data-parallel replicas meet in the broadcast/reduce tree that carries the
+//! stream rather than in a gradient all-reduce between them. Only what a step moves crosses the
+//! link: weights in, gradients out; never the optimizer state.
+
+use super::memory::State;
+use super::Shape;
+use crate::engine::cpu;
+use crate::engine::lower::Builder;
+use crate::engine::program::*;
+use crate::model::system::System;
+
+/// Whether a step with this footprint streams its weights from a store that updates them: the
+/// system's store has compute for the update, and the placement rule of the evaluators
+/// (`cpu::place`) puts the state in the store on this system as its file states it.
+pub(super) fn streams(sys: &System, footprint: &Footprint, devices: u64) -> bool {
+    let Some(ws) = &sys.weight_store else {
+        return false;
+    };
+    if ws.compute <= 0.0 || ws.memory_bandwidth <= 0.0 {
+        return false;
+    }
+    let m = crate::engine::machine::machine(sys, devices);
+    matches!(cpu::place(footprint, &m), Some((Tier::External, _)))
+}
+
+/// Turn the program of `b` into its weight-streaming form: the optimizer update moves into the
+/// store (once for all replicas: each device's share of it), the gradient reduction and the
+/// parameter gathers between replicas go (the tree reduces the gradients at line rate on their
+/// way to the store and broadcasts the weights on their way out, so every device's link carries
+/// the stream once, whatever the replica count), and the tree's depth is charged per pass.
+pub(super) fn apply(b: &mut Builder, d: &Shape, state: &State) {
+    let replicas = d.dpn;
+    b.ops.retain(|o| o.phase != Phase::Update);
+    let params = state.trainable_local / replicas;
+    b.ops.push(Op {
+        name: "optimizer update (in the weight store)".into(),
+        matrix: false,
+        precision: d.vecp,
+        flops: 12.0 * params,
+        // read and write the optimizer state, read the reduced gradient (and again for the
+        // global-norm clipping, and zero it), write the weight: as on a device, in the store's
+        // memory
+        weight_bytes: params * (2.0 * d.tr.optimizer_bytes + 3.0 * d.gb + d.wb),
+        act_bytes: 0.0,
+        count: 1.0,
+        section: Section::Step,
+        phase: Phase::Store,
+    });
+    b.comms.retain(|c| {
+        !matches!(
+            c.role,
+            Role::GradientReduction | Role::ParameterGather | Role::WeightGather
+        )
+    });
+    if replicas > 1.0 {
+        // SwarmX (cerebras.net/glossary/swarmx): a tree of broadcast/reduce nodes, latency
+        // growing as log N. Per micro-batch the stream passes it three times: the weights out
+        // for the forward and again for the backward, the gradients back. Its bytes are the
+        // operators' weight bytes, already on the store's link.
+        b.comms.push(
+            Comm {
+                name: "weight stream: broadcast/reduce tree".into(),
+                role: Role::GradientReduction,
+                kind: CollKind::Broadcast,
+                bytes: 0.0,
+                inner: 1.0,
+                outer: replicas,
+                count: 3.0,
+                section: Section::MicroBatch,
+                overlap: Overlap::None,
+                weight_stream: false,
+                inner_share: 1.0,
+                mesh: 0.0,
+                coeffs: Default::default(),
+            }
+            .with_coeffs(),
+        );
+    }
+}
