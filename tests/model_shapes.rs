@@ -107,8 +107,8 @@ fn projections_are_hidden_by_heads_times_head_dim() {
 
 #[test]
 fn a_head_dim_that_is_not_hidden_over_heads_is_accepted_only_when_written() {
-    // hidden 2880 over 64 heads is not whole (GPT-OSS): an error without head_dim, fine with it.
-    let bad = workload(None, false).replace("hidden: 2048, heads: 32", "hidden: 2880, heads: 64");
+    // hidden 2100 over 32 heads is not whole: an error without head_dim, fine with it.
+    let bad = workload(None, false).replace("hidden: 2048", "hidden: 2100");
     let mut fs = MemFs::default();
     fs.0.insert("w.ron".into(), bad.as_bytes().to_vec());
     let l = load_workload("w.ron", &fs);
@@ -121,6 +121,11 @@ fn a_head_dim_that_is_not_hidden_over_heads_is_accepted_only_when_written() {
     );
     let good = bad.replace("kv_heads: 4,", "kv_heads: 4, head_dim: 64,");
     let (_, w) = load(&good);
+    assert_eq!(transformer(&w).q_dim(), 2048);
+    // GPT-OSS: hidden 2880 = 64 × 45, but its heads are 64 wide (q_dim 4096, not 2880).
+    let oss =
+        workload(Some(64), false).replace("hidden: 2048, heads: 32", "hidden: 2880, heads: 64");
+    let (_, w) = load(&oss);
     assert_eq!(transformer(&w).q_dim(), 4096);
 }
 
