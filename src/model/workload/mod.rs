@@ -40,6 +40,8 @@ pub struct Transformer {
     pub layers: u64,
     pub hidden: u64,
     pub heads: u64,
+    /// Width of one attention head (`hidden / heads` unless the file sets it apart).
+    pub head_dim: u64,
     pub kv_heads: u64,
     pub ffn: u64,
     pub gated_ffn: bool,
@@ -55,6 +57,12 @@ pub struct Experts {
     pub top_k: u64,
     pub ffn: u64,
     pub shared: u64,
+    /// A dense/MoE layer mix: the first `dense_layers` layers have a dense FFN (the model's
+    /// `ffn`), and after them the last of every `every` layers has experts, the others a dense FFN.
+    /// `dense_layers: 0, every: 1` is a model whose every layer has experts. See
+    /// [`Transformer::moe_layers`].
+    pub dense_layers: u64,
+    pub every: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -171,13 +179,19 @@ pub struct Run {
 
 impl Transformer {
     pub fn head_dim(&self) -> u64 {
-        self.hidden / self.heads
+        self.head_dim
+    }
+    /// Width of the queries (and of the attention context): heads × head dimension; equal to
+    /// `hidden` unless the model sets `head_dim` apart.
+    pub fn q_dim(&self) -> u64 {
+        self.heads * self.head_dim
     }
     /// Q, K, V and output projection parameters of one layer.
     pub fn attn_params(&self) -> f64 {
         let h = self.hidden as f64;
+        let q = self.q_dim() as f64;
         let kv = (self.kv_heads * self.head_dim()) as f64;
-        h * h + 2.0 * h * kv + h * h
+        h * q + 2.0 * h * kv + q * h
     }
     fn ffn_matrices(&self) -> f64 {
         if self.gated_ffn {
@@ -190,20 +204,44 @@ impl Transformer {
     pub fn ffn_params(&self, ffn: u64) -> f64 {
         self.ffn_matrices() * (self.hidden * ffn) as f64
     }
-    /// FFN parameters of one layer, all experts.
+    /// Layers with experts: after the first `dense_layers`, the last of every `every` layers
+    /// (all layers of a plain MoE model; none without experts). DeepSeek-V3 (61 layers, 3 dense):
+    /// 58; Llama 4 Maverick (48 layers, every 2): 24.
+    pub fn moe_layers(&self) -> u64 {
+        match &self.experts {
+            Some(e) => self.layers.saturating_sub(e.dense_layers) / e.every.max(1),
+            None => 0,
+        }
+    }
+    /// The share of layers with experts: 1 for a plain MoE model, 0 for a dense one.
+    pub fn moe_fraction(&self) -> f64 {
+        self.moe_layers() as f64 / self.layers as f64
+    }
+    /// Mean over the layers of `moe` (a MoE layer's figure) and `dense` (a dense layer's): exactly
+    /// `moe` when every layer has experts.
+    pub fn layer_mix(&self, moe: f64, dense: f64) -> f64 {
+        let f = self.moe_fraction();
+        moe * f + dense * (1.0 - f)
+    }
+    /// FFN parameters of one layer, all experts (with a dense/MoE mix: the mean over the layers,
+    /// so that `layers ×` it is the model's FFN total).
     pub fn layer_ffn_params(&self) -> f64 {
         match &self.experts {
-            Some(e) => {
+            Some(e) => self.layer_mix(
                 self.ffn_params(e.ffn) * (e.count + e.shared) as f64
-                    + (self.hidden * e.count) as f64
-            }
+                    + (self.hidden * e.count) as f64,
+                self.ffn_params(self.ffn),
+            ),
             None => self.ffn_params(self.ffn),
         }
     }
-    /// FFN parameters a token goes through in one layer.
+    /// FFN parameters a token goes through in one layer (the mean over the layers with a mix).
     pub fn layer_ffn_active(&self) -> f64 {
         match &self.experts {
-            Some(e) => self.ffn_params(e.ffn) * (e.top_k + e.shared) as f64,
+            Some(e) => self.layer_mix(
+                self.ffn_params(e.ffn) * (e.top_k + e.shared) as f64,
+                self.ffn_params(self.ffn),
+            ),
             None => self.ffn_params(self.ffn),
         }
     }
@@ -228,7 +266,7 @@ impl Transformer {
     /// Forward FLOPs per token at context length `s` (attention over `s` keys; halved when causal
     /// blocks are skipped).
     pub fn forward_flops_per_token(&self, s: u64, causal_skip: bool) -> f64 {
-        let attn = 4.0 * (s * self.hidden) as f64 * if causal_skip { 0.5 } else { 1.0 };
+        let attn = 4.0 * (s * self.q_dim()) as f64 * if causal_skip { 0.5 } else { 1.0 };
         2.0 * self.active_params() + self.layers as f64 * attn
     }
 }

@@ -173,7 +173,8 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
                 kind: CollKind::AllToAll,
                 bytes: tok * h * e.top_k as f64 * ab / act_shard,
                 group: g_ep,
-                count: l * (4.0 + 2.0 * rec_extra),
+                // only the layers with experts route (a dense/MoE mix: their share of l)
+                count: l * d.t.moe_fraction() * (4.0 + 2.0 * rec_extra),
                 section: mbs,
                 overlap: Overlap::None,
             });

@@ -30,13 +30,18 @@ pub(super) fn state(d: &Shape) -> State {
         ..
     } = *d;
     let experts = t.experts.as_ref();
+    // Per layer, the mean over a dense/MoE mix (`Transformer::layer_mix`): the shared experts
+    // and the router (or a dense FFN) are replicated over ep, the routed experts sharded.
     let dense_layer = t.attn_params()
         + match experts {
-            Some(e) => t.ffn_params(e.ffn) * e.shared as f64 + (t.hidden * e.count) as f64,
+            Some(e) => t.layer_mix(
+                t.ffn_params(e.ffn) * e.shared as f64 + (t.hidden * e.count) as f64,
+                t.ffn_params(t.ffn),
+            ),
             None => t.layer_ffn_params(),
         };
     let expert_layer = experts
-        .map(|e| t.ffn_params(e.ffn) * e.count as f64)
+        .map(|e| t.layer_mix(t.ffn_params(e.ffn) * e.count as f64, 0.0))
         .unwrap_or(0.0);
     // The last stage holds the output head; with one stage it holds the input embedding too.
     let embed = if m.pp == 1 {
@@ -80,6 +85,7 @@ pub(super) fn activations(d: &Shape) -> f64 {
         prec,
         ab,
         h,
+        qd,
         kvd,
         tpf,
         seq: s,
@@ -95,7 +101,8 @@ pub(super) fn activations(d: &Shape) -> f64 {
     // written per tensor so that GQA, gated FFNs, 8-bit recipes and LoRA change the right ones.
     //  - replicated across tensor-parallel ranks (split only with sequence parallelism): the two
     //    norm inputs, two 1-byte dropout masks (only where the run applies dropout), the inputs of the QKV and FFN-up GEMMs;
-    //  - split by tp: Q, K and V for the attention backward, the input of the output projection,
+    //  - split by tp: Q, K and V for the attention backward, the input of the output projection
+    //    (Q and that input are heads × head_dim wide),
     //    the FFN activation's inputs and the input of the FFN-down GEMM; the score matrix when the
     //    attention is not fused (5·a·s² per sequence);
     //  - GEMM inputs are what the weight gradients need: 8-bit recipes (Transformer Engine) keep
@@ -113,8 +120,8 @@ pub(super) fn activations(d: &Shape) -> f64 {
     let keep_ffn = if lora.is_none() { e_lin } else { 0.0 };
     let dropout_masks = if tr.dropout { 2.0 * h } else { 0.0 };
     let replicated = 2.0 * h * e + dropout_masks + h * keep_qkv + h * keep_ffn;
-    let split = (h + 2.0 * kvd) * e
-        + h * keep_proj
+    let split = (qd + 2.0 * kvd) * e
+        + qd * keep_proj
         + act_in * ffn_inner * e
         + ffn_inner * keep_ffn
         + if tr.flash_attention || m.recompute != Recompute::None {

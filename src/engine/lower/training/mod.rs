@@ -37,6 +37,9 @@ struct Shape<'a> {
     /// Tokens of a micro-batch on one device (the sequence split over cp).
     tok: f64,
     h: f64,
+    /// Width of the queries and of the attention context: heads × head dimension (= `h` unless
+    /// the model sets `head_dim` apart).
+    qd: f64,
     /// Width of the keys (and of the values): kv heads × head dimension.
     kvd: f64,
     tpf: f64,
@@ -75,7 +78,7 @@ impl<'a> Shape<'a> {
         let tpf = tp as f64;
         let sp = m.sp && tp > 1;
         let ffn_inner = match t.experts.as_ref() {
-            Some(e) => e.ffn as f64 * (e.top_k + e.shared) as f64,
+            Some(e) => t.layer_mix(e.ffn as f64 * (e.top_k + e.shared) as f64, t.ffn as f64),
             None => t.ffn as f64,
         };
         Shape {
@@ -93,6 +96,7 @@ impl<'a> Shape<'a> {
             seq,
             tok,
             h,
+            qd: t.q_dim() as f64,
             kvd: (t.kv_heads * t.head_dim()) as f64,
             tpf,
             l: t.layers.div_ceil(pp) as f64,

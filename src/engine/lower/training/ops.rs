@@ -74,6 +74,7 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
         seq: s,
         tok,
         h,
+        qd,
         kvd,
         tpf,
         ..
@@ -86,18 +87,28 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
     } else {
         1.0
     };
-    let qkv_f = 2.0 * tok * h * (h + 2.0 * kvd) / tpf;
-    let qkv_w = h * (h + 2.0 * kvd) / tpf * wb;
-    let attn_f = 4.0 * tok * s * h / tpf * causal;
-    let proj_f = 2.0 * tok * h * h / tpf;
-    let proj_w = h * h / tpf * wb;
+    // Q is qd wide (heads × head_dim), K and V kvd; the output projection maps qd back to h.
+    let qkv_f = 2.0 * tok * h * (qd + 2.0 * kvd) / tpf;
+    let qkv_w = h * (qd + 2.0 * kvd) / tpf * wb;
+    let attn_f = 4.0 * tok * s * qd / tpf * causal;
+    let proj_f = 2.0 * tok * qd * h / tpf;
+    let proj_w = qd * h / tpf * wb;
+    // A dense/MoE layer mix takes the mean over the layers (`Transformer::layer_mix`): exact for
+    // the step's work and for a single stage; with pipeline stages of unequal mixes the slowest
+    // stage is understated.
     let (ffn_f, ffn_w) = match experts {
         Some(e) => {
             let mats = if t.gated_ffn { 3.0 } else { 2.0 };
             let local_experts = (e.count / m.ep) as f64 + e.shared as f64;
             (
-                2.0 * tok * h * e.ffn as f64 * mats * (e.top_k + e.shared) as f64 / tpf,
-                local_experts * mats * h * e.ffn as f64 / tpf * wb,
+                t.layer_mix(
+                    2.0 * tok * h * e.ffn as f64 * mats * (e.top_k + e.shared) as f64 / tpf,
+                    2.0 * tok * t.ffn_params(t.ffn) / tpf,
+                ),
+                t.layer_mix(
+                    local_experts * mats * h * e.ffn as f64 / tpf * wb,
+                    t.ffn_params(t.ffn) / tpf * wb,
+                ),
             )
         }
         None => (
@@ -111,7 +122,7 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
     // the probabilities, and a separate fused scale-mask-softmax + dropout kernel reads the scores
     // and writes the probabilities and a 1-byte dropout mask. The kernels run one after the other,
     // so the softmax is its own (memory-bound) operator rather than hidden under the GEMMs' FLOPs.
-    let qkvo_bytes = (2.0 * tok * h / tpf + 2.0 * tok * kvd / tpf) * ab;
+    let qkvo_bytes = (2.0 * tok * qd / tpf + 2.0 * tok * kvd / tpf) * ab;
     let score_elems = mb * heads_local * (s / cp as f64) * s;
     let (attn_bytes, softmax_bytes, softmax_flops) = if tr.flash_attention {
         (qkvo_bytes, 0.0, 0.0)
@@ -140,7 +151,7 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
             precision: p,
             flops: qkv_f,
             weight_bytes: qkv_w,
-            act_bytes: x / act_shard + tok * (h + 2.0 * kvd) / tpf * ab,
+            act_bytes: x / act_shard + tok * (qd + 2.0 * kvd) / tpf * ab,
             backward: Backward::Gemm,
             // Inconsistent with the forward (see `Redo`): no QKV write, no sp split.
             redo: Redo {
@@ -186,7 +197,8 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
             precision: p,
             flops: proj_f,
             weight_bytes: proj_w,
-            act_bytes: 2.0 * x / tpf,
+            // reads the context (tok × qd), writes tok × h
+            act_bytes: (tok * qd * ab + x) / tpf,
             backward: Backward::Gemm,
             redo: Redo {
                 full: "recompute: output projection",

@@ -1,0 +1,227 @@
+//! Model shapes beyond the uniform transformer: `head_dim` set apart from `hidden / heads` (Qwen3,
+//! GPT-OSS: the attention projections are `hidden × heads·head_dim`, the attention core is
+//! `heads·head_dim` wide) and dense/MoE layer mixes (DeepSeek-V3's first dense layers, Llama 4's
+//! interleave). Writing a default changes nothing; the rest are hand counts and properties.
+
+use approx::assert_relative_eq;
+use proptest::prelude::*;
+use tessera::engine::cpu::eval;
+use tessera::engine::lower::{lower, machine};
+use tessera::model::mapping::Mapping;
+use tessera::model::system::{load_system, MemFs, System};
+use tessera::model::workload::{load_workload, Model, Transformer, Workload};
+
+const SYSTEM: &str = r#"System(
+    version: 1, name: "test node", source: "t", sources: { "t": "test fixture" },
+    device: Device(
+        name: "gpu", source: "t",
+        die: Die(name: "die", source: "t", compute: [(name: "tc", kind: Matrix, peak: { "bf16": "989.4 TFLOP/s", "fp8": "1978.9 TFLOP/s" })]),
+        memory: [(name: "HBM", kind: Hbm, attach: Package, capacity: "80 GB", bandwidth: "3.35 TB/s")],
+        tdp: "700 W", idle_power: "100 W",
+        efficiency: (matmul: "0.7", memory: "0.9", network: "0.8", kernel_overhead: "2 us"),
+    ),
+    node: Node(name: "node", source: "t", devices: 8, host: (cpus: 2, cpu_tdp: "350 W"), other_power: "1 kW"),
+    nodes: 1,
+    scale_up: (name: "nvlink", topology: Switched, size: 8, bandwidth: "900 GB/s", counted: BothDirections, latency: "2 us"),
+    facility: (pue: "1.2"),
+)"#;
+
+fn workload(head_dim: Option<u64>, experts: bool) -> String {
+    workload_mix(head_dim, experts.then_some(""))
+}
+
+/// `mix`: `None` dense; `Some(extra)` 8 experts of 768 (top-2) with `extra` fields.
+fn workload_mix(head_dim: Option<u64>, mix: Option<&str>) -> String {
+    let hd = head_dim
+        .map(|d| format!("head_dim: {d},"))
+        .unwrap_or_default();
+    let ex = match mix {
+        Some(extra) => format!("experts: (count: 8, top_k: 2, ffn: 768, {extra}),"),
+        None => String::new(),
+    };
+    format!(
+        r#"Workload(
+    version: 1, name: "test", source: "t", sources: {{ "t": "test fixture" }},
+    model: Transformer(layers: 8, hidden: 2048, heads: 32, kv_heads: 4, {hd} ffn: 6144, gated_ffn: true, vocab: 32000, {ex}),
+    task: Training(seq_len: 4096, global_batch: 16, target: Steps(10), flash_attention: true, dropout: false),
+)"#
+    )
+}
+
+fn load(w: &str) -> (System, Workload) {
+    let mut fs = MemFs::default();
+    fs.0.insert("s.ron".into(), SYSTEM.as_bytes().to_vec());
+    fs.0.insert("w.ron".into(), w.as_bytes().to_vec());
+    let s = load_system("s.ron", &fs);
+    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
+    let l = load_workload("w.ron", &fs);
+    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+    (s.value.unwrap(), l.value.unwrap())
+}
+
+fn transformer(w: &Workload) -> &Transformer {
+    let Model::Transformer(t) = &w.model else {
+        panic!("a transformer")
+    };
+    t
+}
+
+fn step(w: &str, m: &Mapping) -> (f64, f64) {
+    let (sys, w) = load(w);
+    let p = lower(&sys, &w, m, 8).unwrap();
+    let e = eval(&p, &machine(&sys, 8));
+    assert!(e.feasible);
+    (e.step_time, p.model_flops_per_step)
+}
+
+fn dp8() -> Mapping {
+    Mapping {
+        dp: 8,
+        micro_batch: 1,
+        ..Mapping::single()
+    }
+}
+
+#[test]
+fn writing_the_default_head_dim_changes_nothing() {
+    let m = dp8();
+    for experts in [false, true] {
+        let a = step(&workload(None, experts), &m);
+        let b = step(&workload(Some(2048 / 32), experts), &m);
+        assert_eq!(a, b, "experts {experts}");
+    }
+}
+
+#[test]
+fn projections_are_hidden_by_heads_times_head_dim() {
+    // Qwen3-30B-A3B's attention: hidden 2048, 32 query heads and 4 KV heads of 128. Q and O are
+    // 2048 × 4096 each, K and V 2048 × 512 each: 2·2048·4096 + 2·2048·512 = 18,874,368.
+    let (_, w) = load(&workload(Some(128), false));
+    let t = transformer(&w);
+    assert_eq!(t.q_dim(), 4096);
+    assert_relative_eq!(t.attn_params(), 18_874_368.0);
+    // With the default (64) the same model has Q and O square: 2·2048² + 2·2048·256.
+    let (_, w) = load(&workload(None, false));
+    assert_relative_eq!(transformer(&w).attn_params(), 9_437_184.0);
+}
+
+#[test]
+fn a_head_dim_that_is_not_hidden_over_heads_is_accepted_only_when_written() {
+    // hidden 2100 over 32 heads is not whole: an error without head_dim, fine with it.
+    let bad = workload(None, false).replace("hidden: 2048", "hidden: 2100");
+    let mut fs = MemFs::default();
+    fs.0.insert("w.ron".into(), bad.as_bytes().to_vec());
+    let l = load_workload("w.ron", &fs);
+    assert!(
+        l.diagnostics
+            .iter()
+            .any(|d| d.message.contains("not divisible")),
+        "{:?}",
+        l.diagnostics
+    );
+    let good = bad.replace("kv_heads: 4,", "kv_heads: 4, head_dim: 64,");
+    let (_, w) = load(&good);
+    assert_eq!(transformer(&w).q_dim(), 2048);
+    // GPT-OSS: hidden 2880 = 64 × 45, but its heads are 64 wide (q_dim 4096, not 2880).
+    let oss =
+        workload(Some(64), false).replace("hidden: 2048, heads: 32", "hidden: 2880, heads: 64");
+    let (_, w) = load(&oss);
+    assert_eq!(transformer(&w).q_dim(), 4096);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Wider heads are more work: never fewer model FLOPs, never a shorter step (dense or MoE,
+    /// any of the layouts the fixture allows).
+    #[test]
+    fn wider_heads_are_never_faster(
+        a in prop::sample::select(vec![32u64, 64, 96, 128, 192, 256]),
+        b in prop::sample::select(vec![32u64, 64, 96, 128, 192, 256]),
+        tp in prop::sample::select(vec![1u64, 2, 4]),
+        experts in any::<bool>(),
+    ) {
+        let (lo, hi) = (a.min(b), a.max(b));
+        let m = Mapping { dp: 8 / tp, tp, sp: tp > 1, micro_batch: 1, ep: if experts { 8 / tp } else { 1 }, ..Mapping::single() };
+        let (t_lo, f_lo) = step(&workload(Some(lo), experts), &m);
+        let (t_hi, f_hi) = step(&workload(Some(hi), experts), &m);
+        prop_assert!(f_hi >= f_lo, "model FLOPs {f_hi} < {f_lo}");
+        prop_assert!(t_hi >= t_lo * (1.0 - 1e-12), "step {t_hi} < {t_lo}");
+        if hi > lo {
+            prop_assert!(f_hi > f_lo);
+        }
+    }
+}
+
+#[test]
+fn layers_with_experts_in_a_mix() {
+    // 8 layers; the first 2 dense: 6 with experts; then every 2nd: 3; every 3rd: 2.
+    for (extra, moe) in [
+        ("", 8),
+        ("dense_layers: 2", 6),
+        ("dense_layers: 2, every: 2", 3),
+        ("dense_layers: 2, every: 3", 2),
+    ] {
+        let (_, w) = load(&workload_mix(None, Some(extra)));
+        assert_eq!(transformer(&w).moe_layers(), moe, "{extra}");
+    }
+    // The dense model has none.
+    let (_, w) = load(&workload(None, false));
+    assert_eq!(transformer(&w).moe_layers(), 0);
+}
+
+#[test]
+fn a_mix_counts_each_layer_as_what_it_is() {
+    // hidden 2048, gated FFNs (3 matrices). Dense FFN 6144: 3·2048·6144 = 37,748,736. One MoE FFN:
+    // 8 experts of 3·2048·768 = 4,718,592 each plus the router 2048·8: 37,765,120. With 2 dense
+    // and 6 MoE layers the FFNs hold 2·37,748,736 + 6·37,765,120 = 302,088,192 parameters; a token
+    // goes through 2·37,748,736 + 6·2·4,718,592 = 132,120,576 of them.
+    let (_, w) = load(&workload_mix(None, Some("dense_layers: 2")));
+    let t = transformer(&w);
+    assert_relative_eq!(
+        t.layers as f64 * t.layer_ffn_params(),
+        302_088_192.0,
+        max_relative = 1e-12
+    );
+    assert_relative_eq!(
+        t.layers as f64 * t.layer_ffn_active(),
+        132_120_576.0,
+        max_relative = 1e-12
+    );
+}
+
+#[test]
+fn too_many_dense_layers_is_an_error() {
+    let mut fs = MemFs::default();
+    fs.0.insert(
+        "w.ron".into(),
+        workload_mix(None, Some("dense_layers: 8")).into_bytes(),
+    );
+    let l = load_workload("w.ron", &fs);
+    assert!(
+        l.diagnostics
+            .iter()
+            .any(|d| d.message.contains("dense layers leave none")),
+        "{:?}",
+        l.diagnostics
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// A mix's model FLOPs lie between the all-dense and the all-MoE model's, in proportion to
+    /// its layers with experts (on one stage: data parallelism only).
+    #[test]
+    fn a_mix_interpolates_its_layers(dense in 0u64..8, every in 1u64..4) {
+        let m = dp8();
+        let extra = format!("dense_layers: {dense}, every: {every}");
+        let (_, w) = load(&workload_mix(None, Some(&extra)));
+        let f = transformer(&w).moe_fraction();
+        let (_, mix) = step(&workload_mix(None, Some(&extra)), &m);
+        let (_, moe) = step(&workload_mix(None, Some("")), &m);
+        let (_, den) = step(&workload(None, false), &m);
+        let want = f * moe + (1.0 - f) * den;
+        prop_assert!((mix - want).abs() <= 1e-9 * want, "{mix} vs {want}");
+    }
+}
