@@ -187,7 +187,7 @@ pub fn finish(
     let mut trace = Vec::new();
     let e: Eval = cpu::eval_traced(p, mach, Some(&mut trace));
     let devices = m.devices();
-    let max_concurrency = serve::max_concurrency(w, m, p, mach);
+    let max_concurrency = serve::max_concurrency(sys, w, m, devices);
     if let Some(r) = e.reason() {
         let mut est = Estimate::infeasible(sys, w, devices, Some(m), &r, p.unit);
         est.max_concurrency = max_concurrency;

@@ -11,7 +11,7 @@
 
 use super::cpu;
 use super::lower;
-use super::program::{Eval, Machine, Program, Tier};
+use super::program::{Eval, Machine, Tier};
 use super::reason::Reason;
 use crate::model::mapping::Mapping;
 use crate::model::serving::{Concurrency, Load, Slo};
@@ -122,31 +122,38 @@ pub fn figures(
     })
 }
 
-/// The most requests in flight over the system whose paged KV cache fits beside the weights
-/// and activations, by the round program's footprints (the tightest stage); `None` for anything
-/// but transformer inference.
-pub fn max_concurrency(w: &Workload, m: &Mapping, p: &Program, mach: &Machine) -> Option<u64> {
-    let inf = inference(w)?;
-    let (pr, out) = (inf.prompt as f64, inf.output as f64);
-    let b = batch_of(w, m).max(1) as f64;
-    let tokens = lower::kv_tokens(b, pr, out);
+/// The most requests in flight over the system whose paged KV cache (and the activations that
+/// grow with them) fit beside the weights, on the tightest stage: each stage's footprint is
+/// linear in the requests per instance past a few, so two lowerings (64 and 128 requests) give
+/// its slope and intercept, solved against the device's largest memory tier (main memory where
+/// it has one). `None` for anything but transformer inference.
+pub fn max_concurrency(sys: &System, w: &Workload, m: &Mapping, n: u64) -> Option<u64> {
+    inference(w)?;
+    let (b0, b1) = (64u64, 128u64);
+    let p0 = lower::lower(sys, w, &Mapping { batch: b0, ..*m }, n).ok()?;
+    let p1 = lower::lower(sys, w, &Mapping { batch: b1, ..*m }, n).ok()?;
+    let mach = lower::machine(sys, n);
+    let tier = if mach[Tier::Hbm.slots().capacity] > 0.0 {
+        Tier::Hbm
+    } else {
+        Tier::Sram
+    };
+    let cap = mach[tier.slots().capacity];
     let mut best = f64::INFINITY;
-    for st in p.stage_list().iter() {
-        let f = &st.footprint;
-        if f.kv_cache <= 0.0 {
+    for (s0, s1) in p0.stage_list().iter().zip(p1.stage_list().iter()) {
+        let (f0, f1) = (&s0.footprint, &s1.footprint);
+        // model state in a weight store does not take the device's memory
+        let state = |f: &super::program::Footprint| match cpu::place(f, &mach) {
+            Some((Tier::External, _)) => 0.0,
+            _ => f.state(),
+        };
+        let (n0, n1) = (state(f0) + f0.working(), state(f1) + f1.working());
+        let slope = (n1 - n0) / (b1 - b0) as f64;
+        if slope <= 0.0 {
             continue;
         }
-        let per_token = f.kv_cache / tokens;
-        // the tier the working set lives in, the model state beside it where it shares it
-        let (wt, at) = cpu::place(f, mach).unwrap_or((Tier::Hbm, Tier::Hbm));
-        let cap = mach[at.slots().capacity];
-        let free = cap - f.activations - if wt == at { f.state() } else { 0.0 };
-        // B × (prompt + page/2 + output/2) + output/2 tokens ≤ free / per_token
-        let per_request = pr + lower::KV_PAGE_TOKENS / 2.0 + out / 2.0;
-        let fit = ((free / per_token - out / 2.0) / per_request)
-            .floor()
-            .max(0.0);
-        best = best.min(fit);
+        let intercept = n0 - slope * b0 as f64;
+        best = best.min(((cap - intercept) / slope).floor().max(0.0));
     }
     best.is_finite().then(|| best as u64 * m.dp)
 }
@@ -172,10 +179,7 @@ pub fn resolve(sys: &System, w: &Workload, m: Mapping, n: u64) -> Result<Mapping
             })
         }
         Concurrency::Max => {
-            let one = Mapping { batch: 1, ..m };
-            let p = lower::lower(sys, w, &one, n)?;
-            let mach = lower::machine(sys, n);
-            let per = max_concurrency(w, &one, &p, &mach).unwrap_or(0) / m.dp;
+            let per = max_concurrency(sys, w, &m, n).unwrap_or(0) / m.dp;
             Ok(Mapping {
                 batch: per.max(1),
                 ..m
