@@ -108,8 +108,9 @@ enum Mode {
     Prefill,
 }
 
-/// KV-cache page in tokens: vLLM's default block size (`--block-size 16`, vLLM engine
-/// arguments) @source vllm-engine-args.
+/// KV-cache page in tokens: vLLM's block size (`--block-size {8,16,32}`, 16 its default on
+/// CUDA; https://docs.vllm.ai/en/latest/models/engine_args.html). A serving stack's figure, not
+/// a chip's: another stack pages differently.
 pub const KV_PAGE_TOKENS: f64 = 16.0;
 
 /// Tokens of KV cache `batch` requests in flight hold in steady state, paged: the requests are
