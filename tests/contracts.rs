@@ -398,3 +398,45 @@ fn calibrate() {
     ]);
     insta::assert_snapshot!("calibrate", Shape::new(&[]).add(&v).render());
 }
+
+#[test]
+fn compare_serving() {
+    // one load and one target for every system, stated at the top of the JSON
+    let v = tessera(&[
+        "compare",
+        "architectures/dgx-h100.ron",
+        "architectures/dgx-b200.ron",
+        "--workload",
+        "workloads/llama3.1-8b-serving.ron",
+        "--concurrency",
+        "16",
+        "--slo",
+        "ttft<=2s,tpot<=40ms",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["concurrency"], "16", "{v}");
+    assert_eq!(v["slo"], "ttft<=2.00 s,tpot<=40.0 ms", "{v}");
+    for s in v["systems"].as_array().expect("systems") {
+        assert_eq!(s["concurrency"], 16, "{s}");
+        assert!(s["ttft_s"].is_number() && s["tpot_s"].is_number(), "{s}");
+    }
+    insta::assert_snapshot!("compare_serving", Shape::new(&[]).add(&v).render());
+}
+
+#[test]
+fn serve_curve() {
+    let v = tessera(&[
+        "serve-curve",
+        "architectures/dgx-h100.ron",
+        "--workload",
+        "workloads/llama3.1-8b-serving.ron",
+        "--max-concurrency",
+        "64",
+        "--format",
+        "json",
+    ]);
+    let pts = v[0]["points"].as_array().expect("points");
+    assert_eq!(pts.len(), 7, "1, 2, 4, … 64 requests in flight: {v}");
+    insta::assert_snapshot!("serve_curve", Shape::new(&[]).add(&v).render());
+}

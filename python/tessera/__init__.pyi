@@ -47,6 +47,17 @@ class Estimate:
     device_power_w: Optional[float]
     demanded_device_power_w: Optional[float]
     device_power_limit_w: Optional[float]
+    concurrency: Optional[int]
+    prompt_tokens: Optional[int]
+    output_tokens: Optional[int]
+    ttft_s: Optional[float]
+    tpot_s: Optional[float]
+    user_tokens_per_s: Optional[float]
+    system_tokens_per_s: Optional[float]
+    prefill_time_s: Optional[float]
+    max_concurrency: Optional[int]
+    slo: Optional[str]
+    slo_met: Optional[bool]
     def __init__(self, d: Dict[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
 

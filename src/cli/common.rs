@@ -2,8 +2,9 @@
 
 use super::{report, DiskFs, Exit};
 use tessera::engine::{MappingChoice, Objective};
+use tessera::model::serving::{Concurrency, Slo};
 use tessera::model::system::{load_system, System};
-use tessera::model::workload::{load_mapping, load_workload, Workload};
+use tessera::model::workload::{load_mapping, load_workload, Task, Workload};
 use tessera::spec::Files;
 use tessera::vocab::PowerBoundary;
 
@@ -85,6 +86,73 @@ pub struct RunArgs {
     pub power: PowerArgs,
     #[command(flatten)]
     pub set: SetArgs,
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// The serving load and latency target of a transformer inference workload.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ServeArgs {
+    /// Serving latency target, e.g. "ttft<=2s,tpot<=40ms" (also "user>=50/s"): the estimate says
+    /// whether it is met; `--mapping auto` returns the highest throughput that meets it, or the
+    /// closest point when none does.
+    #[arg(long, value_parser = slo_arg)]
+    pub slo: Option<Slo>,
+    /// Serving: the fewest output tokens per second each user must see ("50/s"); the same bound
+    /// as `user>=50/s` in `--slo`.
+    #[arg(long, value_parser = rate_arg)]
+    pub min_user_rate: Option<f64>,
+    /// Serving: requests in flight over the whole system ("64"), or "max" (as many as the KV
+    /// cache holds; with a target, as many as still meet it). Default: the workload's batch on
+    /// each model instance.
+    #[arg(long, value_parser = concurrency_arg)]
+    pub concurrency: Option<Concurrency>,
+}
+
+fn slo_arg(s: &str) -> Result<Slo, String> {
+    Slo::parse(s)
+}
+
+fn rate_arg(s: &str) -> Result<f64, String> {
+    tessera::model::serving::rate(s)
+}
+
+fn concurrency_arg(s: &str) -> Result<Concurrency, String> {
+    Concurrency::parse(s)
+}
+
+impl ServeArgs {
+    /// Any serving option given.
+    pub fn given(&self) -> bool {
+        self.slo.is_some() || self.min_user_rate.is_some() || self.concurrency.is_some()
+    }
+
+    /// Set the load and target on `w` (an error on stderr when it is not transformer inference).
+    pub fn apply(&self, w: &mut Workload) -> Result<(), Exit> {
+        if !self.given() {
+            return Ok(());
+        }
+        let Task::Inference(inf) = &mut w.task else {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: --slo, --min-user-rate and --concurrency apply to transformer inference workloads\nhint: `{}` is not one",
+                w.name
+            );
+            return Err(Exit::Failed);
+        };
+        if let Some(c) = self.concurrency {
+            inf.load.concurrency = c;
+        }
+        if let Some(s) = self.slo {
+            inf.load.slo = s;
+        }
+        if let Some(r) = self.min_user_rate {
+            inf.load.slo.min_user_rate = Some(r);
+        }
+        inf.load = tessera::engine::serve::with_target(inf.load, inf.batch);
+        Ok(())
+    }
 }
 
 /// Which parts power and energy count.
@@ -140,6 +208,7 @@ impl RunArgs {
             (Ok(s), Ok(w)) => (self.power.apply(s), w),
             _ => return Err(Exit::Failed),
         };
+        self.serve.apply(&mut w)?;
         let mut choice = mapping(self.mapping.as_deref(), &w, self.objective)?;
         let mut devices = self.devices;
         self.set

@@ -6,6 +6,7 @@ use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::reason::Reason;
 use tessera::engine::{budget, estimate, Estimate, MappingChoice, Objective};
+use tessera::model::serving::Concurrency;
 use tessera::report::compare::{compare, Comparison};
 
 #[derive(clap::Args, Debug)]
@@ -27,6 +28,10 @@ pub struct Args {
     pub power: common::PowerArgs,
     #[command(flatten)]
     pub set: common::SetArgs,
+    /// Serving: every system at the same requests in flight (default: the workload's batch over
+    /// the whole system) and the same latency target.
+    #[command(flatten)]
+    pub serve: common::ServeArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
@@ -74,9 +79,12 @@ pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
                 e.devices.to_string(),
                 format!("{} {}/s", si(e.throughput_per_s, ""), e.throughput_unit),
                 ratio(r.ratio_to_baseline.throughput),
-                match e.latency_per_token_s {
-                    Some(l) => format!("{}/token", si(Some(l), "s")),
-                    None => duration(e.time_to_train_s),
+                match (e.latency_per_token_s, e.ttft_s) {
+                    (Some(l), Some(t)) => {
+                        format!("{}/token, TTFT {}", si(Some(l), "s"), si(Some(t), "s"))
+                    }
+                    (Some(l), None) => format!("{}/token", si(Some(l), "s")),
+                    _ => duration(e.time_to_train_s),
                 },
                 e.mfu
                     .map(|m| format!("{:.1}%", m * 100.0))
@@ -104,10 +112,19 @@ pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
-    let w = match common::workload(&a.workload) {
+    let mut w = match common::workload(&a.workload) {
         Ok(w) => w,
         Err(e) => return Ok(e),
     };
+    if let Err(e) = a.serve.apply(&mut w) {
+        return Ok(e);
+    }
+    // one load for every system: the workload's batch is requests over the whole system here
+    if let tessera::model::workload::Task::Inference(inf) = &mut w.task {
+        if inf.load.concurrency == Concurrency::Workload {
+            inf.load.concurrency = Concurrency::Total(inf.batch);
+        }
+    }
     let choice = match a.mapping.as_deref() {
         None => MappingChoice::Auto(a.objective),
         m => match common::mapping(m, &w, a.objective) {
@@ -156,6 +173,14 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     }
     let mut c = compare(ests);
     c.power_budget_w = a.power.power_budget;
+    if let tessera::model::workload::Task::Inference(inf) = &w.task {
+        c.concurrency = Some(match inf.load.concurrency {
+            Concurrency::Total(n) => n.to_string(),
+            Concurrency::Max => "max".into(),
+            Concurrency::Workload => inf.batch.to_string(),
+        });
+        c.slo = (!inf.load.slo.is_empty()).then(|| inf.load.slo.describe());
+    }
     a.plot
         .draw(|size, o| tessera::plot::compare::compare(&c, size, o))?;
     a.plot.output(out, |out| {
@@ -167,6 +192,14 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                     Format::Table => {
                         writeln!(out, "{} — baseline: {}", c.workload, c.baseline)?;
                         writeln!(out, "{}", common::boundary_line(c.power_boundary))?;
+                        if let Some(l) = &c.concurrency {
+                            writeln!(
+                                out,
+                                "load: {} requests in flight on every system; latency target: {}",
+                                if l == "max" { "as many" } else { l },
+                                c.slo.as_deref().unwrap_or("none")
+                            )?;
+                        }
                         if let Some(b) = c.power_budget_w {
                             writeln!(
                                 out,

@@ -63,6 +63,33 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
                 format!("{} ({:.0} tokens/s per user)", si(Some(l), "s"), 1.0 / l),
             ));
         }
+        if let (Some(c), Some(t)) = (e.concurrency, e.ttft_s) {
+            r.push((
+                "serving".into(),
+                format!(
+                    "{c} requests in flight ({} + {} tokens each; KV cache holds {}): time to first token {} (prefill {}), {:.0} tokens/s per system",
+                    e.prompt_tokens.unwrap_or(0),
+                    e.output_tokens.unwrap_or(0),
+                    e.max_concurrency.map(|m| m.to_string()).unwrap_or_else(|| "—".into()),
+                    si(Some(t), "s"),
+                    si(e.prefill_time_s, "s"),
+                    e.system_tokens_per_s.unwrap_or(0.0)
+                ),
+            ));
+        }
+        if let Some(slo) = &e.slo {
+            r.push((
+                "latency target".into(),
+                format!(
+                    "{slo}: {}",
+                    match e.slo_met {
+                        Some(true) => "met",
+                        Some(false) => "not met",
+                        None => "—",
+                    }
+                ),
+            ));
+        }
         r.push((
             "MFU".into(),
             e.mfu
@@ -232,12 +259,26 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                         ]
                     })
                     .collect();
-                writeln!(
-                    out,
-                    "\nbest mappings of {} tried ({} feasible):",
-                    res.tried,
-                    res.ranked.len()
-                )?;
+                match res.slo_met {
+                    Some(false) => writeln!(
+                        out,
+                        "\nno mapping meets the latency target: the closest ({} tried, {} feasible):",
+                        res.tried,
+                        res.ranked.len()
+                    )?,
+                    Some(true) => writeln!(
+                        out,
+                        "\nbest mappings that meet the latency target, of {} tried ({} meet it):",
+                        res.tried,
+                        res.ranked.len()
+                    )?,
+                    None => writeln!(
+                        out,
+                        "\nbest mappings of {} tried ({} feasible):",
+                        res.tried,
+                        res.ranked.len()
+                    )?,
+                }
                 writeln!(out, "{}", tessera::report::table(&header, &rows))?;
             }
         }

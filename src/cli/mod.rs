@@ -11,6 +11,7 @@ mod new;
 mod plot;
 mod roofline;
 mod scale;
+mod serve_curve;
 mod show;
 mod sweep;
 mod validate;
@@ -47,6 +48,9 @@ pub enum Command {
     Compare(compare::Args),
     /// Throughput and scaling efficiency over device counts.
     Scale(scale::Args),
+    /// Serving's throughput-latency curve: tokens/s per user against the system's tokens/s and
+    /// energy per token as the requests in flight grow, for each system.
+    ServeCurve(serve_curve::Args),
     /// The device's hierarchical roofline with every operator of a workload placed on it.
     Roofline(roofline::Args),
     /// Run the validation cases against published results; exit 1 when one is outside tolerance.
@@ -82,6 +86,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Sweep(a) => sweep::run(*a, out),
         Command::Compare(a) => compare::run(a, out),
         Command::Scale(a) => scale::run(a, out),
+        Command::ServeCurve(a) => serve_curve::run(a, out),
         Command::Roofline(a) => roofline::run(a, out),
         Command::Validate(a) => validate::run(a, out),
         Command::Audit(a) => audit::run(a, out),

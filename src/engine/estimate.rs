@@ -5,6 +5,7 @@
 use super::cpu;
 use super::program::{self, Breakdown, Eval};
 use super::reason::Reason;
+use super::serve;
 use crate::model::mapping::{Mapping, Recompute};
 use crate::model::system::System;
 use crate::model::workload::{Task, Workload};
@@ -92,6 +93,27 @@ pub struct Estimate {
     pub demanded_device_power_w: Option<f64>,
     /// The device's power limit (W): its TDP, or its share of a node or facility limit.
     pub device_power_limit_w: Option<f64>,
+    /// Serving (transformer inference, `engine::serve`): requests in flight over the system.
+    pub concurrency: Option<u64>,
+    /// Serving: tokens of each request's prompt and output.
+    pub prompt_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    /// Serving: time to first token (s), the prompt's prefill and the round it shares.
+    pub ttft_s: Option<f64>,
+    /// Serving: time per output token (s), one steady-state round (= `latency_per_token_s`).
+    pub tpot_s: Option<f64>,
+    /// Serving: output tokens/s each user sees (1 / `tpot_s`).
+    pub user_tokens_per_s: Option<f64>,
+    /// Serving: output tokens/s over the system (= `throughput_per_s`).
+    pub system_tokens_per_s: Option<f64>,
+    /// Serving: one prompt's prefill alone on its instance (s).
+    pub prefill_time_s: Option<f64>,
+    /// Serving: the most requests in flight whose paged KV cache fits (also when infeasible).
+    pub max_concurrency: Option<u64>,
+    /// Serving: the latency target, as `ttft<=2 s,tpot<=40 ms` (none: `None`).
+    pub slo: Option<String>,
+    /// Serving: the figures meet `slo`.
+    pub slo_met: Option<bool>,
 }
 
 impl Estimate {
@@ -134,8 +156,24 @@ impl Estimate {
             device_power_w: None,
             demanded_device_power_w: None,
             device_power_limit_w: None,
+            concurrency: None,
+            prompt_tokens: None,
+            output_tokens: None,
+            ttft_s: None,
+            tpot_s: None,
+            user_tokens_per_s: None,
+            system_tokens_per_s: None,
+            prefill_time_s: None,
+            max_concurrency: None,
+            slo: slo_text(w),
+            slo_met: None,
         }
     }
+}
+
+fn slo_text(w: &Workload) -> Option<String> {
+    let slo = super::serve::load_of(w).slo;
+    (!slo.is_empty()).then(|| slo.describe())
 }
 
 /// Build the full estimate from a program and its evaluation.
@@ -149,9 +187,14 @@ pub fn finish(
     let mut trace = Vec::new();
     let e: Eval = cpu::eval_traced(p, mach, Some(&mut trace));
     let devices = m.devices();
+    let max_concurrency = serve::max_concurrency(sys, w, m, devices);
     if let Some(r) = e.reason() {
-        return Estimate::infeasible(sys, w, devices, Some(m), &r, p.unit);
+        let mut est = Estimate::infeasible(sys, w, devices, Some(m), &r, p.unit);
+        est.max_concurrency = max_concurrency;
+        return est;
     }
+    let sv = serve::figures(sys, w, m, devices, &e, mach);
+    let slo = serve::load_of(w).slo;
     let b = e.breakdown;
     let cats = [
         ("compute", b.compute),
@@ -216,5 +259,18 @@ pub fn finish(
         device_power_w: Some(e.device_power),
         demanded_device_power_w: Some(e.demand_power),
         device_power_limit_w: Some(cpu::power_limit(mach)),
+        concurrency: sv.map(|s| s.concurrency),
+        prompt_tokens: sv.map(|s| s.prompt_tokens),
+        output_tokens: sv.map(|s| s.output_tokens),
+        ttft_s: sv.map(|s| s.ttft_s),
+        tpot_s: sv.map(|s| s.tpot_s),
+        user_tokens_per_s: sv.map(|s| s.user_tokens_per_s),
+        system_tokens_per_s: sv.map(|s| s.system_tokens_per_s),
+        prefill_time_s: sv.map(|s| s.prefill_s),
+        max_concurrency,
+        slo: slo_text(w),
+        slo_met: sv
+            .filter(|_| !slo.is_empty())
+            .map(|s| slo.met(s.ttft_s, s.tpot_s)),
     }
 }

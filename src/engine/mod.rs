@@ -16,6 +16,7 @@ mod prepare;
 pub mod program;
 pub mod reason;
 pub mod search;
+pub mod serve;
 pub mod table;
 
 pub use estimate::{finish, Estimate, MappingReport};

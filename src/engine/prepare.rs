@@ -57,7 +57,11 @@ pub fn prepare(
     }
     let (mapping, search) = match choice {
         MappingChoice::Given(spec) => match Mapping::resolve(spec, n, default_micro_batch(w)) {
-            Ok(m) => (m, None),
+            // the serving load's requests per instance
+            Ok(m) => match super::serve::resolve(sys, w, m, n) {
+                Ok(m) => (m, None),
+                Err(r) => return Err(fail(r, Some(m))),
+            },
             Err(r) => return Err(fail(Reason::mapping(r), None)),
         },
         MappingChoice::Auto(obj) => {

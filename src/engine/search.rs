@@ -3,7 +3,7 @@
 
 use super::program::Eval;
 use super::reason::Reason;
-use super::{cpu, lower, Objective};
+use super::{cpu, lower, serve, Objective};
 use crate::model::mapping::{Mapping, Placement, Recompute};
 use crate::model::system::System;
 use crate::model::workload::{Model, Task, Workload};
@@ -15,6 +15,9 @@ pub struct SearchResult {
     pub tried: usize,
     /// Reasons mappings were infeasible (without their figures), with counts.
     pub reasons: BTreeMap<String, usize>,
+    /// With a latency target: whether the ranked mappings meet it (`false`: none does, and
+    /// `ranked` holds the feasible ones closest to it first).
+    pub slo_met: Option<bool>,
 }
 
 impl SearchResult {
@@ -131,6 +134,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 overlap,
                                                 order: base.order,
                                                 placement: base.placement,
+                                                batch: 0,
                                             });
                                         }
                                     }
@@ -207,19 +211,40 @@ pub fn cost(e: &Eval, obj: Objective) -> f64 {
     }
 }
 
-/// Evaluate every candidate and rank the feasible ones.
+/// Evaluate every candidate and rank the feasible ones. A serving workload's load
+/// (`serve::Load`) sets each candidate's requests per instance (with a latency target and a free
+/// concurrency, several); with a target, the ranking keeps the mappings that meet it, or, when
+/// none does, ranks the feasible ones by how close they come (`slo_met: Some(false)`).
 pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResult {
     let mach = lower::machine(sys, n);
-    let cands = candidates(sys, w, n);
+    let load = serve::load_of(w);
+    let cands: Vec<Mapping> = candidates(sys, w, n)
+        .into_iter()
+        .flat_map(|m| match &w.task {
+            Task::Inference(_) if load != Default::default() => serve::batches(sys, w, m, n, &load),
+            _ => vec![m],
+        })
+        .collect();
     let mut ranked = Vec::new();
+    let mut missed = Vec::new();
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let tried = cands.len();
+    let slo = load.slo;
     for m in cands {
         match lower::lower(sys, w, &m, n) {
             Ok(p) => {
                 let e = cpu::eval(&p, &mach);
                 if e.feasible {
-                    ranked.push((m, e));
+                    if slo.is_empty() {
+                        ranked.push((m, e));
+                    } else {
+                        let v = serve::violation(sys, w, &m, n, &e, &mach, &slo);
+                        if v <= 1.0 {
+                            ranked.push((m, e));
+                        } else {
+                            missed.push((v, m, e));
+                        }
+                    }
                 } else if let Some(r) = e.reason() {
                     // group memory reasons regardless of the exact byte counts
                     *reasons.entry(r.summary()).or_default() += 1;
@@ -229,9 +254,20 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
         }
     }
     ranked.sort_by(|a, b| cost(&a.1, obj).total_cmp(&cost(&b.1, obj)));
+    let mut slo_met = (!slo.is_empty()).then_some(true);
+    if ranked.is_empty() && !missed.is_empty() {
+        // none meets the target: the closest first
+        missed.sort_by(|a, b| {
+            a.0.total_cmp(&b.0)
+                .then(cost(&a.2, obj).total_cmp(&cost(&b.2, obj)))
+        });
+        ranked = missed.into_iter().map(|(_, m, e)| (m, e)).collect();
+        slo_met = Some(false);
+    }
     SearchResult {
         ranked,
         tried,
         reasons,
+        slo_met,
     }
 }

@@ -216,6 +216,9 @@ pub struct Mapping {
     /// Inference: the per-layer pipeline of one instance (`n == 0`: uniform `tp` × `pp`). With
     /// one, `pp` is its stage count and `tp` its first stage's devices.
     pub placement: Placement,
+    /// Inference: requests in flight on each model instance (continuous batching's batch);
+    /// 0: the workload's `batch`. Set by the serving load (`engine::serve`), not by files.
+    pub batch: u64,
 }
 
 /// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
@@ -272,6 +275,7 @@ impl Mapping {
             overlap: ExtraOverlap::default(),
             order: DEFAULT_ORDER,
             placement: Placement::default(),
+            batch: 0,
         }
     }
 
@@ -368,6 +372,7 @@ impl Mapping {
                 },
             },
             placement,
+            batch: 0,
         };
         if m.devices() != devices {
             return Err(format!(

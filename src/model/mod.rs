@@ -4,6 +4,7 @@
 
 pub mod mapping;
 pub mod precision;
+pub mod serving;
 pub mod system;
 pub mod workload;
 

@@ -11,6 +11,7 @@
 
 mod axis;
 pub mod compare;
+pub mod curve;
 pub mod placement;
 pub mod roofline;
 pub mod scale;

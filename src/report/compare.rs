@@ -31,6 +31,10 @@ pub struct Comparison {
     pub power_boundary: &'static str,
     /// With `--power-budget`: the budget (W) each system was fitted to, at that boundary.
     pub power_budget_w: Option<f64>,
+    /// Serving: the requests in flight every system serves (`"64"`, or `"max"`: as many as fit).
+    pub concurrency: Option<String>,
+    /// Serving: the latency target every system is held to (`ttft<=2 s,tpot<=40 ms`).
+    pub slo: Option<String>,
     pub systems: Vec<CompareRow>,
 }
 
@@ -79,6 +83,8 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
         baseline,
         power_boundary,
         power_budget_w: None,
+        concurrency: None,
+        slo: None,
         systems,
     }
 }

@@ -43,6 +43,16 @@ pub struct CaseSpec {
     /// (the run's global batch and samples to converge, its evaluation schedule).
     #[serde(default)]
     pub run: Option<RunConditions>,
+    /// Serving cases: the latency target the published run met (MLPerf Inference's server
+    /// scenario, `"ttft<=2s,tpot<=200ms"`; also `user>=50/s`). The mapping search (`mapping:
+    /// Auto`) then returns the highest throughput that meets it.
+    #[serde(default)]
+    pub slo: Option<String>,
+    /// Serving cases: requests in flight over the system, `"64"`, or `"max"` (as many as the
+    /// KV cache holds: MLPerf's offline scenario; with `slo`, as many as still meet it, the
+    /// server scenario). Default: the workload's batch on each model instance.
+    #[serde(default)]
+    pub concurrency: Option<String>,
     pub metric: MetricSpec,
     /// The published value with its unit (`"20.807 min"`, `"51.4 %"`, `"6.11 MJ"`,
     /// `"28356 tokens/s"`).

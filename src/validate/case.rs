@@ -137,6 +137,11 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
                 cx.error("run", msg, None);
                 diags.extend(cx.diags);
             }
+            {
+                let mut cx = Ctx::new(&files, id);
+                apply_load(&mut cx, &mut w, &spec);
+                diags.extend(cx.diags);
+            }
             if let (Some(b), Some(n)) = (l.baseline, spec.devices.or(Some(sys.devices))) {
                 if b == 0 || b >= n {
                     let mut cx = Ctx::new(&files, id);
@@ -178,6 +183,55 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
         value: if ok { value } else { None },
         files,
         diagnostics: diags,
+    }
+}
+
+/// A serving case's `slo` and `concurrency` set on its workload, located errors where they do
+/// not parse or the workload is not transformer inference.
+fn apply_load(cx: &mut Ctx, w: &mut Workload, spec: &CaseSpec) {
+    use crate::model::serving::{Concurrency, Slo};
+    if spec.slo.is_none() && spec.concurrency.is_none() {
+        return;
+    }
+    let Task::Inference(inf) = &mut w.task else {
+        let field = if spec.slo.is_some() {
+            "slo"
+        } else {
+            "concurrency"
+        };
+        cx.error(
+            field,
+            "a latency target and a concurrency apply to transformer inference workloads",
+            Some(format!("`{}` is not one: remove the field", w.name)),
+        );
+        return;
+    };
+    if let Some(text) = &spec.slo {
+        match Slo::parse(text) {
+            Ok(slo) => inf.load.slo = slo,
+            Err(m) => {
+                let (msg, hint) = split_hint(&m);
+                cx.error("slo", msg, hint);
+            }
+        }
+    }
+    if let Some(text) = &spec.concurrency {
+        match Concurrency::parse(text) {
+            Ok(c) => inf.load.concurrency = c,
+            Err(m) => {
+                let (msg, hint) = split_hint(&m);
+                cx.error("concurrency", msg, hint);
+            }
+        }
+    }
+    inf.load = crate::engine::serve::with_target(inf.load, inf.batch);
+}
+
+/// A message with an optional `\nhint: …` line split into its two parts.
+fn split_hint(m: &str) -> (String, Option<String>) {
+    match m.split_once("\nhint: ") {
+        Some((a, h)) => (a.to_string(), Some(h.to_string())),
+        None => (m.to_string(), None),
     }
 }
 

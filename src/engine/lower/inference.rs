@@ -11,6 +11,11 @@
 //!
 //! The same placement is what a wafer's regions of cores will use (issue 10): a stage is a set
 //! of devices here, a region of the mesh there.
+//!
+//! Serving (issue 13) reads two programs of the same lowering: the round above (`Mode::Round`:
+//! its time is the time per output token, its tokens the system's) and one request's prompt
+//! alone (`Mode::Prefill`, for the time to first token); `engine::serve` combines them. The KV
+//! cache is paged ([`kv_tokens`]).
 
 use super::{domain_size, place_group, run_precision, vector_precision, Builder, Collective};
 use crate::engine::program::*;
@@ -91,12 +96,75 @@ fn classes(p: &Placement, embed_first: bool) -> Vec<Class> {
     out
 }
 
+/// Which program of a serving run to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// The steady-state round of continuous batching: a decode token for every request in
+    /// flight, and the prompts of the requests that join (batch / output of them per round)
+    /// interleaved into it (the step section).
+    Round,
+    /// One request's prompt alone through the instance (one micro-batch through every stage,
+    /// the first token from the output head): what time to first token is made of.
+    Prefill,
+}
+
+/// KV-cache page in tokens: vLLM's block size (`--block-size {8,16,32}`, 16 its default on
+/// CUDA; https://docs.vllm.ai/en/latest/models/engine_args.html). A serving stack's figure, not
+/// a chip's: another stack pages differently.
+pub const KV_PAGE_TOKENS: f64 = 16.0;
+
+/// Tokens of KV cache `batch` requests in flight hold in steady state, paged: the requests are
+/// evenly staggered through their output (request k of B has generated (k+1)/B of it), so
+/// together they hold B × prompt + output × (B + 1)/2 tokens (one request: prompt + output), and
+/// each wastes half a page on average.
+pub fn kv_tokens(batch: f64, prompt: f64, output: f64) -> f64 {
+    batch * (prompt + KV_PAGE_TOKENS / 2.0) + output * (batch + 1.0) / 2.0
+}
+
+/// Parameters of one layer a forward pass over `tokens` tokens reads: all of a dense layer; of
+/// a mixture of experts, attention, the router, the shared experts and the routed experts at
+/// least one token goes to. With top-k of E experts and routing spread evenly (what the
+/// load-balancing loss trains for @assumed), E × (1 − (1 − k/E)^tokens) of them on average: k
+/// for one token, all of them for a long prompt.
+fn layer_read(t: &Transformer, tokens: f64) -> f64 {
+    match &t.experts {
+        Some(e) if e.count > 0 => {
+            let (n, k) = (e.count as f64, e.top_k.min(e.count) as f64);
+            let distinct = n * (1.0 - (1.0 - k / n).powf(tokens.max(1.0)));
+            t.attn_params()
+                + (t.hidden * e.count) as f64
+                + t.ffn_params(e.ffn) * (e.shared as f64 + distinct)
+        }
+        _ => t.attn_params() + t.layer_ffn_params(),
+    }
+}
+
 pub(super) fn transformer_inference(
     sys: &System,
     t: &Transformer,
     inf: &Inference,
     m: &Mapping,
 ) -> Result<Program, Reason> {
+    build(sys, t, inf, m, Mode::Round)
+}
+
+pub(super) fn transformer_prefill(
+    sys: &System,
+    t: &Transformer,
+    inf: &Inference,
+    m: &Mapping,
+) -> Result<Program, Reason> {
+    build(sys, t, inf, m, Mode::Prefill)
+}
+
+fn build(
+    sys: &System,
+    t: &Transformer,
+    inf: &Inference,
+    m: &Mapping,
+    mode: Mode,
+) -> Result<Program, Reason> {
+    let prefill_only = mode == Mode::Prefill;
     if m.cp > 1 || m.ep > 1 {
         return Err(Reason::unsupported(
             "context and expert parallelism are modelled for training only",
@@ -133,7 +201,15 @@ pub(super) fn transformer_inference(
     let h = t.hidden as f64;
     let vocab = t.vocab as f64;
     let kvd = (t.kv_heads * t.head_dim()) as f64;
-    let batch = inf.batch as f64;
+    // requests in flight per instance: the serving load's (the mapping's), else the workload's;
+    // the prefill program: the one request whose prompt it runs
+    let batch = if prefill_only {
+        1.0
+    } else if m.batch > 0 {
+        m.batch as f64
+    } else {
+        inf.batch as f64
+    };
     let stages = placement.stages();
     let ctx = inf.prompt as f64 + inf.output as f64 / 2.0;
     let layer_params = t.attn_params() + t.layer_ffn_params();
@@ -141,7 +217,11 @@ pub(super) fn transformer_inference(
     let dp = m.dp as f64;
     // prefill of the whole batch, amortised over the generated tokens (count = 1 / output)
     let ptok = batch * inf.prompt as f64;
-    let amort = 1.0 / inf.output as f64;
+    let amort = if prefill_only {
+        1.0
+    } else {
+        1.0 / inf.output as f64
+    };
     let causal = if inf.flash_attention && t.causal {
         0.5
     } else {
@@ -272,7 +352,11 @@ pub(super) fn transformer_inference(
     } else {
         (batch / in_flight).max(1.0).ceil()
     };
-    let micro_batches = (batch / mbatch).ceil();
+    let micro_batches = if prefill_only {
+        1.0
+    } else {
+        (batch / mbatch).ceil()
+    };
     // the outputs of a layer's matrix-vector products, per token, each reduced across a row of
     // its region: Q/K/V, the output projection, the FFN's up (and gate) and down projections,
     // and the attention's weighted sum
@@ -295,7 +379,7 @@ pub(super) fn transformer_inference(
                 matrix: true,
                 precision: p,
                 flops: 2.0 * layer_active / d * mbatch,
-                weight_bytes: layer_params / d * wb,
+                weight_bytes: layer_read(t, mbatch) / d * wb,
                 act_bytes: 4.0 * mbatch * h * ab,
                 count: l,
                 section: mbs,
@@ -468,7 +552,7 @@ pub(super) fn transformer_inference(
                 matrix: true,
                 precision: p,
                 flops: 2.0 * layer_active / d * ptok,
-                weight_bytes: layer_params / d * wb,
+                weight_bytes: layer_read(t, ptok) / d * wb,
                 act_bytes: 4.0 * ptok * h * ab,
                 count: l * amort,
                 section: stp,
@@ -496,11 +580,30 @@ pub(super) fn transformer_inference(
                 overlap: Overlap::None,
             });
         }
+        if prefill_only {
+            // the prompt alone: its (step-section) work once, as the one micro-batch, and the
+            // output head's first token; none of the decode round
+            let keep = |name: &str, sec: Section| sec == Section::Step || name.contains("lm head");
+            let ops: Vec<Op> = b.ops.drain(o0..).collect();
+            b.ops.extend(
+                ops.into_iter()
+                    .filter(|o| keep(&o.name, o.section))
+                    .map(|o| Op { section: mbs, ..o }),
+            );
+            let comms: Vec<Comm> = b.comms.drain(c0..).collect();
+            b.comms.extend(
+                comms
+                    .into_iter()
+                    .filter(|c| keep(&c.name, c.section))
+                    .map(|c| Comm { section: mbs, ..c }),
+            );
+        }
         let table = h * vocab / d * wb;
         let weights = l * layer_params / d * wb
             + if c.head { table } else { 0.0 }
             + if c.embed { table } else { 0.0 };
-        let kv_cache = batch * (inf.prompt + inf.output) as f64 * 2.0 * kvd / d * kvb * l;
+        let kv_cache =
+            kv_tokens(batch, inf.prompt as f64, inf.output as f64) * 2.0 * kvd / d * kvb * l;
         let activations = if c.layers > 0 {
             mbatch.max(batch.min(4.0)) * inf.prompt as f64 * h * ab * 4.0 / d
         } else {
@@ -534,7 +637,12 @@ pub(super) fn transformer_inference(
         });
     }
     debug_assert!(out_stages.len() <= MAX_STAGES);
-    let tokens_per_round = batch * dp;
+    let (tokens_per_round, ctx) = if prefill_only {
+        // the prompt's tokens, at their mean context
+        (inf.prompt as f64 * dp, inf.prompt as f64 / 2.0)
+    } else {
+        (batch * dp, ctx)
+    };
     let model_flops = tokens_per_round * t.forward_flops_per_token((ctx as u64).max(1), false);
     Ok(Program {
         ops: b.ops,

@@ -66,6 +66,28 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
     }
 }
 
+pub use inference::{kv_tokens, KV_PAGE_TOKENS};
+
+/// The prefill of one request's prompt of a transformer inference workload `w` under `m`, alone
+/// through its instance: the program time to first token is made of (`engine::serve`). The
+/// same lowering as [`lower`]'s round, with the decode left out. `Err`: why it cannot run.
+pub fn lower_prefill(
+    sys: &System,
+    w: &Workload,
+    m: &Mapping,
+    devices: u64,
+) -> Result<Program, Reason> {
+    match (&w.model, &w.task) {
+        (Model::Transformer(t), Task::Inference(inf)) if m.devices() == devices => {
+            inference::transformer_prefill(sys, t, inf, m)
+        }
+        (Model::Transformer(_), Task::Inference(_)) => lower(sys, w, m, devices),
+        _ => Err(Reason::unsupported(
+            "time to first token is modelled for transformer inference",
+        )),
+    }
+}
+
 /// A collective's group: (ranks per scale-up domain, domains, share of the scale-up bandwidth
 /// the ranks inside a domain can use).
 pub type Group = (f64, f64, f64);

@@ -68,6 +68,7 @@ pub(super) fn lower(cx: &mut Ctx, s: &WorkloadSpec) -> Option<Workload> {
                 kv_cache: precision(cx, "kv_cache", &i.kv_cache),
                 activations: precision(cx, "activations", &i.activations),
                 flash_attention: i.flash_attention,
+                load: Default::default(),
             };
             if matches!(model, Some(Model::Cnn(_)) | Some(Model::Graph(_))) {
                 cx.error(

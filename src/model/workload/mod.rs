@@ -169,6 +169,8 @@ pub struct Inference {
     /// Activations between layers and pipeline stages.
     pub activations: Precision,
     pub flash_attention: bool,
+    /// Requests in flight and the latency target (`--concurrency`, `--slo`, a case's `slo`).
+    pub load: crate::model::serving::Load,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,0 +1,380 @@
+//! Serving (issue 13): prefill and decode as two programs of one lowering, time to first token
+//! and time per output token, the KV cache's limit on concurrency, latency targets in the
+//! mapping search. Hand-checked: the prefill program of Llama 3.1 8B on a DGX H100 at TP 8.
+//! The issue's check: at one user, a per-user rate target makes the search pick the TP-8
+//! latency mapping. Laws: more requests in flight never lower the system's throughput while
+//! they fit; time to first token is never below the prefill's FLOPs at peak; a looser target
+//! never gives a lower best throughput.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
+use proptest::prelude::*;
+use std::process::Command;
+use tessera::engine::program::Section;
+use tessera::engine::table as t;
+use tessera::engine::{self, cpu, lower, serve, MappingChoice, Objective};
+use tessera::model::mapping::{Mapping, MappingPlan};
+use tessera::model::serving::{Concurrency, Load, Slo};
+use tessera::model::system::{load_system, System};
+use tessera::model::workload::{load_workload, Task, Workload};
+use tessera::spec::Fs;
+
+struct CrateFs;
+impl Fs for CrateFs {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+            .map_err(|e| e.to_string())
+    }
+}
+
+const DGX: &str = "architectures/dgx-h100.ron";
+const LLAMA8B: &str = "workloads/llama3.1-8b-serving.ron";
+
+fn inputs() -> (System, Workload) {
+    let s = load_system(DGX, &CrateFs).value.expect("system");
+    let w = load_workload(LLAMA8B, &CrateFs).value.expect("workload");
+    (s, w)
+}
+
+fn with_load(w: &Workload, load: Load) -> Workload {
+    let mut w = w.clone();
+    if let Task::Inference(inf) = &mut w.task {
+        inf.load = load;
+    }
+    w
+}
+
+fn tp8() -> Mapping {
+    Mapping {
+        tp: 8,
+        sp: true,
+        micro_batch: 0,
+        ..Mapping::single()
+    }
+}
+
+fn tp(n: u64) -> MappingChoice {
+    MappingChoice::Given(MappingPlan {
+        tp: Some(n),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn prefill_program_is_the_prompt_alone_through_the_layers() {
+    let (s, w) = inputs();
+    let m = tp8();
+    let p = lower::lower_prefill(&s, &w, &m, 8).expect("prefill lowers");
+    // one micro-batch: the prompt passes every stage once (the chain)
+    assert_eq!(p.micro_batches, 1.0);
+    assert!(p.ops.iter().all(|o| o.section == Section::MicroBatch));
+    assert!(p.comms.iter().all(|c| c.section == Section::MicroBatch));
+    // no decode work but the output head's first token
+    assert!(p
+        .ops
+        .iter()
+        .all(|o| !o.name.starts_with("decode:") || o.name.contains("lm head")));
+    // Llama 3.1 8B: layer weights 4096² × 2 + 2 × 4096 × 1024 (Q, O; K, V) + 3 × 4096 × 14336
+    let (h, kv, ffn) = (4096.0, 1024.0, 14336.0);
+    let layer = 2.0 * h * h + 2.0 * h * kv + 3.0 * h * ffn;
+    let mm = p
+        .ops
+        .iter()
+        .find(|o| o.name == "prefill: layer matmuls")
+        .expect("prefill matmuls");
+    // 2 FLOPs per parameter per prompt token (1024), an eighth per device; once per layer
+    assert!((mm.flops - 2.0 * layer / 8.0 * 1024.0).abs() / mm.flops < 1e-12);
+    assert_eq!(mm.count, 32.0);
+    assert!((mm.weight_bytes - layer / 8.0 * 2.0).abs() / mm.weight_bytes < 1e-12);
+    let att = p
+        .ops
+        .iter()
+        .find(|o| o.name == "prefill: attention")
+        .expect("prefill attention");
+    // 4 × prompt² × hidden, causal half with flash attention, an eighth per device
+    assert!((att.flops - 4.0 * 1024.0 * 1024.0 * h / 8.0 * 0.5).abs() / att.flops < 1e-12);
+    let ar = p
+        .comms
+        .iter()
+        .find(|c| c.name == "prefill: tp all-reduce")
+        .expect("prefill all-reduce");
+    assert_eq!(ar.count, 64.0);
+    assert!((ar.bytes - 1024.0 * h * 2.0).abs() < 1e-6);
+}
+
+#[test]
+fn kv_cache_is_paged_and_staggered() {
+    // one request: its prompt and all its output, half a page wasted on average
+    assert_eq!(lower::kv_tokens(1.0, 1024.0, 1024.0), 1024.0 + 8.0 + 1024.0);
+    // B requests evenly through their output: B × prompt + output × (B + 1)/2
+    assert_eq!(
+        lower::kv_tokens(4.0, 100.0, 64.0),
+        4.0 * 108.0 + 64.0 * 5.0 / 2.0
+    );
+}
+
+#[test]
+fn figures_combine_prefill_and_round() {
+    let (s, w) = inputs();
+    let e = engine::estimate(&s, &w, &tp(8), None);
+    assert!(e.feasible, "{:?}", e.reason);
+    let (ttft, tpot, pre) = (
+        e.ttft_s.unwrap(),
+        e.tpot_s.unwrap(),
+        e.prefill_time_s.unwrap(),
+    );
+    // one user: the time to first token is the prompt's prefill alone
+    assert_eq!(e.concurrency, Some(1));
+    assert!((ttft - pre).abs() <= 1e-15 * ttft);
+    assert_eq!(Some(tpot), e.latency_per_token_s);
+    assert!((e.user_tokens_per_s.unwrap() * tpot - 1.0).abs() < 1e-12);
+    assert_eq!(e.system_tokens_per_s, e.throughput_per_s);
+    // the prefill of 1,024 tokens takes longer than one decode round
+    assert!(pre > tpot, "prefill {pre} s, round {tpot} s");
+    // the KV cache of an H100 at TP 8 holds many more requests than one
+    assert!(e.max_concurrency.unwrap() > 100, "{:?}", e.max_concurrency);
+    assert_eq!(serve::ttft(2.0, 1.0, 4.0), 2.75);
+}
+
+#[test]
+fn per_user_target_picks_the_latency_mapping() {
+    let (s, w) = inputs();
+    // no target: the search maximises the system's throughput (eight instances of one user)
+    let free = engine::estimate(&s, &w, &MappingChoice::Auto(Objective::Time), None);
+    let m = free.mapping.as_ref().unwrap();
+    assert!(m.dp > 1, "dp {} tp {}", m.dp, m.tp);
+    let slow = free.user_tokens_per_s.unwrap();
+    // at least 500 tokens/s for the one user (a target serves the workload's batch over the
+    // whole system): TP 8
+    let w5 = with_load(
+        &w,
+        serve::with_target(
+            Load {
+                slo: Slo {
+                    min_user_rate: Some(500.0),
+                    ..Slo::default()
+                },
+                ..Load::default()
+            },
+            1,
+        ),
+    );
+    assert_eq!(
+        match &w5.task {
+            Task::Inference(i) => i.load.concurrency,
+            _ => unreachable!(),
+        },
+        Concurrency::Total(1)
+    );
+    let fast = engine::estimate(&s, &w5, &MappingChoice::Auto(Objective::Time), None);
+    let m = fast.mapping.as_ref().unwrap();
+    assert_eq!((m.dp, m.tp, m.pp), (1, 8, 1), "{m:?}");
+    assert_eq!(fast.slo_met, Some(true));
+    assert!(fast.user_tokens_per_s.unwrap() > 500.0 && slow < 500.0);
+    // the same on the command line
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "estimate",
+            "--arch",
+            DGX,
+            "--workload",
+            LLAMA8B,
+            "--min-user-rate",
+            "500/s",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["mapping"]["tp"], 8);
+    assert_eq!(j["slo_met"], true);
+    // a target nothing meets: the closest point, said so
+    let w_imp = with_load(
+        &w,
+        Load {
+            slo: Slo {
+                tpot_s: Some(1e-6),
+                ..Slo::default()
+            },
+            ..Load::default()
+        },
+    );
+    let imp = engine::estimate(&s, &w_imp, &MappingChoice::Auto(Objective::Time), None);
+    assert!(imp.feasible);
+    assert_eq!(imp.slo_met, Some(false));
+    assert_eq!(imp.mapping.as_ref().unwrap().tp, 8);
+}
+
+#[test]
+fn one_user_over_the_system_is_one_instance() {
+    let (s, w) = inputs();
+    let w1 = with_load(
+        &w,
+        Load {
+            concurrency: Concurrency::Total(1),
+            ..Load::default()
+        },
+    );
+    let e = engine::estimate(&s, &w1, &MappingChoice::Auto(Objective::Time), None);
+    assert_eq!(e.concurrency, Some(1));
+    assert_eq!(e.mapping.as_ref().unwrap().dp, 1);
+    // more requests than the KV cache holds: infeasible by memory, with the limit stated
+    let many = with_load(
+        &w,
+        Load {
+            concurrency: Concurrency::Total(1 << 20),
+            ..Load::default()
+        },
+    );
+    let e = engine::estimate(&s, &many, &tp(8), None);
+    assert!(!e.feasible);
+    assert_eq!(e.reason_code, Some("memory"));
+    let cap = e.max_concurrency.unwrap();
+    // and at that limit it fits
+    let at = with_load(
+        &w,
+        Load {
+            concurrency: Concurrency::Total(cap),
+            ..Load::default()
+        },
+    );
+    let e = engine::estimate(&s, &at, &tp(8), None);
+    assert!(e.feasible, "{cap}: {:?}", e.reason);
+    // `max`: the same requests in flight
+    let max = with_load(
+        &w,
+        Load {
+            concurrency: Concurrency::Max,
+            ..Load::default()
+        },
+    );
+    assert_eq!(
+        engine::estimate(&s, &max, &tp(8), None).concurrency,
+        Some(cap)
+    );
+}
+
+#[test]
+fn slo_parses_and_rejects() {
+    let s = Slo::parse("ttft<=2s, tpot<=40ms").unwrap();
+    assert_eq!(s.ttft_s, Some(2.0));
+    assert!((s.tpot_s.unwrap() - 0.04).abs() < 1e-15);
+    assert_eq!(Slo::parse("user>=50/s").unwrap().min_user_rate, Some(50.0));
+    assert!(Slo::parse("ttft<2s").unwrap_err().contains("hint"));
+    assert!(Slo::parse("ttft<=2 kg").is_err());
+    assert!(Slo::parse("latency<=2s").is_err());
+    assert!(Concurrency::parse("0").is_err());
+    assert_eq!(Concurrency::parse("max"), Ok(Concurrency::Max));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, .. ProptestConfig::default() })]
+
+    /// On one instance without a pipeline, more requests in flight never lower the system's
+    /// throughput while they fit (each round reads the weights once for all of them).
+    #[test]
+    fn more_concurrency_never_lowers_throughput(a in 1u64..400, b in 1u64..400, k in 0usize..4) {
+        let (s, w) = inputs();
+        let (lo, hi) = (a.min(b), a.max(b));
+        let tpn = [1u64, 2, 4, 8][k];
+        let run = |c: u64| {
+            let wl = with_load(&w, Load { concurrency: Concurrency::Total(c), ..Load::default() });
+            engine::estimate(&s, &wl, &tp(tpn), Some(tpn))
+        };
+        let (x, y) = (run(lo), run(hi));
+        if x.feasible && y.feasible {
+            prop_assert!(y.throughput_per_s.unwrap() >= x.throughput_per_s.unwrap() * (1.0 - 1e-12),
+                "tp {tpn}: {lo} → {:?}, {hi} → {:?}", x.throughput_per_s, y.throughput_per_s);
+        }
+    }
+
+    /// Time to first token is never below the prompt's FLOPs at the device's peak.
+    #[test]
+    fn ttft_is_at_least_prefill_compute(c in 1u64..256, k in 0usize..4) {
+        let (s, w) = inputs();
+        let tpn = [1u64, 2, 4, 8][k];
+        let wl = with_load(&w, Load { concurrency: Concurrency::Total(c), ..Load::default() });
+        let e = engine::estimate(&s, &wl, &tp(tpn), Some(tpn));
+        if e.feasible {
+            let m = Mapping { tp: tpn, batch: c, micro_batch: 0, ..Mapping::single() };
+            let p = lower::lower_prefill(&s, &wl, &m, tpn).unwrap();
+            let mach = lower::machine(&s, tpn);
+            let at_peak = p.model_flops_per_step / (tpn as f64 * mach[t::MATRIX_PEAK + p.mfu_precision]);
+            prop_assert!(e.ttft_s.unwrap() >= at_peak, "{:?} < {at_peak}", e.ttft_s);
+            let pe = cpu::eval(&p, &mach);
+            prop_assert!(e.ttft_s.unwrap() >= pe.step_time * (1.0 - 1e-12));
+        }
+    }
+
+    /// A looser latency target never gives a lower best throughput (the search over mappings
+    /// and requests in flight keeps every point the tighter one kept).
+    #[test]
+    fn looser_slo_never_lowers_best_throughput(a in 1.0f64..60.0, b in 1.0f64..60.0, ttft in prop::bool::ANY) {
+        let (s, w) = inputs();
+        let (tight, loose) = (a.min(b) * 1e-3, a.max(b) * 1e-3);
+        let best = |tpot: f64| {
+            let slo = Slo { tpot_s: Some(tpot), ttft_s: ttft.then_some(2.0), ..Slo::default() };
+            let wl = with_load(&w, Load { concurrency: Concurrency::Max, slo });
+            engine::estimate(&s, &wl, &MappingChoice::Auto(Objective::Time), None)
+        };
+        let (x, y) = (best(tight), best(loose));
+        if x.slo_met == Some(true) {
+            prop_assert_eq!(y.slo_met, Some(true));
+            prop_assert!(y.throughput_per_s.unwrap() >= x.throughput_per_s.unwrap() * (1.0 - 1e-12),
+                "{tight} s → {:?}, {loose} s → {:?}", x.throughput_per_s, y.throughput_per_s);
+        }
+    }
+}
+
+#[test]
+fn moe_decode_reads_only_the_experts_its_tokens_touch() {
+    use tessera::model::precision::Precision;
+    use tessera::model::workload::Inference;
+    let (s, _) = inputs();
+    let mut w = load_workload("workloads/mixtral-8x7b-pretrain.ron", &CrateFs)
+        .value
+        .expect("workload");
+    w.mapping = None;
+    w.task = Task::Inference(Inference {
+        prompt: 1024,
+        output: 256,
+        batch: 1,
+        weights: Precision::Bf16,
+        compute: Precision::Bf16,
+        kv_cache: Precision::Bf16,
+        activations: Precision::Bf16,
+        flash_attention: true,
+        load: Load::default(),
+    });
+    let p = lower::lower(&s, &w, &tp8(), 8).expect("lowers");
+    let (h, kv, ffn) = (4096.0, 1024.0, 14336.0);
+    let attn = 2.0 * h * h + 2.0 * h * kv;
+    let expert = 3.0 * h * ffn;
+    let router = h * 8.0;
+    let op = |name: &str| p.ops.iter().find(|o| o.name == name).expect(name).clone();
+    // one token: its 2 experts of 8
+    let dec = op("decode: layer matmuls");
+    let want = (attn + router + 2.0 * expert) / 8.0 * 2.0;
+    assert!(
+        (dec.weight_bytes - want).abs() / want < 1e-12,
+        "{} vs {want}",
+        dec.weight_bytes
+    );
+    // a prompt of 1,024 tokens: all 8 (1 − (3/4)^1024 = 1 to machine precision)
+    let pre = op("prefill: layer matmuls");
+    let all = (attn + router + 8.0 * expert) / 8.0 * 2.0;
+    assert!((pre.weight_bytes - all).abs() / all < 1e-12);
+    // 4 requests in a round: 8 × (1 − (3/4)^4) ≈ 5.47 experts
+    let four = Mapping { batch: 4, ..tp8() };
+    let p4 = lower::lower(&s, &w, &four, 8).expect("lowers");
+    let d4 = p4
+        .ops
+        .iter()
+        .find(|o| o.name == "decode: layer matmuls")
+        .unwrap();
+    let distinct = 8.0 * (1.0 - 0.75f64.powi(4));
+    let want4 = (attn + router + distinct * expert) / 8.0 * 2.0;
+    assert!((d4.weight_bytes - want4).abs() / want4 < 1e-12);
+}
