@@ -145,6 +145,11 @@ pub fn check_file_with(name: &str, fs: &dyn Fs, cases: &CaseDevices) -> (Files, 
             if let Some(s) = &l.value {
                 let w = copied_fits(&l.files, &s.device.name, &s.fitted_sources, cases);
                 l.diagnostics.extend(w);
+                l.diagnostics
+                    .extend(crate::model::system::unset_energy_warnings(
+                        &l.files,
+                        &s.device.unset_energy,
+                    ));
             }
             (l.files, l.diagnostics)
         }

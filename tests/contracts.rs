@@ -246,7 +246,51 @@ fn compare() {
         .map(|s| flag(s, "feasible"))
         .collect();
     assert_eq!(feasible, [true, true, false], "{v}");
+    // Issue 12: one power boundary for the whole comparison, named once and the same in every row.
+    assert_eq!(v["power_boundary"], "facility", "{v}");
+    for s in v["systems"].as_array().expect("systems") {
+        assert_eq!(s["power_boundary"], v["power_boundary"], "{s}");
+    }
     insta::assert_snapshot!("compare", Shape::new(&[]).add(&v).render());
+}
+
+/// Issue 12: `scale --power-budget` on the shipped GB200 and H100 clusters: each system's rows stay
+/// within the budget, name it, and more of the budget never buys less throughput.
+#[test]
+fn scale_power_budget_on_shipped_clusters() {
+    let v = tessera(&[
+        "scale",
+        "--arch",
+        "architectures/gb200-cluster.ron",
+        "--arch",
+        "architectures/eos-h100.ron",
+        "--workload",
+        "workloads/llama3.1-8b-pretrain.ron",
+        "--mapping",
+        "auto",
+        "--power-budget",
+        "2 MW",
+        "--format",
+        "json",
+    ]);
+    let systems = v.as_array().expect("one object per system");
+    assert_eq!(systems.len(), 2, "{v}");
+    for s in systems {
+        assert_eq!(s["power_budget_w"].as_f64(), Some(2e6), "{s}");
+        let points = s["points"].as_array().expect("points");
+        assert!(!points.is_empty(), "{s}");
+        let mut feasible = 0;
+        for p in points.iter().filter(|p| flag(p, "feasible")) {
+            let w = p["average_power_w"].as_f64().expect("power");
+            assert!(w <= 2e6 * (1.0 + 1e-9), "{w} W over the budget: {p}");
+            assert!(
+                p["throughput_per_s"].as_f64().expect("throughput") > 0.0,
+                "{p}"
+            );
+            feasible += 1;
+        }
+        assert!(feasible > 0, "no feasible point: {s}");
+    }
 }
 
 #[test]

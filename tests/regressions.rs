@@ -338,3 +338,83 @@ fn a_lower_power_limit_throttles_a_b200() {
     assert!(s < 1.0 && s > 0.0);
     // (measured: clock 41 %, throughput 43 % of the 1000 W figure, energy per step 98 %)
 }
+
+/// Issue 12: node parts count what they draw while the system runs, not their rating. The DGX
+/// H100 node states running figures below its ratings: an estimate counts those, while what the
+/// node is provisioned for (`show`'s rated power, `audit`'s upper bound) keeps the ratings.
+#[test]
+fn node_parts_count_their_running_power() {
+    let sys = system("architectures/dgx-h100.ron", &Disk);
+    let run = sys.power_parts();
+    let rated = sys.rated_parts();
+    assert!(run.node < rated.node, "{run:?} vs {rated:?}");
+    // 2 × 175 W CPUs + 8 × 25 W NICs + 1.3 kW other parts, against 2 × 350 W + 200 W + 2 kW
+    assert!((run.node - 1850.0).abs() < 1e-6, "{run:?}");
+    assert!((rated.node - 2900.0).abs() < 1e-6, "{rated:?}");
+    assert!((sys.rated_power() - (8.0 * 700.0 + 2900.0 + 4.0 * 120.0)).abs() < 1e-6);
+    let w = workload("workloads/llama3.1-8b-pretrain.ron");
+    let choice = MappingChoice::Given(w.mapping.clone().expect("published mapping"));
+    let mut s = sys.clone();
+    s.power_boundary = tessera::vocab::PowerBoundary::Rack;
+    let e = engine::estimate(&s, &w, &choice, None);
+    let dev = e.device_power_w.unwrap();
+    let node = e.average_power_w.unwrap();
+    assert!(
+        (node - (8.0 * dev + run.node + run.scale_up_switches)).abs() < 1e-6 * node,
+        "rack power {node} W is the devices ({dev} W each) and the parts' running power"
+    );
+    // Newkirk et al. 2025 (arXiv 2506.14551): compute-intensive training runs an 8-GPU H100 node
+    // at about 76 % of its 10.2 kW rating; Latif et al. 2025 measured a peak of 8.48 kW (83 %).
+    let share = node / sys.node.power_limit.unwrap();
+    assert!(
+        (0.66..=0.86).contains(&share),
+        "a DGX H100 training Llama 3.1 8B draws {share:.3} of its rating (measured: about 0.76)"
+    );
+}
+
+/// Issue 12: a running figure above the part's rating is an error that names both.
+#[test]
+fn a_running_figure_above_its_rating_is_an_error() {
+    let path = "architectures/parts/dgx-h100-node.ron";
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        "cpu_running: \"175 W @assumed\"",
+        "cpu_running: \"500 W @assumed\"",
+    );
+    let l = load_system("architectures/dgx-h100.ron", &Edited { path, text });
+    let errors: Vec<String> = tessera::model::system::errors(&l.diagnostics)
+        .map(|d| d.message.clone())
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|m| m.contains("`cpu_running`") && m.contains("`cpu_tdp`")),
+        "{errors:?}"
+    );
+}
+
+/// Issue 12: where a device gives no energy per FLOP, the FLOPs get what its TDP leaves after
+/// static power and the reference GEMM's memory power, so memory energy is not counted twice:
+/// (TDP − idle)/(peak · efficiency) − energy per byte × the GEMM's bytes per FLOP on an H100, whose
+/// figures are all derived (taken against the achievable rate).
+#[test]
+fn derived_energy_per_flop_leaves_out_the_memory_energy() {
+    use tessera::model::precision::Precision;
+    let sys = system("architectures/dgx-h100.ron", &Disk);
+    let d = &sys.device;
+    assert!(d.energy_per_flop_derived);
+    let m = engine::machine::machine(&sys, sys.devices);
+    let i = Precision::Bf16.index();
+    let e_byte = m[table::HBM_ENERGY];
+    assert!(
+        (e_byte - 8.0 * 3.9e-12).abs() < 1e-15,
+        "3.9 pJ/bit is 31.2 pJ per byte: {e_byte}"
+    );
+    let rate = d.matrix_peak[i] * d.efficiency.matmul;
+    let bpf = tessera::model::system::reference_bytes_per_flop(i);
+    let want = (d.rated_tdp - d.idle_power) / rate - e_byte * bpf;
+    let got = m[table::ENERGY_PER_FLOP + i];
+    assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
+    // the same as the rule with the memory left free, less the memory's share
+    let free = (d.rated_tdp - d.idle_power) / rate;
+    assert!(got < free && got > 0.9 * free, "{got} vs {free}");
+}

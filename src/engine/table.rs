@@ -273,6 +273,16 @@ pub fn wgsl_constants() -> String {
         "const FIRST_LOW_PRECISION: u32 = {}u;\n",
         Precision::Fp8.index()
     ));
+    // The reference GEMM's bytes per FLOP by precision (`model::system::reference_bytes_per_flop`),
+    // as a function: a switch needs no dynamic indexing of a constant array.
+    s.push_str("fn reference_bytes_per_flop(i: u32) -> f32 {\n    switch i {\n");
+    for i in 0..NPREC {
+        s.push_str(&format!(
+            "        case {i}u: {{ return {:e}; }}\n",
+            crate::model::system::reference_bytes_per_flop(i)
+        ));
+    }
+    s.push_str("        default: { return 0.0; }\n    }\n}\n");
     s
 }
 
@@ -320,27 +330,43 @@ pub fn derive(d: Derive, x: &mut [f64]) {
             continue;
         }
         let mut e = x[RAW_EPF + i];
+        let eff = if x[RAW_MATRIX + i] > 0.0 {
+            matrix_efficiency(x, i)
+        } else {
+            x[EFF_VECTOR]
+        };
         if d.rederive & bit != 0 {
             let peak = x[RAW_MATRIX + i].max(x[RAW_VECTOR + i]);
             if peak > 0.0 {
+                let rate = if d.divide & bit != 0 && eff > 0.0 {
+                    peak * eff
+                } else {
+                    peak
+                };
+                let mem = crate::model::system::reference_memory_power(data_energy(x), rate, i);
                 e = crate::model::system::energy_per_flop_from_tdp(
                     x[RATED_TDP],
                     x[IDLE_POWER],
                     peak,
+                    mem,
                 );
             }
         }
-        if d.divide & bit != 0 {
-            let eff = if x[RAW_MATRIX + i] > 0.0 {
-                matrix_efficiency(x, i)
-            } else {
-                x[EFF_VECTOR]
-            };
-            if eff > 0.0 {
-                e /= eff;
-            }
+        if d.divide & bit != 0 && eff > 0.0 {
+            e /= eff;
         }
         x[ENERGY_PER_FLOP + i] = e;
+    }
+}
+
+/// Energy per byte of the tier a device's data lives in: main memory's, or SRAM's on a device
+/// without main memory (`model::system::data_energy_per_byte` on the machine vector).
+#[inline]
+pub fn data_energy(x: &[f64]) -> f64 {
+    if x[HBM_CAPACITY] > 0.0 {
+        x[HBM_ENERGY]
+    } else {
+        x[SRAM_ENERGY]
     }
 }
 

@@ -269,6 +269,9 @@ pub struct NodeSpec {
     /// Fans, storage, power conversion, board: power beyond devices, host and NICs.
     #[serde(default)]
     pub other_power: Option<Q>,
+    /// What those other parts draw while the node trains or serves (their rating where absent).
+    #[serde(default)]
+    pub other_running: Option<Q>,
     /// The node's rated maximum power; the sum of its parts may not exceed it.
     #[serde(default)]
     pub power_limit: Option<Q>,
@@ -281,6 +284,9 @@ pub struct HostSpec {
     #[serde(default)]
     pub model: String,
     pub cpu_tdp: Q,
+    /// What each CPU draws while it feeds the accelerators (its TDP where absent).
+    #[serde(default)]
+    pub cpu_running: Option<Q>,
     #[serde(default)]
     pub source: Option<String>,
 }
@@ -293,6 +299,9 @@ pub struct NicSpec {
     pub bandwidth: Q,
     #[serde(default)]
     pub power: Option<Q>,
+    /// What each NIC draws under the run's traffic (its `power` where absent).
+    #[serde(default)]
+    pub running: Option<Q>,
     #[serde(default)]
     pub source: Option<String>,
 }
@@ -366,6 +375,9 @@ pub struct SwitchSpec {
     #[serde(default)]
     pub radix: Option<u64>,
     pub power: Q,
+    /// What each switch draws under the run's traffic (its `power` where absent).
+    #[serde(default)]
+    pub running: Option<Q>,
     #[serde(default)]
     pub source: Option<String>,
 }

@@ -345,7 +345,11 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                 ("energy_per_byte", false) => (f::HBM_ENERGY, D::EnergyPerByte),
                 _ => return Err(unknown(path, sys)),
             };
-            knob(dim, vec![set(field)])
+            Knob {
+                // derived energy per FLOP leaves out the reference GEMM's memory energy
+                derive: *what == "energy_per_byte",
+                ..knob(dim, vec![set(field)])
+            }
         }
         ["scale_up", what] => {
             if sys.scale_up.is_none() {
@@ -590,7 +594,11 @@ fn memory_level(
                 )));
             }
             let field = if sram { f::SRAM_ENERGY } else { f::HBM_ENERGY };
-            knob(D::EnergyPerByte, vec![set(field)])
+            // derived energy per FLOP leaves out the reference GEMM's memory energy
+            Knob {
+                derive: true,
+                ..knob(D::EnergyPerByte, vec![set(field)])
+            }
         }
         _ => return Err(None),
     };
@@ -724,8 +732,32 @@ pub fn derive_energy(sys: &mut System, mask: u32) {
         if mask & (1 << i) != 0 {
             let peak = d.matrix_peak[i].max(d.vector_peak[i]);
             if peak > 0.0 {
-                d.energy_per_flop[i] =
-                    crate::model::system::energy_per_flop_from_tdp(d.rated_tdp, d.idle_power, peak);
+                let rate = if d.energy_per_flop_derived {
+                    let eff = if d.matrix_peak[i] > 0.0 {
+                        if crate::engine::table::low_precision(i) {
+                            d.efficiency.matmul * d.efficiency.low_precision_matmul
+                        } else {
+                            d.efficiency.matmul
+                        }
+                    } else {
+                        d.efficiency.vector
+                    };
+                    if eff > 0.0 {
+                        peak * eff
+                    } else {
+                        peak
+                    }
+                } else {
+                    peak
+                };
+                let e = crate::model::system::data_energy_per_byte(&d.memory);
+                let mem = crate::model::system::reference_memory_power(e, rate, i);
+                d.energy_per_flop[i] = crate::model::system::energy_per_flop_from_tdp(
+                    d.rated_tdp,
+                    d.idle_power,
+                    peak,
+                    mem,
+                );
             }
         }
     }

@@ -222,7 +222,7 @@ fn lower_claim(cx: &mut Ctx, s: &ClaimSpec) -> Option<Figures> {
 /// (each device at its power limit, as the estimate throttles it: its TDP or its share of a node or
 /// facility limit; hosts, NICs, other parts; the node's power limit when larger), their share of
 /// the switches, network and weight
-/// store (`System::power_parts`, as the estimate splits them), times the PUE.
+/// store at their ratings (`System::rated_parts`, split as the estimate splits them), times the PUE.
 pub fn max_power(sys: &System, devices: u64) -> f64 {
     let per_node = sys.node.devices.max(1) as u64;
     let nodes = devices.div_ceil(per_node) as f64;
@@ -232,7 +232,7 @@ pub fn max_power(sys: &System, devices: u64) -> f64 {
     } else {
         sys.device.tdp
     };
-    let p = sys.power_parts();
+    let p = sys.rated_parts();
     let parts = per_node as f64 * limit + p.node / sys.nodes.max(1) as f64;
     // the node's own rating, where larger, bounds what it can draw (parts the file leaves out)
     let node = sys.node.power_limit.unwrap_or(0.0).max(parts);

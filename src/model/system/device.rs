@@ -120,18 +120,66 @@ pub(super) fn lower_device(
     let mut energy_per_flop = epf;
     let derived = energy_per_flop.iter().all(|e| *e == 0.0);
     let mut from_tdp = [false; crate::model::precision::NPREC];
+    let data_energy = super::data_energy_per_byte(&memory);
     for p in Precision::ALL {
         let i = p.index();
         if energy_per_flop[i] == 0.0 {
             let peak = matrix_peak[i].max(vector_peak[i]);
             if peak > 0.0 {
-                // Assumption: a device running its matrix engines flat out at `p` draws its TDP.
-                energy_per_flop[i] = super::energy_per_flop_from_tdp(tdp, idle, peak);
+                // Assumption: a device running its matrix engines flat out at `p` draws its TDP:
+                // at its peak, or, where every figure is derived, at its achievable rate (the
+                // machine divides by the efficiency; see `engine::machine::energy_rules`).
+                let rate = if derived {
+                    peak * reference_efficiency(
+                        matrix_peak[i] > 0.0,
+                        p,
+                        matmul,
+                        lowp,
+                        vector,
+                        memory_eff,
+                    )
+                } else {
+                    peak
+                };
+                let mem = super::reference_memory_power(data_energy, rate, i);
+                energy_per_flop[i] = super::energy_per_flop_from_tdp(tdp, idle, peak, mem);
                 from_tdp[i] = true;
             }
         }
     }
+    let mut unset_energy = Vec::new();
+    let mut unset = |message: String, hint: &str| {
+        unset_energy.push(super::UnsetEnergy {
+            file: d.file,
+            at: d.path.clone(),
+            message,
+            hint: hint.into(),
+        })
+    };
+    if s.idle_power.is_none() {
+        unset(
+            format!(
+                "device `{}` gives no `idle_power`: its static power is taken as a quarter of its TDP ({})",
+                s.name,
+                crate::units::fmt_si(idle, "W")
+            ),
+            "add `idle_power` with its source (a measured idle draw), or mark a guess `@assumed`",
+        );
+    }
+    for l in memory
+        .iter()
+        .filter(|l| !l.cache && l.energy_per_byte == 0.0)
+    {
+        unset(
+            format!(
+                "memory level `{}` of device `{}` gives no `energy_per_byte`: its traffic costs no energy",
+                l.name, s.name
+            ),
+            "add `energy_per_byte` (e.g. \"3.9 pJ/bit\" for HBM2, O'Connor et al. MICRO'17) with its source, or mark a guess `@assumed`",
+        );
+    }
     Some(Device {
+        unset_energy,
         name: s.name.clone(),
         dies,
         cores: cores_per_die.saturating_mul(dies as u64),
@@ -158,6 +206,33 @@ pub(super) fn lower_device(
         area,
         clock,
     })
+}
+
+/// The achievable fraction of peak the derivation assumes at precision `p` (the machine's
+/// `table::matrix_efficiency`, or the vector efficiency where the precision has no matrix rate).
+fn reference_efficiency(
+    matrix: bool,
+    p: Precision,
+    matmul: Option<f64>,
+    lowp: Option<f64>,
+    vector: Option<f64>,
+    memory: Option<f64>,
+) -> f64 {
+    let f = if matrix {
+        let m = matmul.unwrap_or(1.0);
+        if crate::engine::table::low_precision(p.index()) {
+            m * lowp.unwrap_or(1.0)
+        } else {
+            m
+        }
+    } else {
+        vector.or(memory).unwrap_or(1.0)
+    };
+    if f > 0.0 {
+        f
+    } else {
+        1.0
+    }
 }
 
 type DieOut = (

@@ -265,10 +265,11 @@ pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
     let host = s.host.as_ref().and_then(|h| {
         cx.enter_field("host", h.source.as_ref());
         let tdp = cx.non_negative("cpu_tdp", &h.cpu_tdp, D::Power);
+        let run = running(cx, "cpu_running", h.cpu_running.as_ref(), tdp, "cpu_tdp");
         cx.leave();
-        tdp.map(|t| t * h.cpus as f64)
+        tdp.map(|t| (t * h.cpus as f64, run.unwrap_or(t) * h.cpus as f64))
     });
-    let (nic_count, nic_bw, nic_power) = match &s.nics {
+    let (nic_count, nic_bw, nic_power, nic_running) = match &s.nics {
         Some(nn) => {
             cx.enter_field("nics", nn.source.as_ref());
             let bw = cx.positive("bandwidth", &nn.bandwidth, D::Bandwidth);
@@ -276,19 +277,29 @@ pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
                 .power
                 .as_ref()
                 .and_then(|q| cx.non_negative("power", q, D::Power));
+            let run = running(cx, "running", nn.running.as_ref(), p, "power");
             cx.leave();
+            let p = p.unwrap_or(0.0);
             (
                 nn.count,
                 bw.unwrap_or(0.0) * nn.count as f64,
-                p.unwrap_or(0.0) * nn.count as f64,
+                p * nn.count as f64,
+                run.unwrap_or(p) * nn.count as f64,
             )
         }
-        None => (0, 0.0, 0.0),
+        None => (0, 0.0, 0.0, 0.0),
     };
     let other = s
         .other_power
         .as_ref()
         .and_then(|q| cx.non_negative("other_power", q, D::Power));
+    let other_run = running(
+        cx,
+        "other_running",
+        s.other_running.as_ref(),
+        other,
+        "other_power",
+    );
     let limit = s
         .power_limit
         .as_ref()
@@ -307,11 +318,14 @@ pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
     Some(Node {
         name: s.name.clone(),
         devices: devices? as u32,
-        host_power: host.unwrap_or(0.0),
+        host_power: host.map(|h| h.0).unwrap_or(0.0),
         nic_count,
         nic_bandwidth: nic_bw,
         nic_power,
         other_power: other.unwrap_or(0.0),
+        host_running: host.map(|h| h.1).unwrap_or(0.0),
+        nic_running,
+        other_running: other_run.or(other).unwrap_or(0.0),
         memory,
         power_limit: limit,
     })
@@ -351,15 +365,7 @@ fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {
             );
         }
     }
-    let (sc, sp) = match &s.switches {
-        Some(sw) => {
-            cx.enter_field("switches", sw.source.as_ref());
-            let p = cx.non_negative("power", &sw.power, D::Power);
-            cx.leave();
-            (sw.count, p.unwrap_or(0.0))
-        }
-        None => (0, 0.0),
-    };
+    let (sc, sp, sr) = switches(cx, s.switches.as_ref());
     let bw = bw?;
     Some(ScaleUp {
         name: s.name.clone(),
@@ -376,6 +382,7 @@ fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {
         energy_per_byte: e.unwrap_or(0.0),
         switch_count: sc,
         switch_power: sp,
+        switch_running: sr,
     })
 }
 
@@ -399,15 +406,7 @@ fn lower_scale_out(cx: &mut Ctx, s: &ScaleOutSpec) -> Option<ScaleOut> {
         .energy_per_bit
         .as_ref()
         .and_then(|q| cx.non_negative("energy_per_bit", q, D::EnergyPerByte));
-    let (sc, sp) = match &s.switches {
-        Some(sw) => {
-            cx.enter_field("switches", sw.source.as_ref());
-            let p = cx.non_negative("power", &sw.power, D::Power);
-            cx.leave();
-            (sw.count, p.unwrap_or(0.0))
-        }
-        None => (0, 0.0),
-    };
+    let (sc, sp, sr) = switches(cx, s.switches.as_ref());
     Some(ScaleOut {
         name: s.name.clone(),
         topology: s.topology,
@@ -418,5 +417,49 @@ fn lower_scale_out(cx: &mut Ctx, s: &ScaleOutSpec) -> Option<ScaleOut> {
         energy_per_byte: e.unwrap_or(0.0),
         switch_count: sc,
         switch_power: sp,
+        switch_running: sr,
     })
+}
+
+/// A switch set's count, rating and running power per switch (W).
+fn switches(cx: &mut Ctx, sw: Option<&SwitchSpec>) -> (u64, f64, f64) {
+    match sw {
+        Some(sw) => {
+            cx.enter_field("switches", sw.source.as_ref());
+            let p = cx.non_negative("power", &sw.power, D::Power);
+            let r = running(cx, "running", sw.running.as_ref(), p, "power");
+            cx.leave();
+            let p = p.unwrap_or(0.0);
+            (sw.count, p, r.unwrap_or(p))
+        }
+        None => (0, 0.0, 0.0),
+    }
+}
+
+/// A part's running power (what it draws under load): at most its rating, which it stands for
+/// where the file gives none (`None` then).
+fn running(
+    cx: &mut Ctx,
+    field: &str,
+    q: Option<&crate::spec::Q>,
+    rating: Option<f64>,
+    rating_field: &str,
+) -> Option<f64> {
+    let r = cx.non_negative(field, q?, D::Power)?;
+    if let Some(t) = rating {
+        if r > t * 1.0001 {
+            cx.error(
+                field,
+                format!(
+                    "`{field}` ({}) is above `{rating_field}` ({})",
+                    crate::units::fmt_si(r, "W"),
+                    crate::units::fmt_si(t, "W")
+                ),
+                Some(format!(
+                    "`{field}` is what the part draws while the system runs; `{rating_field}` is the most it may draw"
+                )),
+            );
+        }
+    }
+    Some(r)
 }

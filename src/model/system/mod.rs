@@ -70,10 +70,39 @@ pub struct Device {
     /// Per precision: the figure was derived from TDP as (TDP − idle) / peak because the file
     /// gives none for it (an assumption, recorded here so nothing downstream re-detects it).
     pub energy_per_flop_from_tdp: [bool; NPREC],
+    /// Energy figures the file leaves unset (the model then takes a default or zero), with where
+    /// the device is written: `tessera check` warns about each.
+    #[serde(skip)]
+    pub unset_energy: Vec<UnsetEnergy>,
     pub mesh: Option<Mesh>,
     pub die_to_die_bandwidth: Option<f64>,
     pub area: Option<f64>,
     pub clock: Option<f64>,
+}
+
+/// An energy figure a device file leaves unset, for `tessera check`'s warning.
+#[derive(Debug, Clone)]
+pub struct UnsetEnergy {
+    /// Index into the load's `Files`, and where the device is written.
+    pub file: usize,
+    pub at: Path,
+    /// What is missing and what the model takes instead.
+    pub message: String,
+    pub hint: String,
+}
+
+/// A warning for each energy figure a device leaves unset (for `tessera check`).
+pub fn unset_energy_warnings(files: &crate::spec::Files, unset: &[UnsetEnergy]) -> Vec<Diagnostic> {
+    unset
+        .iter()
+        .map(|u| {
+            let mut d = files
+                .at(u.file, &u.at, u.message.clone())
+                .with_hint(Some(u.hint.clone()));
+            d.severity = Severity::Warning;
+            d
+        })
+        .collect()
 }
 
 /// Rated power of the parts of a system other than its devices (W, whole system), by the power
@@ -121,11 +150,44 @@ impl Dvfs {
 }
 
 /// Energy per FLOP where the file gives none (an assumption): a device running its engines flat
-/// out at a precision draws its TDP, so (TDP − idle) / peak. The one statement of the rule: the
-/// loader, the sweep's per-point re-derivation (`engine::table::derive`) and its reference in
-/// `sweep::paths` call it (the WGSL kernel has its port).
-pub fn energy_per_flop_from_tdp(tdp: f64, idle: f64, peak: f64) -> f64 {
-    (tdp - idle) / peak
+/// out at a precision draws its TDP. What it draws then is static power, the FLOPs' energy and the
+/// energy of the memory traffic the work needs; the FLOPs get what is left, so
+/// (TDP − idle − `memory_power`) / peak, where `memory_power` is [`reference_memory_power`] at the
+/// rate the rule assumes (so memory energy the cost program counts is not counted twice). The one
+/// statement of the rule: the loader, the sweep's per-point re-derivation (`engine::table::derive`)
+/// and its reference in `sweep::paths` call it (the WGSL kernel has its port).
+pub fn energy_per_flop_from_tdp(tdp: f64, idle: f64, peak: f64, memory_power: f64) -> f64 {
+    (tdp - idle - memory_power).max(0.0) / peak
+}
+
+/// Order of the square GEMM whose draw a TDP-derived energy per FLOP follows (an assumption: the
+/// large GEMMs a device's power limit is set on; n = 8192 is the size vendors' GEMM benchmarks and
+/// the efficiency figures of the architecture files quote).
+pub const REFERENCE_GEMM_N: f64 = 8192.0;
+
+/// Main-memory bytes per FLOP of the reference GEMM at precision index `p`, counted as the cost
+/// program counts an operator's traffic (each operand read once, the result written once):
+/// 3 n² elements over 2 n³ FLOPs.
+pub fn reference_bytes_per_flop(p: usize) -> f64 {
+    3.0 * Precision::ALL[p].bytes() / (2.0 * REFERENCE_GEMM_N)
+}
+
+/// Memory power of the reference GEMM at precision index `p` running at `rate` FLOP/s, with
+/// `energy_per_byte` the energy of the tier its operands live in (W).
+pub fn reference_memory_power(energy_per_byte: f64, rate: f64, p: usize) -> f64 {
+    energy_per_byte * rate * reference_bytes_per_flop(p)
+}
+
+/// Energy per byte of the tier a device's data lives in, as `engine::machine` assigns tiers:
+/// the last main-memory (DRAM, HBM) level's, or the last SRAM level's on a device without one.
+pub fn data_energy_per_byte(memory: &[MemLevel]) -> f64 {
+    let store = |sram: bool| {
+        memory
+            .iter()
+            .rfind(|l| !l.cache && (l.kind == crate::vocab::MemoryKind::Sram) == sram)
+            .map(|l| l.energy_per_byte)
+    };
+    store(false).or_else(|| store(true)).unwrap_or(0.0)
 }
 
 /// No vector figure: elementwise work runs at a sixteenth of the matrix rate (assumption
@@ -180,12 +242,18 @@ pub struct Mesh {
 pub struct Node {
     pub name: String,
     pub devices: u32,
+    /// Ratings (W, per node): CPUs at their TDP, NICs and other parts at their stated power.
     pub host_power: f64,
     pub nic_count: u32,
     /// Per node, per direction.
     pub nic_bandwidth: f64,
     pub nic_power: f64,
     pub other_power: f64,
+    /// What the same parts draw while the node runs (W, per node): the file's `cpu_running`,
+    /// NIC `running` and `other_running`, each its rating where the file gives none.
+    pub host_running: f64,
+    pub nic_running: f64,
+    pub other_running: f64,
     pub memory: Vec<MemLevel>,
     pub power_limit: Option<f64>,
 }
@@ -205,7 +273,10 @@ pub struct ScaleUp {
     /// J per byte sent (the file writes it per bit; units convert it).
     pub energy_per_byte: f64,
     pub switch_count: u64,
+    /// Rating per switch (W).
     pub switch_power: f64,
+    /// What each switch draws under the run's traffic (W; its rating where the file gives none).
+    pub switch_running: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -220,7 +291,10 @@ pub struct ScaleOut {
     /// J per byte sent (the file writes it per bit; units convert it).
     pub energy_per_byte: f64,
     pub switch_count: u64,
+    /// Rating per switch (W).
     pub switch_power: f64,
+    /// What each switch draws under the run's traffic (W; its rating where the file gives none).
+    pub switch_running: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -254,42 +328,64 @@ impl System {
             .unwrap_or(1)
     }
 
-    /// Power of everything but the accelerators, whole system (W): hosts, NICs, other node parts,
-    /// switches, weight store.
+    /// Rated power of everything but the accelerators, whole system (W): hosts, NICs, other node
+    /// parts, switches, weight store, each at its rating.
     pub fn overhead_power(&self) -> f64 {
-        self.power_parts().overhead()
+        self.rated_parts().overhead()
     }
 
-    /// The power of every part but the devices, at its rating (W, whole system).
+    /// What every part but the devices draws while the system runs (W, whole system): each part's
+    /// running figure, its rating where the file gives none. This is what an estimate counts.
     pub fn power_parts(&self) -> PowerParts {
+        self.parts(true)
+    }
+
+    /// The power of every part but the devices, at its rating (W, whole system): what a node or
+    /// facility must be provisioned for (`show`, `audit`'s upper bound, the budget checks).
+    pub fn rated_parts(&self) -> PowerParts {
+        self.parts(false)
+    }
+
+    fn parts(&self, running: bool) -> PowerParts {
         let n = self.nodes as f64;
+        let node = if running {
+            self.node.host_running + self.node.nic_running + self.node.other_running
+        } else {
+            self.node.host_power + self.node.nic_power + self.node.other_power
+        };
+        let pick = |rating: f64, run: f64| if running { run } else { rating };
         PowerParts {
-            node: (self.node.host_power + self.node.nic_power + self.node.other_power) * n,
+            node: node * n,
             scale_up_switches: self
                 .scale_up
                 .as_ref()
-                .map(|s| s.switch_count as f64 * s.switch_power * self.domains() as f64)
+                .map(|s| {
+                    s.switch_count as f64
+                        * pick(s.switch_power, s.switch_running)
+                        * self.domains() as f64
+                })
                 .unwrap_or(0.0),
             scale_out_switches: self
                 .scale_out
                 .as_ref()
-                .map(|s| s.switch_count as f64 * s.switch_power)
+                .map(|s| s.switch_count as f64 * pick(s.switch_power, s.switch_running))
                 .unwrap_or(0.0),
             weight_store: self.weight_store.as_ref().map(|w| w.power).unwrap_or(0.0),
         }
     }
 
     /// The per-device share of the power limits the file declares (W; 0 = none): a node's
-    /// `power_limit` less its other parts over its devices, and the facility's `power_limit` (IT
-    /// power) less every non-device part over all devices. A device demanding more is throttled.
+    /// `power_limit` less what its other parts draw over its devices, and the facility's
+    /// `power_limit` (IT power) less what every non-device part draws over all devices. A device
+    /// demanding more is throttled.
     pub fn power_cap(&self) -> f64 {
         let mut cap = f64::INFINITY;
         if let Some(lim) = self.node.power_limit {
-            let other = self.node.host_power + self.node.nic_power + self.node.other_power;
+            let other = self.node.host_running + self.node.nic_running + self.node.other_running;
             cap = cap.min((lim - other) / self.node.devices as f64);
         }
         if let Some(lim) = self.power_limit {
-            cap = cap.min((lim - self.overhead_power()) / self.devices as f64);
+            cap = cap.min((lim - self.power_parts().overhead()) / self.devices as f64);
         }
         if cap.is_finite() {
             cap.max(0.0)

@@ -55,8 +55,15 @@ pub fn check_part_fitted(
                     diags.append(&mut r.diagnostics);
                     if let Some(die) = die {
                         let mut cx = Ctx::new(&r.files, id);
-                        lower_device(&mut cx, &dev, &die);
+                        let lowered = lower_device(&mut cx, &dev, &die);
                         diags.extend(cx.diags);
+                        // energy figures left unset, where the device itself is sound
+                        let failed = diags
+                            .iter()
+                            .any(|d| d.severity == crate::diag::Severity::Error);
+                        if let (Some(l), false) = (lowered, failed) {
+                            diags.extend(super::unset_energy_warnings(&r.files, &l.unset_energy));
+                        }
                         fitted = Some((dev.spec.name.clone(), cx.fitted_sources));
                     }
                 }

@@ -103,14 +103,26 @@ fn apply() {
         }
         var e = X[F_RAW_EPF + i];
         let peak = max(X[F_RAW_MATRIX + i], X[F_RAW_VECTOR + i]);
-        if ((P.rederive & bit) != 0u && peak > 0.0) {
-            e = (X[F_RATED_TDP] - X[F_IDLE_POWER]) / peak;
-        }
         var eff = X[F_EFF_VECTOR];
         if (X[F_RAW_MATRIX + i] > 0.0) {
             eff = matrix_efficiency(i);
         }
-        if ((P.divide & bit) != 0u && eff > 0.0) {
+        let divide = (P.divide & bit) != 0u && eff > 0.0;
+        if ((P.rederive & bit) != 0u && peak > 0.0) {
+            // (rated TDP - idle - the reference GEMM's memory power) / peak, at the rate the
+            // rule assumes (`model::system::energy_per_flop_from_tdp`)
+            var rate = peak;
+            if (divide) {
+                rate = peak * eff;
+            }
+            var eb = X[F_SRAM_ENERGY];
+            if (X[F_HBM_CAPACITY] > 0.0) {
+                eb = X[F_HBM_ENERGY];
+            }
+            let mem = eb * rate * reference_bytes_per_flop(i);
+            e = max(X[F_RATED_TDP] - X[F_IDLE_POWER] - mem, 0.0) / peak;
+        }
+        if (divide) {
             e = e / eff;
         }
         X[F_ENERGY_PER_FLOP + i] = e;
