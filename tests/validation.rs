@@ -126,17 +126,16 @@ fn the_gated_set_passes_and_reaches_the_targets() {
         cases.len()
     );
 
-    // Headline: unfitted MAPE ≤ 8 % (reached: 3.3 %), no case beyond 20 % (reached: 14.3 %, the
-    // GPT-3 energy case on the immersion-cooled cluster it ran on: its run 8 % short, its power 7 %
-    // low; before it the largest was 11.2 %, a time case). Issue 12 session 3 added four gated
-    // average-power cases (4-9 %) and moved that case, which raised the figures from 3 % and 12 %.
+    // Headline: unfitted MAPE ≤ 8 %, no case beyond 20 % (the issue's targets). The assertions
+    // below are the figures reached, as a record that moves only with the set: 2.9 % and 11.2 %
+    // over the 33 cases before the Megatron-Bridge family; 3.3 % over 48 with its 15 gated rows;
+    // then four gated average-power cases (4-9 %), the GPT-3 energy case moved to the
+    // immersion-cooled cluster it ran on (-14.3 %), and the MLPerf Inference family (nine gated
+    // serving cases, the largest the 405B B200 Offline at +14.6 %): 4.2 % and 14.6 % unfitted.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    // (the issue's targets are 8 % and 20 %; the assertions are the figures reached: 2.9 % over
-    // the 33 cases before the Megatron-Bridge family, 3.3 % over 48 with its 15 gated rows, then
-    // the gated power cases and the MLPerf Inference family)
-    assert!(mape <= 0.035, "unfitted MAPE {mape} (target 0.08)");
-    assert!(max <= 0.145, "largest unfitted error {max} (target 0.20)");
+    assert!(mape <= 0.043, "unfitted MAPE {mape} (target 0.08)");
+    assert!(max <= 0.147, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
     // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted

@@ -199,6 +199,8 @@ fn build(
     let kvb = inf.kv_cache.bytes();
     let ab = inf.activations.bytes();
     let h = t.hidden as f64;
+    // the attention's query width: `hidden` unless the model sets `head_dim` apart
+    let qd = t.q_dim() as f64;
     let vocab = t.vocab as f64;
     let kvd = (t.kv_heads * t.head_dim()) as f64;
     // requests in flight per instance: the serving load's (the mapping's), else the workload's;
@@ -363,7 +365,7 @@ fn build(
     let ffn_mats = if t.gated_ffn { 3.0 } else { 2.0 };
     let ffn_width = t.layer_ffn_active() / (ffn_mats * h);
     let reductions = 5.0;
-    let reduced = (h + 2.0 * kvd) + h + (ffn_mats - 1.0) * ffn_width + h + h;
+    let reduced = (qd + 2.0 * kvd) + h + (ffn_mats - 1.0) * ffn_width + h + qd;
     let mut b = Builder::default();
     let mut out_stages: Vec<Stage> = Vec::new();
     let mut biggest = Footprint::default();
@@ -389,7 +391,7 @@ fn build(
                 name: "decode: attention over KV cache".into(),
                 matrix: true,
                 precision: p,
-                flops: 4.0 * mbatch * ctx * h / d,
+                flops: 4.0 * mbatch * ctx * qd / d,
                 weight_bytes: 0.0,
                 act_bytes: mbatch * ctx * 2.0 * kvd / d * kvb,
                 count: l,
@@ -562,9 +564,9 @@ fn build(
                 name: "prefill: attention".into(),
                 matrix: true,
                 precision: p,
-                flops: 4.0 * ptok * inf.prompt as f64 * h / d * causal,
+                flops: 4.0 * ptok * inf.prompt as f64 * qd / d * causal,
                 weight_bytes: 0.0,
-                act_bytes: ptok * (2.0 * h + 2.0 * kvd) / d * ab,
+                act_bytes: ptok * (2.0 * qd + 2.0 * kvd) / d * ab,
                 count: l * amort,
                 section: stp,
                 phase,
