@@ -254,6 +254,29 @@ fn compare() {
     insta::assert_snapshot!("compare", Shape::new(&[]).add(&v).render());
 }
 
+/// `compare --power-budget`: a system that cannot run the workload at any size says why (its own
+/// reason, here no mapping fits NorthPole's cards), not that it is over the budget; the others
+/// stay within it.
+#[test]
+fn compare_power_budget_keeps_the_workloads_own_reason() {
+    let v = tessera(&[
+        "compare",
+        "architectures/gb200-nvl72.ron",
+        "architectures/northpole-16.ron",
+        "--workload",
+        "workloads/llama3.1-8b-pretrain.ron",
+        "--power-budget",
+        "1 MW",
+        "--format",
+        "json",
+    ]);
+    let rows = v["systems"].as_array().expect("systems");
+    assert!(flag(&rows[0], "feasible"), "{v}");
+    assert!(rows[0]["average_power_w"].as_f64().expect("power") <= 1e6 * (1.0 + 1e-9));
+    assert!(!flag(&rows[1], "feasible"), "{v}");
+    assert_ne!(rows[1]["reason_code"], "power_budget", "{v}");
+}
+
 /// Issue 12: `scale --power-budget` on the shipped GB200 and H100 clusters: each system's rows stay
 /// within the budget, name it, and more of the budget never buys less throughput.
 #[test]
@@ -290,6 +313,17 @@ fn scale_power_budget_on_shipped_clusters() {
             feasible += 1;
         }
         assert!(feasible > 0, "no feasible point: {s}");
+        // the points are 1/8, 1/4, 1/2 and all of the budget: a larger budget never buys less
+        // (budget::fit keeps the fastest count within it, fewer nodes included)
+        let rates: Vec<f64> = points
+            .iter()
+            .filter(|p| flag(p, "feasible"))
+            .map(|p| p["throughput_per_s"].as_f64().expect("throughput"))
+            .collect();
+        assert!(
+            rates.windows(2).all(|r| r[1] >= r[0]),
+            "throughput falls as the budget grows: {rates:?}"
+        );
     }
 }
 

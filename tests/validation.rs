@@ -130,11 +130,11 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // below are the figures reached, as a record that moves only with the set: 2.9 % and 11.2 %
     // over the 33 cases before the Megatron-Bridge family; 3.3 % over 48 with its 15 gated rows;
     // then four gated average-power cases (4-9 %), the GPT-3 energy case moved to the
-    // immersion-cooled cluster it ran on (-14.3 %), and the MLPerf Inference family (nine gated
-    // serving cases, the largest the 405B B200 Offline at +14.6 %): 4.2 % and 14.6 % unfitted.
+    // immersion-cooled cluster it ran on (-14.3 %), and the MLPerf Inference family (eight gated
+    // serving cases, the largest the 405B B200 Offline at +14.6 %): 4.1 % and 14.6 % over 60.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.043, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.042, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.147, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 

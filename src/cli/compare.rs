@@ -4,8 +4,7 @@ use super::common::{self, duration, si};
 use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::reason::Reason;
-use tessera::engine::{budget, estimate, Estimate, MappingChoice, Objective};
+use tessera::engine::{budget, estimate, MappingChoice, Objective};
 use tessera::model::serving::Concurrency;
 use tessera::report::compare::{compare, Comparison};
 
@@ -152,15 +151,8 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 }
                 ests.push(match a.power.power_budget {
                     Some(b) => match budget::fit(&sys, &w, &choice, b) {
-                        Some(f) => f.estimate,
-                        None => Estimate::infeasible(
-                            &sys,
-                            &w,
-                            sys.node.devices as u64,
-                            None,
-                            &Reason::PowerBudget,
-                            tessera::engine::unit_of(&w),
-                        ),
+                        Ok(f) => f.estimate,
+                        Err(why) => *why,
                     },
                     None => estimate(&sys, &w, &choice, devices.map(|d| d.min(sys.devices))),
                 })

@@ -131,7 +131,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 // iso-power: what fractions of the budget hold, and what they deliver
                 Some(b) => [0.125, 0.25, 0.5, 1.0]
                     .iter()
-                    .filter_map(|f| budget::fit(sys, w, choice, b * f))
+                    .filter_map(|f| budget::fit(sys, w, choice, b * f).ok())
                     .map(|f| f.estimate)
                     .collect(),
                 None => a

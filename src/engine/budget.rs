@@ -4,6 +4,7 @@
 //! fewer nodes. A system may grow past its file by whole nodes (scale-out switches in proportion).
 
 use super::{estimate, Estimate, MappingChoice};
+use crate::engine::reason::Reason;
 use crate::model::system::System;
 use crate::model::workload::Workload;
 use serde::Serialize;
@@ -37,11 +38,42 @@ pub fn resized(sys: &System, nodes: u64) -> System {
     s
 }
 
-/// The largest whole-node deployment of `sys` whose power (at its boundary) is within
-/// `budget` W and whose estimate is feasible: the node count where the per-node power measured
-/// on the file's system meets the budget, then down (or up, by the same measure) to the nearest
-/// feasible count within budget. `None` when not even one node fits.
-pub fn fit(sys: &System, w: &Workload, choice: &MappingChoice, budget: f64) -> Option<BudgetFit> {
+/// The fastest whole-node deployment of `sys` whose power (at its boundary) is within `budget`
+/// W and whose estimate is feasible. First the largest such count: where the per-node power
+/// measured on the file's system meets the budget, then down (or up, by the same measure) to
+/// the nearest feasible count within budget. Then that count halved, again and again, every
+/// power of two below it, and the file's own size: a budget need not be spent, so when a workload cannot use every node (a
+/// small global batch over a deep pipeline) fewer nodes that run faster win, and a larger budget
+/// never gives a slower answer than a smaller one on the same candidates. `Err` carries the
+/// infeasible estimate that says why not even one node serves: the workload's own reason where
+/// one node cannot run it at all (a device that cannot train), else [`Reason::PowerBudget`].
+pub fn fit(
+    sys: &System,
+    w: &Workload,
+    choice: &MappingChoice,
+    budget: f64,
+) -> Result<BudgetFit, Box<Estimate>> {
+    match fit_nodes(sys, w, choice, budget) {
+        Some(f) => Ok(f),
+        None => {
+            let one = estimate(&resized(sys, 1), w, choice, None);
+            Err(Box::new(if one.feasible {
+                Estimate::infeasible(
+                    sys,
+                    w,
+                    sys.node.devices as u64,
+                    None,
+                    &Reason::PowerBudget,
+                    super::unit_of(w),
+                )
+            } else {
+                one
+            }))
+        }
+    }
+}
+
+fn fit_nodes(sys: &System, w: &Workload, choice: &MappingChoice, budget: f64) -> Option<BudgetFit> {
     let mut tried = 0;
     let mut at = |nodes: u64| -> Option<Estimate> {
         tried += 1;
@@ -85,6 +117,26 @@ pub fn fit(sys: &System, w: &Workload, choice: &MappingChoice, budget: f64) -> O
                     misses = 0;
                 }
                 None => misses += 1,
+            }
+        }
+    }
+    let (largest, _) = best.as_ref()?;
+    // fewer nodes may be faster: halvings of the largest count, every power of two below it
+    // (parallel mappings divide such counts best), and the file's own size
+    let mut smaller: Vec<u64> = std::iter::successors(Some(*largest / 2), |n| Some(n / 2))
+        .take_while(|&n| n > 0)
+        .chain((0..64).map(|k| 1u64 << k).take_while(|&n| n < *largest))
+        .collect();
+    if sys.nodes < *largest {
+        smaller.push(sys.nodes);
+    }
+    smaller.sort_unstable();
+    smaller.dedup();
+    for n in smaller {
+        if let Some(e) = at(n) {
+            let (_, b) = best.as_ref()?;
+            if e.throughput_per_s > b.throughput_per_s {
+                best = Some((n, e));
             }
         }
     }
