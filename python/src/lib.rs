@@ -200,22 +200,19 @@ fn compare_json(
         return Err(usage("compare needs at least one system"));
     }
     let objective: Objective = choice("objective", objective)?;
+    // one load for every system, as the CLI's compare puts it
+    let mut w = workload.inner.clone();
+    tessera::engine::serve::one_load(&mut w);
     let c = mapping_choice(mapping, workload, objective)?;
     let sys: Vec<&tessera::model::system::System> = systems.iter().map(|s| &s.inner).collect();
-    let cmp = py.detach(|| {
+    let mut cmp = py.detach(|| {
         tessera::report::compare::compare(
             sys.iter()
-                .map(|s| {
-                    tessera::engine::estimate(
-                        s,
-                        &workload.inner,
-                        &c,
-                        devices.map(|d| d.min(s.devices)),
-                    )
-                })
+                .map(|s| tessera::engine::estimate(s, &w, &c, devices.map(|d| d.min(s.devices))))
                 .collect(),
         )
     });
+    (cmp.concurrency, cmp.slo) = tessera::engine::serve::stated_load(&w);
     serde_json::to_string(&cmp).map_err(usage)
 }
 

@@ -5,7 +5,6 @@ use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::{budget, estimate, MappingChoice, Objective};
-use tessera::model::serving::Concurrency;
 use tessera::report::compare::{compare, Comparison};
 
 #[derive(clap::Args, Debug)]
@@ -119,11 +118,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         return Ok(e);
     }
     // one load for every system: the workload's batch is requests over the whole system here
-    if let tessera::model::workload::Task::Inference(inf) = &mut w.task {
-        if inf.load.concurrency == Concurrency::Workload {
-            inf.load.concurrency = Concurrency::Total(inf.batch);
-        }
-    }
+    tessera::engine::serve::one_load(&mut w);
     let choice = match a.mapping.as_deref() {
         None => MappingChoice::Auto(a.objective),
         m => match common::mapping(m, &w, a.objective) {
@@ -165,14 +160,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     }
     let mut c = compare(ests);
     c.power_budget_w = a.power.power_budget;
-    if let tessera::model::workload::Task::Inference(inf) = &w.task {
-        c.concurrency = Some(match inf.load.concurrency {
-            Concurrency::Total(n) => n.to_string(),
-            Concurrency::Max => "max".into(),
-            Concurrency::Workload => inf.batch.to_string(),
-        });
-        c.slo = (!inf.load.slo.is_empty()).then(|| inf.load.slo.describe());
-    }
+    (c.concurrency, c.slo) = tessera::engine::serve::stated_load(&w);
     a.plot
         .draw(|size, o| tessera::plot::compare::compare(&c, size, o))?;
     a.plot.output(out, |out| {

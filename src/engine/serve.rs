@@ -286,3 +286,32 @@ pub fn curve(
         points,
     }
 }
+
+/// The load a comparison puts on every system: a serving workload's `batch`, unless a load is
+/// already set, becomes requests in flight over the whole system (not per model copy), so every
+/// system serves the same users. Other workloads are left as they are. `compare` in the CLI and
+/// in the Python package both call this.
+pub fn one_load(w: &mut Workload) {
+    if let Task::Inference(inf) = &mut w.task {
+        if inf.load.concurrency == Concurrency::Workload {
+            inf.load.concurrency = Concurrency::Total(inf.batch);
+        }
+    }
+}
+
+/// The load and latency target a comparison states in its header and JSON (`concurrency`,
+/// `slo`): requests in flight (`"max"` for as many as fit) and the target, for a serving workload;
+/// `(None, None)` otherwise.
+pub fn stated_load(w: &Workload) -> (Option<String>, Option<String>) {
+    match &w.task {
+        Task::Inference(inf) => (
+            Some(match inf.load.concurrency {
+                Concurrency::Total(n) => n.to_string(),
+                Concurrency::Max => "max".into(),
+                Concurrency::Workload => inf.batch.to_string(),
+            }),
+            (!inf.load.slo.is_empty()).then(|| inf.load.slo.describe()),
+        ),
+        _ => (None, None),
+    }
+}
