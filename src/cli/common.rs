@@ -46,6 +46,19 @@ pub fn mapping(
     }
 }
 
+/// `--mapping` for commands that compare systems (compare, scale, serve-curve): without it, each
+/// system gets its best mapping (`auto`), not the workload's published one.
+pub fn mapping_or_auto(
+    arg: Option<&str>,
+    w: &Workload,
+    objective: Objective,
+) -> Result<MappingChoice, Exit> {
+    match arg {
+        None => Ok(MappingChoice::Auto(objective)),
+        m => mapping(m, w, objective),
+    }
+}
+
 /// Format an optional number with an SI prefix, or "—".
 pub fn si(v: Option<f64>, unit: &str) -> String {
     v.map(|x| tessera::units::fmt_si(x, unit).trim_end().to_string())

@@ -119,12 +119,9 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     }
     // one load for every system: the workload's batch is requests over the whole system here
     tessera::engine::serve::one_load(&mut w);
-    let choice = match a.mapping.as_deref() {
-        None => MappingChoice::Auto(a.objective),
-        m => match common::mapping(m, &w, a.objective) {
-            Ok(c) => c,
-            Err(e) => return Ok(e),
-        },
+    let choice = match common::mapping_or_auto(a.mapping.as_deref(), &w, a.objective) {
+        Ok(c) => c,
+        Err(e) => return Ok(e),
     };
     let set = match a.set.parse() {
         Ok(s) => s,

@@ -98,12 +98,9 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             Err(e) => return Ok(e),
         }
     }
-    let choice = match a.mapping.as_deref() {
-        None => tessera::engine::MappingChoice::Auto(a.objective),
-        m => match common::mapping(m, &w, a.objective) {
-            Ok(c) => c,
-            Err(e) => return Ok(e),
-        },
+    let choice = match common::mapping_or_auto(a.mapping.as_deref(), &w, a.objective) {
+        Ok(c) => c,
+        Err(e) => return Ok(e),
     };
     let set = match a.set.parse() {
         Ok(s) => s,

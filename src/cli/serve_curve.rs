@@ -8,7 +8,7 @@ use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::serve::{curve, Curve};
-use tessera::engine::{MappingChoice, Objective};
+use tessera::engine::Objective;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -115,12 +115,9 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     if let Err(e) = a.serve.apply(&mut w) {
         return Ok(e);
     }
-    let choice = match a.mapping.as_deref() {
-        None => MappingChoice::Auto(a.objective),
-        m => match common::mapping(m, &w, a.objective) {
-            Ok(c) => c,
-            Err(e) => return Ok(e),
-        },
+    let choice = match common::mapping_or_auto(a.mapping.as_deref(), &w, a.objective) {
+        Ok(c) => c,
+        Err(e) => return Ok(e),
     };
     let set = match a.set.parse() {
         Ok(s) => s,
