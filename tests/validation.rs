@@ -208,6 +208,60 @@ fn an_invalid_case_is_reported_where_it_is_wrong() {
 }
 
 #[test]
+fn a_case_set_is_checked_like_set_on_the_command_line() {
+    // A misspelt path and a value without its unit: both reported at the case's `set`, located,
+    // with the path vocabulary's hints, and the case does not run.
+    let out = tessera(&["validate", "tests/validation/bad-case-set.ron"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tests/validation/bad-case-set.ron:17:"),
+        "{err}"
+    );
+    assert!(err.contains("`device.tpd=500 W`"), "{err}");
+    assert!(err.contains("`device.idle_power=90`"), "{err}");
+    assert!(err.contains("hint"), "{err}");
+}
+
+#[test]
+fn a_power_limit_in_a_case_throttles_the_run() {
+    // The MaxQ case caps the H200s at 500 W: its prediction is below the uncapped run of the same
+    // case (the throttle slows the chip) and its power is the cap's, not the TDP's.
+    let capped = std::fs::read_to_string(
+        root().join("validation/mlperf-inference/mlperf-v41-mixtral-h200-8-maxq-offline.ron"),
+    )
+    .unwrap();
+    assert!(capped.contains(r#"set: {"device.tdp": "500 W"}"#));
+    let dir = std::env::temp_dir().join(format!("tessera-maxq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let abs = root().to_string_lossy().into_owned() + "/";
+    let capped = capped.replace("../../", &abs);
+    let uncapped = capped
+        .replace(r#"set: {"device.tdp": "500 W"},"#, "")
+        .replace("maxq-offline", "maxp-offline");
+    std::fs::write(dir.join("capped.ron"), &capped).unwrap();
+    std::fs::write(dir.join("uncapped.ron"), &uncapped).unwrap();
+    let out = tessera(&["validate", dir.to_str().unwrap(), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pred = |id: &str| {
+        v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap()["predicted"]
+            .as_f64()
+            .unwrap()
+    };
+    let (q, p) = (
+        pred("mlperf-v41-mixtral-h200-8-maxq-offline"),
+        pred("mlperf-v41-mixtral-h200-8-maxp-offline"),
+    );
+    assert!(q < 0.9 * p, "capped {q} against uncapped {p}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn every_fitted_case_is_named_by_its_architecture() {
     // A case counts as fitted exactly when its id appears in a `fitted` citation of its system.
     let mut files = Vec::new();

@@ -265,3 +265,24 @@ proptest! {
         prop_assert!(e1.step_time <= e0.step_time * (1.0 + 1e-12), "{} > {}", e1.step_time, e0.step_time);
     }
 }
+
+#[test]
+fn a_resized_cluster_keeps_each_systems_share_of_memoryx() {
+    // The iso-power fit halves and grows the 64-system cluster by whole systems: MemoryX's
+    // servers (8.25 kW per system by its derivation, the update's compute and bandwidth) follow
+    // the systems they feed, so each system's share is the same at any size; the capacity stays.
+    let sys = system(CS3_CLUSTER);
+    let ws = sys.weight_store.clone().unwrap();
+    for nodes in [1, 32, 64, 128] {
+        let s = engine::budget::resized(&sys, nodes);
+        let r = s.weight_store.as_ref().unwrap();
+        let share = |v: f64, d: u64| v / d as f64;
+        approx::assert_relative_eq!(share(r.power, s.devices), share(ws.power, sys.devices));
+        approx::assert_relative_eq!(share(r.compute, s.devices), share(ws.compute, sys.devices));
+        approx::assert_relative_eq!(
+            share(r.memory_bandwidth, s.devices),
+            share(ws.memory_bandwidth, sys.devices)
+        );
+        approx::assert_relative_eq!(r.capacity, ws.capacity);
+    }
+}

@@ -25,7 +25,11 @@ pub struct BudgetFit {
 }
 
 /// `sys` resized to `nodes` whole nodes: devices with them, scale-out switches in proportion
-/// (rounded up), a facility power limit scaled with the system; the weight store is shared as is.
+/// (rounded up), a facility power limit scaled with the system, and the weight store's servers
+/// (their power, the update's compute and memory bandwidth) in proportion too: a store is built
+/// of servers per system it feeds (MemoryX: 8.25 kW per CS system, derived from Andromeda), so
+/// one system of a 64-system cluster is not charged the whole cluster's store. Its capacity
+/// (an option of the store, not of the systems) stays as the file says.
 pub fn resized(sys: &System, nodes: u64) -> System {
     let mut s = sys.clone();
     let k = nodes as f64 / sys.nodes.max(1) as f64;
@@ -33,6 +37,11 @@ pub fn resized(sys: &System, nodes: u64) -> System {
     s.devices = nodes * sys.node.devices as u64;
     if let Some(o) = s.scale_out.as_mut() {
         o.switch_count = (o.switch_count as f64 * k).ceil() as u64;
+    }
+    if let Some(ws) = s.weight_store.as_mut() {
+        ws.power *= k;
+        ws.compute *= k;
+        ws.memory_bandwidth *= k;
     }
     s.power_limit = sys.power_limit.map(|l| l * k);
     s

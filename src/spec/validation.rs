@@ -53,6 +53,13 @@ pub struct CaseSpec {
     /// server scenario). Default: the workload's batch on each model instance.
     #[serde(default)]
     pub concurrency: Option<String>,
+    /// Settings of the published run that differ from the files, by the `--set` path vocabulary
+    /// (`tessera sweep --list-paths`): the submitter's device power limit (`{"device.tdp": "500
+    /// W"}`, a cap the device throttles to; its energy per FLOP still follows the rated TDP), a
+    /// mapping field of a given mapping, a workload figure. Each value's source belongs in
+    /// `sources`.
+    #[serde(default)]
+    pub set: Option<BTreeMap<String, String>>,
     pub metric: MetricSpec,
     /// The published value with its unit (`"20.807 min"`, `"51.4 %"`, `"6.11 MJ"`,
     /// `"28356 tokens/s"`).

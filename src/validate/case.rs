@@ -118,7 +118,7 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
         }),
     };
     let value = match (lowered.as_mut(), ls.value, lw.value, mapping) {
-        (Some(l), Some(sys), Some(mut w), Some(mapping)) => {
+        (Some(l), Some(mut sys), Some(mut w), Some(mut mapping)) => {
             let fitted = sys.fitted.iter().any(|t| mentions(t, &spec.id));
             if fitted && l.role == Some(Role::Check) {
                 let mut cx = Ctx::new(&files, id);
@@ -142,7 +142,22 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
                 apply_load(&mut cx, &mut w, &spec);
                 diags.extend(cx.diags);
             }
-            if let (Some(b), Some(n)) = (l.baseline, spec.devices.or(Some(sys.devices))) {
+            let mut devices = spec.devices;
+            if let Some(set) = &spec.set {
+                let o = crate::sweep::set::Overrides::from_pairs(
+                    set.iter().map(|(p, v)| (p.as_str(), v.as_str())),
+                );
+                let mut cx = Ctx::new(&files, id);
+                for d in o.apply(&mut sys, &mut w, &mut mapping, &mut devices) {
+                    // Each error at its own entry (`--set PATH=VALUE` names it).
+                    let at = d.file.trim_start_matches("--set ");
+                    let key = at.split_once('=').map_or(at, |(p, _)| p.trim());
+                    let path = crate::diag::Path::root().field("set").key(key);
+                    cx.error_at(&path, format!("`{at}`: {}", d.message), d.hint);
+                }
+                diags.extend(cx.diags);
+            }
+            if let (Some(b), Some(n)) = (l.baseline, devices.or(Some(sys.devices))) {
                 if b == 0 || b >= n {
                     let mut cx = Ctx::new(&files, id);
                     cx.error(
@@ -162,7 +177,7 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
                 citation: l.citation.clone(),
                 system: sys,
                 workload: w,
-                devices: spec.devices,
+                devices,
                 mapping,
                 metric: l.metric,
                 baseline: l.baseline,
