@@ -35,6 +35,7 @@ class Estimate:
     bottleneck_detail: Optional[str]
     mapping: Optional[Dict[str, Any]]
     devices: int
+    idle_devices: int
     scaling_efficiency: Optional[float]
     placement: Optional[str]
     memory_per_device_bytes: Optional[float]

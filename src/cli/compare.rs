@@ -74,7 +74,11 @@ pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
             }
             vec![
                 e.system.clone(),
-                e.devices.to_string(),
+                if e.idle_devices > 0 {
+                    format!("{} (+{} idle)", e.devices, e.idle_devices)
+                } else {
+                    e.devices.to_string()
+                },
                 format!("{} {}/s", si(e.throughput_per_s, ""), e.throughput_unit),
                 ratio(r.ratio_to_baseline.throughput),
                 match (e.latency_per_token_s, e.ttft_s) {

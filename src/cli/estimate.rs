@@ -24,7 +24,19 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
     let mut r = vec![
         ("system".to_string(), e.system.clone()),
         ("workload".into(), e.workload.clone()),
-        ("devices".into(), e.devices.to_string()),
+        (
+            "devices".into(),
+            if e.idle_devices > 0 {
+                format!(
+                    "{} ({} of the {} offered left idle: the job is faster on fewer)",
+                    e.devices,
+                    e.idle_devices,
+                    e.devices + e.idle_devices
+                )
+            } else {
+                e.devices.to_string()
+            },
+        ),
         (
             "feasible".into(),
             if e.feasible {

@@ -3,7 +3,7 @@
 //! boundary), so a system whose devices throttle, or whose hosts and switches cost more, fits
 //! fewer nodes. A system may grow past its file by whole nodes (scale-out switches in proportion).
 
-use super::{estimate, Estimate, MappingChoice};
+use super::{Estimate, MappingChoice};
 use crate::engine::reason::Reason;
 use crate::model::system::System;
 use crate::model::workload::Workload;
@@ -65,7 +65,7 @@ pub fn fit(
     match fit_nodes(sys, w, choice, budget) {
         Some(f) => Ok(f),
         None => {
-            let one = estimate(&resized(sys, 1), w, choice, None);
+            let one = whole(&resized(sys, 1), w, choice);
             Err(Box::new(if one.feasible {
                 Estimate::infeasible(
                     sys,
@@ -82,20 +82,30 @@ pub fn fit(
     }
 }
 
+/// The estimate of `sys` on all its devices: the fit compares whole-node deployments, so the
+/// search may not leave devices idle here (the smaller counts are candidates of their own).
+fn whole(sys: &System, w: &Workload, choice: &MappingChoice) -> Estimate {
+    super::prepare::outcome(
+        sys,
+        w,
+        &super::prepare::prepare_with(sys, w, choice, None, false),
+    )
+}
+
 fn fit_nodes(sys: &System, w: &Workload, choice: &MappingChoice, budget: f64) -> Option<BudgetFit> {
     let mut tried = 0;
     let mut at = |nodes: u64| -> Option<Estimate> {
         tried += 1;
         let s = resized(sys, nodes);
-        let e = estimate(&s, w, choice, None);
+        let e = whole(&s, w, choice);
         (e.feasible && e.average_power_w.is_some_and(|p| p <= budget)).then_some(e)
     };
     // power per node, from the file's own size (or one node where that is infeasible)
-    let probe = estimate(sys, w, choice, None);
+    let probe = whole(sys, w, choice);
     let per_node = match probe.average_power_w {
         Some(p) if probe.feasible => p / sys.nodes as f64,
         _ => {
-            let one = estimate(&resized(sys, 1), w, choice, None);
+            let one = whole(&resized(sys, 1), w, choice);
             one.average_power_w.filter(|_| one.feasible)?
         }
     };

@@ -71,6 +71,10 @@ pub struct Estimate {
     pub bottleneck_detail: Option<String>,
     pub mapping: Option<MappingReport>,
     pub devices: u64,
+    /// Devices of the request the chosen mapping leaves idle (0 unless `--mapping auto` found the
+    /// job faster on fewer: a global batch that does not spread over all of them). They are not
+    /// counted in power or energy: a scheduler gives them to other work.
+    pub idle_devices: u64,
     pub scaling_efficiency: Option<f64>,
     /// Where model state and working data live (sram, hbm, external).
     pub placement: Option<String>,
@@ -144,6 +148,7 @@ impl Estimate {
             bottleneck_detail: None,
             mapping: mapping.map(Into::into),
             devices,
+            idle_devices: 0,
             scaling_efficiency: None,
             placement: None,
             memory_per_device_bytes: None,
@@ -243,6 +248,7 @@ pub fn finish(
         bottleneck_detail: detail,
         mapping: Some(m.into()),
         devices,
+        idle_devices: 0,
         scaling_efficiency: None,
         placement: Some(format!(
             "state: {}, working set: {}",

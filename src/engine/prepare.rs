@@ -17,6 +17,10 @@ pub struct Prepared {
     pub program: Program,
     pub machine: Machine,
     pub devices: u64,
+    /// Devices the request offered: more than `devices` when the search found the job faster on
+    /// fewer of them (a training run's global batch cannot spread over 216 = 8 × 27 GPUs as well
+    /// as over 128); the rest are left idle for other work and are not counted.
+    pub requested: u64,
     /// The ranked search, when the mapping was chosen by it.
     pub search: Option<SearchResult>,
 }
@@ -37,6 +41,18 @@ pub fn prepare(
     w: &Workload,
     choice: &MappingChoice,
     devices: Option<u64>,
+) -> Result<Prepared, Box<Infeasible>> {
+    prepare_with(sys, w, choice, devices, true)
+}
+
+/// [`prepare`], with `may_idle` saying whether the search may leave devices idle (the
+/// iso-power fit does not: it tries the smaller deployments itself and counts whole nodes).
+pub(crate) fn prepare_with(
+    sys: &System,
+    w: &Workload,
+    choice: &MappingChoice,
+    devices: Option<u64>,
+    may_idle: bool,
 ) -> Result<Prepared, Box<Infeasible>> {
     let n = devices.unwrap_or(sys.devices);
     let fail = |reason: Reason, mapping: Option<Mapping>| {
@@ -65,14 +81,33 @@ pub fn prepare(
             Err(r) => return Err(fail(Reason::mapping(r), None)),
         },
         MappingChoice::Auto(obj) => {
-            let res = search::search(sys, w, n, *obj);
+            let mut res = search::search(sys, w, n, *obj);
+            // More devices never make a step slower: where the count factorises badly for the
+            // workload, the job runs on fewer of them if that is faster (ties keep them all).
+            if may_idle {
+                for k in search::fewer_devices(sys, w, n) {
+                    let r = search::search(sys, w, k, *obj);
+                    let tried = res.tried + r.tried;
+                    let faster = match (r.best(), res.best()) {
+                        (Some(a), Some(b)) => search::cost(&a.1, *obj) < search::cost(&b.1, *obj),
+                        (Some(_), None) => true,
+                        _ => false,
+                    };
+                    if faster {
+                        res = r;
+                    }
+                    res.tried = tried;
+                }
+            }
             match res.best() {
                 Some((m, _)) => (*m, Some(res)),
                 None => return Err(fail(res.why_none(), None)),
             }
         }
     };
-    let mut p = prepare_mapping(sys, w, mapping, n)?;
+    let used = mapping.devices();
+    let mut p = prepare_mapping(sys, w, mapping, used)?;
+    p.requested = n;
     p.search = search;
     Ok(p)
 }
@@ -91,6 +126,7 @@ pub fn prepare_mapping(
             program,
             machine: lower::machine(sys, devices),
             devices,
+            requested: devices,
             search: None,
         }),
         Err(reason) => Err(Box::new(Infeasible {
@@ -114,7 +150,11 @@ pub fn estimate(
 /// The estimate of a prepared request, or its infeasibility as an estimate.
 pub fn outcome(sys: &System, w: &Workload, prep: &Result<Prepared, Box<Infeasible>>) -> Estimate {
     match prep {
-        Ok(p) => finish(sys, w, &p.mapping, &p.program, &p.machine),
+        Ok(p) => {
+            let mut e = finish(sys, w, &p.mapping, &p.program, &p.machine);
+            e.idle_devices = p.requested.saturating_sub(p.devices);
+            e
+        }
         Err(i) => {
             Estimate::infeasible(sys, w, i.devices, i.mapping.as_ref(), &i.reason, unit_of(w))
         }

@@ -271,3 +271,30 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
         slo_met,
     }
 }
+
+/// Smaller device counts worth searching when `n` factorises badly for a training workload:
+/// the largest power of two below `n` and the largest scale-up-domain multiple of the form
+/// domain × 2^k below it (144 of 216 NVL72 GPUs), each a whole number of nodes. Empty for a
+/// power of two and for inference (every instance is independent there).
+pub fn fewer_devices(sys: &System, w: &Workload, n: u64) -> Vec<u64> {
+    if !matches!(w.task, Task::Training(_)) || n.is_power_of_two() {
+        return Vec::new();
+    }
+    let node = (sys.node.devices as u64).max(1);
+    let p2 = 1u64 << (63 - n.leading_zeros());
+    let mut out = vec![p2];
+    let dom = sys.scale_up_size().max(1);
+    if dom > 1 && !dom.is_power_of_two() {
+        let mut k = dom;
+        while k * 2 <= n {
+            k *= 2;
+        }
+        if k < n {
+            out.push(k);
+        }
+    }
+    out.retain(|&k| k < n && k % node == 0 || k < node);
+    out.sort_unstable();
+    out.dedup();
+    out
+}

@@ -92,6 +92,9 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
 /// One point of a scaling series.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScalePoint {
+    /// Devices offered at this size (the estimate's `devices` plus its `idle_devices`); not
+    /// serialised, as the flattened estimate already writes `devices` and `idle_devices`.
+    #[serde(skip)]
     pub devices: u64,
     #[serde(flatten)]
     pub estimate: Estimate,
@@ -114,21 +117,24 @@ pub struct Scaling {
 
 /// Scaling efficiency = throughput(N) / (N × per-device throughput at the smallest feasible N),
 /// the way IBM reported 95% on 256 GPUs.
+/// Devices count as offered: a size whose job runs on fewer (`idle_devices`) scales by what
+/// it was given.
 pub fn scaling(system: &str, workload: &str, mut estimates: Vec<Estimate>) -> Scaling {
+    let offered = |e: &Estimate| e.devices + e.idle_devices;
     let base_est = estimates
         .iter()
         .filter(|e| e.feasible)
-        .min_by_key(|e| e.devices)
+        .min_by_key(|e| offered(e))
         .cloned();
     let base = base_est.as_ref().map(|e| {
         (
-            e.devices,
-            e.throughput_per_s.unwrap_or(0.0) / e.devices as f64,
+            offered(e),
+            e.throughput_per_s.unwrap_or(0.0) / offered(e) as f64,
         )
     });
     for e in estimates.iter_mut() {
         if let (Some((_, per)), Some(t)) = (base, e.throughput_per_s) {
-            e.scaling_efficiency = Some(t / (e.devices as f64 * per));
+            e.scaling_efficiency = Some(t / (offered(e) as f64 * per));
         }
     }
     Scaling {
@@ -139,8 +145,8 @@ pub fn scaling(system: &str, workload: &str, mut estimates: Vec<Estimate>) -> Sc
         points: estimates
             .into_iter()
             .map(|e| ScalePoint {
-                devices: e.devices,
-                throughput_per_device: e.throughput_per_s.map(|t| t / e.devices as f64),
+                devices: offered(&e),
+                throughput_per_device: e.throughput_per_s.map(|t| t / offered(&e) as f64),
                 superlinear_cause: match (&base_est, e.scaling_efficiency) {
                     (Some(b), Some(x)) if x > 1.0 + 1e-9 => Some(superlinear_cause(b, &e)),
                     _ => None,
