@@ -124,6 +124,7 @@ const EXPECT: &[(&str, &str, &str, &str)] = &[
     ("pue-below-one", "tests/bad/pue-below-one.ron", "48:21", "`pue` must be between 1 and 3"),
     ("quantity-as-bare-number", "tests/bad/quantity-as-bare-number.ron", "40:10", "missing unit in `1200`; expected a power"),
     ("quantity-without-unit", "tests/bad/quantity-without-unit.ron", "33:20", "missing unit in `1.8`; expected a bandwidth"),
+    ("rack-power-exceeded", "tests/bad/rack-power-exceeded.ron", "39:22", "a domain's parts add up to 108 kW but its `power_limit` is 12.0 kW"),
     ("reference-back-to-root", "tests/bad/parts/cycle-to-root.ron", "2:1", "circular reference: tests/bad/reference-back-to-root.ron -> tests/bad/parts/cycle-to-root.ron -> tests/bad/reference-back-to-root.ron"),
     ("reference-directory", "tests/bad/reference-directory.ron", "15:13", "cannot read referenced file `tests/bad/parts`"),
     ("reference-empty-path", "tests/bad/reference-empty-path.ron", "15:13", "`Use(\"\")` names no file"),

@@ -440,3 +440,44 @@ fn more_devices_never_train_slower() {
     let e = engine::estimate(&sys, &w, &auto, Some(216));
     assert_eq!((e.devices, e.idle_devices), (128, 88));
 }
+
+/// Issue 12: a rack's power limit (the scale-up domain's `power_limit`) throttles its devices
+/// as a node's does. An NVL72 rack held to 90 kW instead of its 132 kW of power shelves: its
+/// devices are limited to their share of what the trays' hosts and switches leave, the loader
+/// warns at the limit, and the rack trains slower within it.
+#[test]
+fn a_rack_power_limit_throttles_its_devices() {
+    let path = "architectures/gb200-nvl72.ron";
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(r#"power_limit: "132 kW @introl-gb200""#));
+    let tight = text.replace(
+        r#"power_limit: "132 kW @introl-gb200""#,
+        r#"power_limit: "90 kW @introl-gb200""#,
+    );
+    let fs = Edited { path, text: tight };
+    let loaded = load_system(path, &fs);
+    assert!(
+        loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("its devices are throttled to")),
+        "{:?}",
+        loaded.diagnostics
+    );
+    let mut capped = loaded.value.expect("a tighter rack still loads");
+    let mut full = system(path, &Disk);
+    let w = workload("workloads/llama3.1-8b-pretrain.ron");
+    let auto = MappingChoice::Auto(Objective::Time);
+    full.power_boundary = tessera::vocab::PowerBoundary::Rack;
+    capped.power_boundary = tessera::vocab::PowerBoundary::Rack;
+    let (a, b) = (
+        engine::estimate(&full, &w, &auto, None),
+        engine::estimate(&capped, &w, &auto, None),
+    );
+    assert_eq!(a.power_limited, Some(false), "{a:?}");
+    assert_eq!(b.power_limited, Some(true), "{b:?}");
+    let share = (90e3 - capped.domain_budget(true).unwrap().1) / 72.0;
+    approx::assert_relative_eq!(b.device_power_limit_w.unwrap(), share, max_relative = 1e-9);
+    assert!(b.average_power_w.unwrap() <= 90e3 * (1.0 + 1e-9));
+    assert!(b.throughput_per_s.unwrap() < a.throughput_per_s.unwrap());
+}

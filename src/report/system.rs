@@ -29,6 +29,13 @@ pub struct SystemSummary {
     pub power_w: f64,
     pub facility_power_w: f64,
     pub power_limit_w: Option<f64>,
+    /// A node's `power_limit` (W).
+    pub node_power_limit_w: Option<f64>,
+    /// A scale-up domain's (rack's) `power_limit` (W).
+    pub domain_power_limit_w: Option<f64>,
+    /// What each device may draw under those limits before it throttles (W; its TDP when
+    /// no limit binds tighter).
+    pub device_power_cap_w: f64,
     pub device_tdp_w: f64,
     pub assumed_figures: usize,
     pub fitted_figures: usize,
@@ -147,6 +154,12 @@ pub fn summarize(s: &System) -> SystemSummary {
         power_w: power,
         facility_power_w: power * s.pue,
         power_limit_w: s.power_limit,
+        node_power_limit_w: s.node.power_limit,
+        domain_power_limit_w: s.scale_up.as_ref().and_then(|u| u.power_limit),
+        device_power_cap_w: match s.power_cap() {
+            c if c > 0.0 => c.min(s.device.tdp),
+            _ => s.device.tdp,
+        },
         device_tdp_w: s.device.tdp,
         assumed_figures: s.assumed,
         fitted_figures: s.fitted.len(),
@@ -264,8 +277,23 @@ pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
         "facility power (× PUE)".into(),
         fmt_si(s.facility_power_w, "W"),
     ));
+    if let Some(l) = s.node_power_limit_w {
+        r.push(("node power limit".into(), fmt_si(l, "W")));
+    }
+    if let Some(l) = s.domain_power_limit_w {
+        r.push(("rack (scale-up domain) power limit".into(), fmt_si(l, "W")));
+    }
     if let Some(l) = s.power_limit_w {
         r.push(("power limit".into(), fmt_si(l, "W")));
+    }
+    if s.device_power_cap_w < s.device_tdp_w * (1.0 - 1e-9) {
+        r.push((
+            "device power under the limits".into(),
+            format!(
+                "{} (a device demanding more throttles)",
+                fmt_si(s.device_power_cap_w, "W")
+            ),
+        ));
     }
     r.push((
         "figures assumed / fitted".into(),

@@ -332,6 +332,10 @@ pub struct ScaleUpSpec {
     pub energy_per_bit: Option<Q>,
     #[serde(default)]
     pub switches: Option<SwitchSpec>,
+    /// What one domain may draw, devices, hosts and switches together: a rack's power shelves
+    /// (an NVL72 rack's 132 kW). Devices demanding more than their share throttle.
+    #[serde(default)]
+    pub power_limit: Option<Q>,
     #[serde(default)]
     pub source: Option<String>,
 }

@@ -136,6 +136,7 @@ make("pue-below-one.ron", S, ('pue: "1.15 @assumed"', 'pue: "0.9 @assumed"'), he
 make("oversubscription-below-one.ron", S, ('oversubscription: "1",', 'oversubscription: "0.5",'), header="Oversubscription below 1.")
 make("idle-above-tdp.ron", "dev", ('idle_power: "250 W @assumed"', 'idle_power: "1500 W @assumed"'), header="Idle power above TDP.")
 make("die-larger-than-wafer.ron", "wafer", ('area: "46225 mm2"', 'area: "80000 mm2"'), header="A die larger than any square cut from a 300 mm wafer.")
+make("rack-power-exceeded.ron", S, ('        switches: (count: 18, radix: 72, power: "200 W @introl-gb200"),\n', '        switches: (count: 18, radix: 72, power: "200 W @introl-gb200"),\n        power_limit: "12 kW @introl-gb200",\n'), header="The rack's trays and switches alone draw more than scale_up.power_limit.")
 make("facility-power-exceeded.ron", S, ('power_limit: "132 kW @introl-gb200"),', 'power_limit: "100 kW @introl-gb200"),'), header="The rack's parts draw more than facility.power_limit.")
 make("node-power-exceeded.ron", S, ('power_limit: "6.5 kW @introl-gb200",', 'power_limit: "5 kW @introl-gb200",'), header="A compute tray's parts draw more than its power_limit.")
 make("torus-dims-mismatch.ron", S, ("        topology: Switched,\n        size: 72,", "        topology: Torus,\n        size: 72,\n        dims: [4, 4, 4],"), header="Torus dims multiply to 64, not 72.")

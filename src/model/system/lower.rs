@@ -218,6 +218,33 @@ pub(super) fn lower(
             cx.leave();
         }
     }
+    if let Some((lim, other, size)) = sys.domain_budget(false) {
+        let parts = sys.device.tdp * size + other;
+        if parts > lim * 1.0001 {
+            let at = Path::root().field("scale_up").field("power_limit");
+            let msg = format!(
+                "a domain's parts add up to {} but its `power_limit` is {}",
+                crate::units::fmt_si(parts, "W"),
+                crate::units::fmt_si(lim, "W")
+            );
+            if other >= lim {
+                cx.error_at(
+                    &at,
+                    msg,
+                    Some("the domain's hosts, NICs and switches alone reach its rating".into()),
+                );
+            } else {
+                cx.warn_at(
+                    &at,
+                    format!(
+                        "{msg}: its devices are throttled to {} each when they would draw more",
+                        crate::units::fmt_si((lim - other) / size, "W")
+                    ),
+                    Some("a rack rated for its parts at full power needs devices × tdp + its nodes' other parts + switches within `power_limit`".into()),
+                );
+            }
+        }
+    }
     if let Some(lim) = sys.power_limit {
         let rated = sys.rated_power();
         if rated > lim * 1.0001 {
@@ -366,6 +393,10 @@ fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {
         }
     }
     let (sc, sp, sr) = switches(cx, s.switches.as_ref());
+    let power_limit = s
+        .power_limit
+        .as_ref()
+        .and_then(|q| cx.positive("power_limit", q, D::Power));
     let bw = bw?;
     Some(ScaleUp {
         name: s.name.clone(),
@@ -383,6 +414,7 @@ fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {
         switch_count: sc,
         switch_power: sp,
         switch_running: sr,
+        power_limit,
     })
 }
 

@@ -277,6 +277,8 @@ pub struct ScaleUp {
     pub switch_power: f64,
     /// What each switch draws under the run's traffic (W; its rating where the file gives none).
     pub switch_running: f64,
+    /// What one domain (its rack) may draw, all its parts together (W).
+    pub power_limit: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -380,9 +382,12 @@ impl System {
     /// demanding more is throttled.
     pub fn power_cap(&self) -> f64 {
         let mut cap = f64::INFINITY;
+        let node_other = self.node.host_running + self.node.nic_running + self.node.other_running;
         if let Some(lim) = self.node.power_limit {
-            let other = self.node.host_running + self.node.nic_running + self.node.other_running;
-            cap = cap.min((lim - other) / self.node.devices as f64);
+            cap = cap.min((lim - node_other) / self.node.devices as f64);
+        }
+        if let Some((lim, other, size)) = self.domain_budget(true) {
+            cap = cap.min((lim - other) / size);
         }
         if let Some(lim) = self.power_limit {
             cap = cap.min((lim - self.power_parts().overhead()) / self.devices as f64);
@@ -392,6 +397,28 @@ impl System {
         } else {
             0.0
         }
+    }
+
+    /// A scale-up domain's `power_limit` with what its other parts draw (its nodes' hosts, NICs
+    /// and other parts, its switches; running figures, or ratings with `running: false`) and
+    /// its device count: `(limit, other, devices)`, W.
+    pub fn domain_budget(&self, running: bool) -> Option<(f64, f64, f64)> {
+        let su = self.scale_up.as_ref()?;
+        let lim = su.power_limit?;
+        let size = su.size as f64;
+        let nodes = size / (self.node.devices as f64).max(1.0);
+        let (node, switch) = if running {
+            (
+                self.node.host_running + self.node.nic_running + self.node.other_running,
+                su.switch_running,
+            )
+        } else {
+            (
+                self.node.host_power + self.node.nic_power + self.node.other_power,
+                su.switch_power,
+            )
+        };
+        Some((lim, nodes * node + su.switch_count as f64 * switch, size))
     }
 
     /// Rated power of the whole system: devices at TDP plus everything else (W, IT power).
