@@ -224,6 +224,28 @@ fn a_case_set_is_checked_like_set_on_the_command_line() {
 }
 
 #[test]
+fn a_case_serving_load_is_checked_at_its_field() {
+    // A target that does not parse, and a concurrency on a training workload: each located at
+    // its field, with the hint the CLI's flags give.
+    let out = tessera(&["validate", "tests/validation/bad-case-slo.ron"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tests/validation/bad-case-slo.ron:16:10: error: unknown unit `fortnights`"),
+        "{err}"
+    );
+    assert!(err.contains("hint: units for a time"), "{err}");
+    let out = tessera(&["validate", "tests/validation/bad-case-concurrency.ron"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tests/validation/bad-case-concurrency.ron:16:18: error: a latency target and a concurrency apply to transformer inference workloads"),
+        "{err}"
+    );
+    assert!(err.contains("is not one"), "{err}");
+}
+
+#[test]
 fn a_power_limit_in_a_case_throttles_the_run() {
     // The MaxQ case caps the H200s at 500 W: its prediction is below the uncapped run of the same
     // case (the throttle slows the chip) and its power is the cap's, not the TDP's.

@@ -155,7 +155,7 @@ fn mapping_choice(mapping: &str, w: &Workload, objective: Objective) -> PyResult
 /// The estimate's JSON, as `tessera estimate --format json` prints it; `set` holds the CLI's
 /// `--set PATH=VALUE` overrides as (path, value) pairs, applied by the same library code.
 #[pyfunction]
-#[pyo3(signature = (system, workload, mapping = "auto", objective = "time", devices = None, set = Vec::new(), power_boundary = "facility"))]
+#[pyo3(signature = (system, workload, mapping = "auto", objective = "time", devices = None, set = Vec::new(), power_boundary = "facility", slo = None, min_user_rate = None, concurrency = None))]
 #[allow(clippy::too_many_arguments)]
 fn estimate_json(
     py: Python<'_>,
@@ -166,11 +166,15 @@ fn estimate_json(
     devices: Option<u64>,
     set: Vec<(String, String)>,
     power_boundary: &str,
+    slo: Option<String>,
+    min_user_rate: Option<String>,
+    concurrency: Option<String>,
 ) -> PyResult<String> {
     let objective: Objective = choice("objective", objective)?;
     let mut c = mapping_choice(mapping, workload, objective)?;
     let (mut sys, mut w, mut devices) = (system.inner.clone(), workload.inner.clone(), devices);
     sys.power_boundary = choice("power_boundary", power_boundary)?;
+    serving(&mut w, slo, min_user_rate, concurrency)?;
     let overrides = tessera::sweep::set::Overrides::from_pairs(
         set.iter().map(|(p, v)| (p.as_str(), v.as_str())),
     );
@@ -184,10 +188,35 @@ fn estimate_json(
     serde_json::to_string(&e).map_err(usage)
 }
 
+/// The CLI's `--slo`, `--min-user-rate` and `--concurrency`, parsed by the same library code and
+/// set on the workload's load by `engine::serve::set_load`.
+fn serving(
+    w: &mut tessera::model::workload::Workload,
+    slo: Option<String>,
+    min_user_rate: Option<String>,
+    concurrency: Option<String>,
+) -> PyResult<()> {
+    use tessera::model::serving::{rate, Concurrency, Slo};
+    let err = |m: String| TesseraError::new_err(format!("error: {m}"));
+    let slo = slo.as_deref().map(Slo::parse).transpose().map_err(err)?;
+    let rate = min_user_rate
+        .as_deref()
+        .map(rate)
+        .transpose()
+        .map_err(err)?;
+    let conc = concurrency
+        .as_deref()
+        .map(Concurrency::parse)
+        .transpose()
+        .map_err(err)?;
+    tessera::engine::serve::set_load(w, slo, rate, conc).map_err(err)
+}
+
 /// The comparison's JSON, as `tessera compare --format json` prints it (the first system is the
 /// baseline; `devices` is capped at each system's size, as the CLI does).
 #[pyfunction]
-#[pyo3(signature = (systems, workload, mapping = "auto", objective = "time", devices = None))]
+#[pyo3(signature = (systems, workload, mapping = "auto", objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None))]
+#[allow(clippy::too_many_arguments)]
 fn compare_json(
     py: Python<'_>,
     systems: Vec<PyRef<'_, System>>,
@@ -195,6 +224,9 @@ fn compare_json(
     mapping: &str,
     objective: &str,
     devices: Option<u64>,
+    slo: Option<String>,
+    min_user_rate: Option<String>,
+    concurrency: Option<String>,
 ) -> PyResult<String> {
     if systems.is_empty() {
         return Err(usage("compare needs at least one system"));
@@ -202,6 +234,7 @@ fn compare_json(
     let objective: Objective = choice("objective", objective)?;
     // one load for every system, as the CLI's compare puts it
     let mut w = workload.inner.clone();
+    serving(&mut w, slo, min_user_rate, concurrency)?;
     tessera::engine::serve::one_load(&mut w);
     let c = mapping_choice(mapping, workload, objective)?;
     let sys: Vec<&tessera::model::system::System> = systems.iter().map(|s| &s.inner).collect();

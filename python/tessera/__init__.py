@@ -97,7 +97,11 @@ class Estimate:
         )
 
 
-_ESTIMATE_OPTIONS = ("devices", "objective", "power_boundary")
+_ESTIMATE_OPTIONS = ("devices", "objective", "power_boundary", "slo", "min_user_rate", "concurrency")
+
+
+def _opt(v: Any) -> Optional[str]:
+    return None if v is None else str(v)
 
 
 def estimate(
@@ -112,7 +116,9 @@ def estimate(
     ``mapping``: ``"auto"`` (search every legal mapping), ``"published"`` (the workload's own,
     else auto) or a mapping file. Options, as the CLI's: ``devices=N`` (default: the whole
     system), ``objective="time" | ...`` (what ``auto`` minimises), ``power_boundary="device" |
-    "node" | "rack" | "it" | "facility"``. Overrides by sweep path, as ``--set PATH=VALUE``:
+    "node" | "rack" | "it" | "facility"``; serving, as ``--slo``, ``--min-user-rate`` and
+    ``--concurrency``: ``slo="ttft<=2s,tpot<=40ms"``, ``min_user_rate="50/s"``,
+    ``concurrency=64`` or ``"max"``. Overrides by sweep path, as ``--set PATH=VALUE``:
     ``set={"device.tdp": "400 W", "workload.global_batch": 1024}``, or as keywords with ``__``
     for the dots: ``device__tdp="400 W"``, ``mapping__tp=8``.
     """
@@ -139,6 +145,9 @@ def estimate(
         devices=overrides.get("devices"),
         set=pairs,
         power_boundary=overrides.get("power_boundary", "facility"),
+        slo=_opt(overrides.get("slo")),
+        min_user_rate=_opt(overrides.get("min_user_rate")),
+        concurrency=_opt(overrides.get("concurrency")),
     )
     return Estimate(json.loads(text))
 
@@ -149,10 +158,15 @@ def compare(
     mapping: str = "auto",
     objective: str = "time",
     devices: Optional[int] = None,
+    slo: Optional[str] = None,
+    min_user_rate: Optional[str] = None,
+    concurrency: Union[int, str, None] = None,
 ):
     """Compare systems on one workload, as ``tessera compare --format json``; a pandas DataFrame
     with one row per system (the estimate's keys, ``breakdown_s.*`` and ``mapping.*`` flattened)
-    and ``ratio_to_baseline.*`` columns (the first system is the baseline)."""
+    and ``ratio_to_baseline.*`` columns (the first system is the baseline). Serving options as
+    :func:`estimate`'s; the load and target every system is put at are in ``df.attrs``
+    (``concurrency``, ``slo``)."""
     import pandas as pd
 
     text = _tessera.compare_json(
@@ -161,11 +175,16 @@ def compare(
         mapping=os.fspath(mapping),
         objective=objective,
         devices=devices,
+        slo=_opt(slo),
+        min_user_rate=_opt(min_user_rate),
+        concurrency=_opt(concurrency),
     )
     c = json.loads(text)
     df = pd.json_normalize(c["systems"])
     df.attrs["workload"] = c["workload"]
     df.attrs["baseline"] = c["baseline"]
+    df.attrs["concurrency"] = c.get("concurrency")
+    df.attrs["slo"] = c.get("slo")
     return df
 
 

@@ -73,6 +73,9 @@ def estimate(
     devices: Optional[int] = None,
     objective: str = "time",
     power_boundary: str = "facility",
+    slo: Optional[str] = None,
+    min_user_rate: Optional[str] = None,
+    concurrency: Union[int, str, None] = None,
     **path_overrides: Any,
 ) -> Estimate: ...
 def compare(
@@ -81,6 +84,9 @@ def compare(
     mapping: str = "auto",
     objective: str = "time",
     devices: Optional[int] = None,
+    slo: Optional[str] = None,
+    min_user_rate: Optional[str] = None,
+    concurrency: Union[int, str, None] = None,
 ) -> pandas.DataFrame: ...
 def sweep(
     spec: Optional[SweepSpec] = None,

@@ -35,6 +35,9 @@ def estimate_json(
     devices: Optional[int] = None,
     set: Sequence[Tuple[str, str]] = ...,
     power_boundary: str = "facility",
+    slo: Optional[str] = None,
+    min_user_rate: Optional[str] = None,
+    concurrency: Optional[str] = None,
 ) -> str: ...
 def compare_json(
     systems: Sequence[System],
@@ -42,6 +45,9 @@ def compare_json(
     mapping: str = "auto",
     objective: str = "time",
     devices: Optional[int] = None,
+    slo: Optional[str] = None,
+    min_user_rate: Optional[str] = None,
+    concurrency: Optional[str] = None,
 ) -> str: ...
 def run_sweep(
     file: Optional[str] = None,

@@ -99,6 +99,33 @@ def test_compare_is_a_dataframe(cli):
     assert df.attrs["baseline"] == want["baseline"]
 
 
+def test_serving_options_are_the_cli_flags(cli):
+    # --slo, --min-user-rate and --concurrency, parsed and set by the same library code
+    arch, wl = "architectures/dgx-h100.ron", "workloads/llama3.1-8b-serving.ron"
+    want = json.loads(
+        cli("estimate", "--arch", arch, "--workload", wl, "--mapping", "auto", "--slo",
+            "tpot<=5ms", "--concurrency", "1", "--format", "json").stdout
+    )
+    e = tessera.estimate(arch, wl, mapping="auto", slo="tpot<=5ms", concurrency=1)
+    assert e.to_dict() == want and want["slo"] and want["concurrency"] == 1
+    want = json.loads(
+        cli("estimate", "--arch", arch, "--workload", wl, "--mapping", "auto",
+            "--min-user-rate", "100/s", "--format", "json").stdout
+    )
+    assert tessera.estimate(arch, wl, mapping="auto", min_user_rate="100/s").to_dict() == want
+    three = ["architectures/dgx-h100.ron", "architectures/dgx-b200.ron"]
+    want = json.loads(
+        cli("compare", *three, "--workload", wl, "--slo", "tpot<=20ms", "--format", "json").stdout
+    )
+    df = tessera.compare(three, wl, slo="tpot<=20ms")
+    assert df.attrs["slo"] == want["slo"] and df.attrs["concurrency"] == want["concurrency"]
+    assert list(df["throughput_per_s"]) == [r["throughput_per_s"] for r in want["systems"]]
+    with pytest.raises(tessera.TesseraError, match="apply to transformer inference"):
+        tessera.estimate(ARCH, WORKLOAD, slo="tpot<=5ms")
+    with pytest.raises(tessera.TesseraError, match="error: "):
+        tessera.estimate(arch, wl, concurrency="lots")
+
+
 def test_bad_file_raises_the_cli_diagnostics(cli):
     bad = "tests/bad/multi-error-system.ron"
     with pytest.raises(tessera.TesseraError) as e:

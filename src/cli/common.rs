@@ -4,7 +4,7 @@ use super::{report, DiskFs, Exit};
 use tessera::engine::{MappingChoice, Objective};
 use tessera::model::serving::{Concurrency, Slo};
 use tessera::model::system::{load_system, System};
-use tessera::model::workload::{load_mapping, load_workload, Task, Workload};
+use tessera::model::workload::{load_mapping, load_workload, Workload};
 use tessera::spec::Files;
 use tessera::vocab::PowerBoundary;
 
@@ -135,36 +135,20 @@ fn concurrency_arg(s: &str) -> Result<Concurrency, String> {
 }
 
 impl ServeArgs {
-    /// Any serving option given.
-    pub fn given(&self) -> bool {
-        self.slo.is_some() || self.min_user_rate.is_some() || self.concurrency.is_some()
-    }
-
     /// Set the load and target on `w` (an error on stderr when it is not transformer inference).
     pub fn apply(&self, w: &mut Workload) -> Result<(), Exit> {
-        if !self.given() {
-            return Ok(());
-        }
-        let Task::Inference(inf) = &mut w.task else {
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "error: --slo, --min-user-rate and --concurrency apply to transformer inference workloads\nhint: `{}` is not one",
-                w.name
-            );
-            return Err(Exit::Failed);
-        };
-        if let Some(c) = self.concurrency {
-            inf.load.concurrency = c;
-        }
-        if let Some(s) = self.slo {
-            inf.load.slo = s;
-        }
-        if let Some(r) = self.min_user_rate {
-            inf.load.slo.min_user_rate = Some(r);
-        }
-        inf.load = tessera::engine::serve::with_target(inf.load, inf.batch);
-        Ok(())
+        tessera::engine::serve::set_load(w, self.slo, self.min_user_rate, self.concurrency).map_err(
+            |m| {
+                use std::io::Write as _;
+                let m = m.replacen(
+                    "a latency target and a concurrency apply",
+                    "--slo, --min-user-rate and --concurrency apply",
+                    1,
+                );
+                let _ = writeln!(std::io::stderr(), "error: {m}");
+                Exit::Failed
+            },
+        )
     }
 }
 

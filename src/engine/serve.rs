@@ -76,6 +76,38 @@ pub fn with_target(load: Load, batch: u64) -> Load {
     }
 }
 
+/// Set the serving options a front end was given (`--slo`, `--min-user-rate`, `--concurrency`;
+/// a case's `slo:` and `concurrency:`; the Python keywords) on `w`'s load, by the rule of
+/// [`with_target`]; nothing given, nothing changes. `Err` (message, then `\nhint: …`) when `w`
+/// is not transformer inference.
+pub fn set_load(
+    w: &mut Workload,
+    slo: Option<Slo>,
+    min_user_rate: Option<f64>,
+    concurrency: Option<Concurrency>,
+) -> Result<(), String> {
+    if slo.is_none() && min_user_rate.is_none() && concurrency.is_none() {
+        return Ok(());
+    }
+    let name = w.name.clone();
+    let Task::Inference(inf) = &mut w.task else {
+        return Err(format!(
+            "a latency target and a concurrency apply to transformer inference workloads\nhint: `{name}` is not one"
+        ));
+    };
+    if let Some(c) = concurrency {
+        inf.load.concurrency = c;
+    }
+    if let Some(s) = slo {
+        inf.load.slo = s;
+    }
+    if let Some(r) = min_user_rate {
+        inf.load.slo.min_user_rate = Some(r);
+    }
+    inf.load = with_target(inf.load, inf.batch);
+    Ok(())
+}
+
 /// Requests per instance `m` runs (its own, else the workload's batch).
 pub fn batch_of(w: &Workload, m: &Mapping) -> u64 {
     match inference(w) {

@@ -205,41 +205,30 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
 /// not parse or the workload is not transformer inference.
 fn apply_load(cx: &mut Ctx, w: &mut Workload, spec: &CaseSpec) {
     use crate::model::serving::{Concurrency, Slo};
-    if spec.slo.is_none() && spec.concurrency.is_none() {
-        return;
+    fn parsed<T>(cx: &mut Ctx, field: &str, r: Result<T, String>) -> Option<T> {
+        r.map_err(|m| {
+            let (msg, hint) = split_hint(&m);
+            cx.error(field, msg, hint);
+        })
+        .ok()
     }
-    let Task::Inference(inf) = &mut w.task else {
+    let slo = spec
+        .slo
+        .as_deref()
+        .and_then(|t| parsed(cx, "slo", Slo::parse(t)));
+    let conc = spec
+        .concurrency
+        .as_deref()
+        .and_then(|t| parsed(cx, "concurrency", Concurrency::parse(t)));
+    if let Err(m) = crate::engine::serve::set_load(w, slo, None, conc) {
         let field = if spec.slo.is_some() {
             "slo"
         } else {
             "concurrency"
         };
-        cx.error(
-            field,
-            "a latency target and a concurrency apply to transformer inference workloads",
-            Some(format!("`{}` is not one: remove the field", w.name)),
-        );
-        return;
-    };
-    if let Some(text) = &spec.slo {
-        match Slo::parse(text) {
-            Ok(slo) => inf.load.slo = slo,
-            Err(m) => {
-                let (msg, hint) = split_hint(&m);
-                cx.error("slo", msg, hint);
-            }
-        }
+        let (msg, hint) = split_hint(&m);
+        cx.error(field, msg, hint);
     }
-    if let Some(text) = &spec.concurrency {
-        match Concurrency::parse(text) {
-            Ok(c) => inf.load.concurrency = c,
-            Err(m) => {
-                let (msg, hint) = split_hint(&m);
-                cx.error("concurrency", msg, hint);
-            }
-        }
-    }
-    inf.load = crate::engine::serve::with_target(inf.load, inf.batch);
 }
 
 /// A message with an optional `\nhint: …` line split into its two parts.
