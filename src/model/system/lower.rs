@@ -181,103 +181,119 @@ pub(super) fn lower(
         fitted_sources: cx.fitted_sources.clone(),
         assumed: cx.assumed,
     };
-    // Budgets.
+    // Budgets: devices over their share of a limit are throttled (a value of the estimate);
+    // only parts that leave the devices nothing are an error.
+    let fmt = crate::units::fmt_si;
     if let Some(lim) = sys.node.power_limit {
-        let parts = sys.device.tdp * sys.node.devices as f64
-            + sys.node.host_power
-            + sys.node.nic_power
-            + sys.node.other_power;
-        if parts > lim * 1.0001 {
-            // At the node's `power_limit`, in whichever file the node is written.
-            // Devices over their share are throttled (a value of the estimate); only parts
-            // that leave the devices nothing are an error.
-            cx.enter_part(node_spec.file, node_spec.path.clone(), None);
-            let other = parts - sys.device.tdp * sys.node.devices as f64;
-            let msg = format!(
-                "node parts add up to {} but the node's `power_limit` is {}",
-                crate::units::fmt_si(parts, "W"),
-                crate::units::fmt_si(lim, "W")
-            );
-            if other >= lim {
-                cx.error(
-                    "power_limit",
-                    msg,
-                    Some("host + NICs + other_power alone reach the node's rating".into()),
-                );
-            } else {
-                let share = (lim - other) / sys.node.devices as f64;
-                cx.warn(
-                    "power_limit",
-                    format!(
-                        "{msg}: its devices are throttled to {} each when they would draw more",
-                        crate::units::fmt_si(share, "W")
-                    ),
-                    Some("a node rated for its parts at full power needs devices × tdp + host + NICs + other_power within `power_limit`".into()),
-                );
-            }
-            cx.leave();
-        }
+        let devices = sys.device.tdp * sys.node.devices as f64;
+        let other = sys.node.host_power + sys.node.nic_power + sys.node.other_power;
+        // at the node's `power_limit`, in whichever file the node is written
+        cx.enter_part(node_spec.file, node_spec.path.clone(), None);
+        let at = cx.path().field("power_limit");
+        check_budget(
+            cx,
+            &at,
+            Budget {
+                parts: devices + other,
+                other,
+                limit: lim,
+                share: (lim - other) / sys.node.devices as f64,
+                message: format!(
+                    "node parts add up to {} but the node's `power_limit` is {}",
+                    fmt(devices + other, "W"),
+                    fmt(lim, "W")
+                ),
+                whose: "its devices are",
+                error_hint: "host + NICs + other_power alone reach the node's rating",
+                warn_hint: "a node rated for its parts at full power needs devices × tdp + host + NICs + other_power within `power_limit`",
+            },
+        );
+        cx.leave();
     }
     if let Some((lim, other, size)) = sys.domain_budget(false) {
         let parts = sys.device.tdp * size + other;
-        if parts > lim * 1.0001 {
-            let at = Path::root().field("scale_up").field("power_limit");
-            let msg = format!(
-                "a domain's parts add up to {} but its `power_limit` is {}",
-                crate::units::fmt_si(parts, "W"),
-                crate::units::fmt_si(lim, "W")
-            );
-            if other >= lim {
-                cx.error_at(
-                    &at,
-                    msg,
-                    Some("the domain's hosts, NICs and switches alone reach its rating".into()),
-                );
-            } else {
-                cx.warn_at(
-                    &at,
-                    format!(
-                        "{msg}: its devices are throttled to {} each when they would draw more",
-                        crate::units::fmt_si((lim - other) / size, "W")
-                    ),
-                    Some("a rack rated for its parts at full power needs devices × tdp + its nodes' other parts + switches within `power_limit`".into()),
-                );
-            }
-        }
+        let at = Path::root().field("scale_up").field("power_limit");
+        check_budget(
+            cx,
+            &at,
+            Budget {
+                parts,
+                other,
+                limit: lim,
+                share: (lim - other) / size,
+                message: format!(
+                    "a domain's parts add up to {} but its `power_limit` is {}",
+                    fmt(parts, "W"),
+                    fmt(lim, "W")
+                ),
+                whose: "its devices are",
+                error_hint: "the domain's hosts, NICs and switches alone reach its rating",
+                warn_hint: "a rack rated for its parts at full power needs devices × tdp + its nodes' other parts + switches within `power_limit`",
+            },
+        );
     }
     if let Some(lim) = sys.power_limit {
         let rated = sys.rated_power();
-        if rated > lim * 1.0001 {
-            let at = Path::root().field("facility").field("power_limit");
-            let msg = format!(
-                "rated power of the system's parts is {} but `power_limit` is {}",
-                crate::units::fmt_si(rated, "W"),
-                crate::units::fmt_si(lim, "W")
-            );
-            if sys.overhead_power() >= lim {
-                cx.error_at(
-                    &at,
-                    msg,
-                    Some("hosts, NICs, switches and weight store alone reach the budget".into()),
-                );
-            } else {
-                let share = sys.power_cap();
-                cx.warn_at(
-                    &at,
-                    format!(
-                        "{msg}: the devices are throttled to {} each when they would draw more",
-                        crate::units::fmt_si(share, "W")
-                    ),
-                    Some(
-                        "sum of component TDPs (devices, hosts, NICs, switches) exceeds the budget"
-                            .into(),
-                    ),
-                );
-            }
-        }
+        let at = Path::root().field("facility").field("power_limit");
+        check_budget(
+            cx,
+            &at,
+            Budget {
+                parts: rated,
+                other: sys.overhead_power(),
+                limit: lim,
+                share: sys.power_cap(),
+                message: format!(
+                    "rated power of the system's parts is {} but `power_limit` is {}",
+                    fmt(rated, "W"),
+                    fmt(lim, "W")
+                ),
+                whose: "the devices are",
+                error_hint: "hosts, NICs, switches and weight store alone reach the budget",
+                warn_hint:
+                    "sum of component TDPs (devices, hosts, NICs, switches) exceeds the budget",
+            },
+        );
     }
     cx.leave();
     Some(sys)
+}
+
+/// A power limit (a node's, a rack's, the facility's) against the parts it holds at their
+/// ratings.
+struct Budget {
+    parts: f64,
+    /// What the parts other than the devices draw.
+    other: f64,
+    limit: f64,
+    /// What each device may draw under the limit.
+    share: f64,
+    message: String,
+    whose: &'static str,
+    error_hint: &'static str,
+    warn_hint: &'static str,
+}
+
+/// Parts over a limit: a warning that the devices throttle to their share when they would draw
+/// more, or an error when the other parts alone reach the limit.
+fn check_budget(cx: &mut Ctx, at: &Path, b: Budget) {
+    if b.parts <= b.limit * 1.0001 {
+        return;
+    }
+    if b.other >= b.limit {
+        cx.error_at(at, b.message, Some(b.error_hint.into()));
+    } else {
+        cx.warn_at(
+            at,
+            format!(
+                "{}: {} throttled to {} each when they would draw more",
+                b.message,
+                b.whose,
+                crate::units::fmt_si(b.share, "W")
+            ),
+            Some(b.warn_hint.into()),
+        );
+    }
 }
 
 pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
