@@ -7,8 +7,8 @@
 //! Classes: `series` (one line per system and panel), `point` (one per feasible point;
 //! `data-system`, `data-concurrency`).
 
-use super::svg::{flow_height, stroke, Frame};
-use super::{Axis, Doc, LegendEntry, LegendKind, Rect, Size, Style};
+use super::svg::{stroke, Frame};
+use super::{Axis, Doc, LegendEntry, LegendKind, Size, Style};
 use crate::engine::serve::Curve;
 
 /// Write the curves `c` (one per system) as SVG.
@@ -37,24 +37,7 @@ pub fn curve(c: &[Curve], size: Size, out: &mut dyn std::io::Write) -> std::io::
             kind: LegendKind::Line,
         })
         .collect();
-    let lw = w - 40.0;
-    let lh = flow_height(lw, &entries);
-    doc.legend_flow(20.0, 34.0, lw, &entries);
-    let top = 34.0 + lh + 14.0;
-    let bottom = h - 50.0;
-    let split = (w * 0.5).round();
-    let left = Rect {
-        x: 70.0,
-        y: top,
-        w: split - 70.0 - 18.0,
-        h: (bottom - top).max(60.0),
-    };
-    let right = Rect {
-        x: split + 58.0,
-        y: top,
-        w: w - split - 58.0 - 16.0,
-        h: (bottom - top).max(60.0),
-    };
+    let (left, right) = doc.legend_over_two_panels(w, h, &entries);
     let feasible = |x: &Curve| -> Vec<(u64, f64, f64, f64)> {
         let mut v: Vec<_> = x
             .points

@@ -74,6 +74,36 @@ impl Doc {
         h
     }
 
+    /// A flowing legend across the top of a `w` × `h` picture and, below it, two panels side
+    /// by side (left and right plot areas, room left for their axes): the layout of the
+    /// two-panel pictures (`scale`, `serve-curve`).
+    pub fn legend_over_two_panels(
+        &mut self,
+        w: f64,
+        h: f64,
+        entries: &[LegendEntry],
+    ) -> (super::Rect, super::Rect) {
+        let lw = w - 40.0;
+        let lh = flow_height(lw, entries);
+        self.legend_flow(20.0, 34.0, lw, entries);
+        let top = 34.0 + lh + 14.0;
+        let bottom = h - 50.0;
+        let split = (w * 0.5).round();
+        let left = super::Rect {
+            x: 70.0,
+            y: top,
+            w: split - 70.0 - 18.0,
+            h: (bottom - top).max(60.0),
+        };
+        let right = super::Rect {
+            x: split + 58.0,
+            y: top,
+            w: w - split - 58.0 - 16.0,
+            h: (bottom - top).max(60.0),
+        };
+        (left, right)
+    }
+
     /// Legend entries side by side from (x, y), wrapping at `width`; returns the height used
     /// (the same as [`flow_height`]).
     pub fn legend_flow(&mut self, x: f64, y: f64, width: f64, entries: &[LegendEntry]) -> f64 {
