@@ -284,18 +284,38 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         rate(summary.evaluated as f64 / secs.max(1e-9)),
         summary.backend
     );
-    if let Some(p) = &a.summary {
-        let text = serde_json::to_string_pretty(&summary).expect("summary serialises");
+    deliver(
+        &summary,
+        a.summary.as_deref(),
+        a.plot.as_deref(),
+        a.plot_size,
+        a.format,
+        out,
+    )
+}
+
+/// A sweep's summary where it was asked for: the `--summary` JSON file, the `--plot` picture,
+/// and the report on `out`.
+fn deliver(
+    s: &Summary,
+    summary: Option<&str>,
+    picture: Option<&std::path::Path>,
+    size: tessera::plot::Size,
+    format: Format,
+    out: &mut dyn Write,
+) -> std::io::Result<Exit> {
+    if let Some(p) = summary {
+        let text = serde_json::to_string_pretty(s).expect("summary serialises");
         if let Err(e) = std::fs::write(p, text + "\n") {
             return Ok(err(format!("cannot write `{p}`: {e}")));
         }
     }
-    if let Some(p) = &a.plot {
-        if let Err(e) = plot(&summary, p, a.plot_size) {
+    if let Some(p) = picture {
+        if let Err(e) = plot(s, p, size) {
             return Ok(err(format!("cannot write `{}`: {e}", p.display())));
         }
     }
-    print(&summary, a.format, out)?;
+    print(s, format, out)?;
     Ok(Exit::Ok)
 }
 
@@ -468,19 +488,14 @@ fn merge(m: MergeArgs, out: &mut dyn Write) -> std::io::Result<Exit> {
     for w in warnings {
         let _ = writeln!(std::io::stderr(), "warning: {w}");
     }
-    if let Some(p) = &m.summary {
-        let text = serde_json::to_string_pretty(&s).expect("summary serialises");
-        if let Err(e) = std::fs::write(p, text + "\n") {
-            return Ok(err(format!("cannot write `{p}`: {e}")));
-        }
-    }
-    if let Some(p) = &m.plot {
-        if let Err(e) = plot(&s, p, m.plot_size) {
-            return Ok(err(format!("cannot write `{}`: {e}", p.display())));
-        }
-    }
-    print(&s, m.format, out)?;
-    Ok(Exit::Ok)
+    deliver(
+        &s,
+        m.summary.as_deref(),
+        m.plot.as_deref(),
+        m.plot_size,
+        m.format,
+        out,
+    )
 }
 
 /// Rows of the Pareto front a table shows.
