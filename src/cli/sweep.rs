@@ -296,6 +296,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
 
 /// A sweep's summary where it was asked for: the `--summary` JSON file, the `--plot` picture,
 /// and the report on `out`.
+#[allow(clippy::disallowed_methods)] // the CLI writes the files the user named
 fn deliver(
     s: &Summary,
     summary: Option<&str>,
