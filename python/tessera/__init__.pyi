@@ -59,6 +59,10 @@ class Estimate:
     max_concurrency: Optional[int]
     slo: Optional[str]
     slo_met: Optional[bool]
+    ttft_p99_s: Optional[float]
+    tpot_p99_s: Optional[float]
+    arrival_rate_per_s: Optional[float]
+    utilization: Optional[float]
     def __init__(self, d: Dict[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
 

@@ -106,9 +106,10 @@ pub struct RunArgs {
 /// The serving load and latency target of a transformer inference workload.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ServeArgs {
-    /// Serving latency target, e.g. "ttft<=2s,tpot<=40ms" (also "user>=50/s"): the estimate says
-    /// whether it is met; `--mapping auto` returns the highest throughput that meets it, or the
-    /// closest point when none does.
+    /// Serving latency target, e.g. "ttft<=2s,tpot<=40ms" (also "user>=50/s"), on the mean
+    /// figures, or at a percentile of requests arriving at random: "p99 ttft<=2s,tpot<=200ms"
+    /// (MLPerf's server scenario): the estimate says whether it is met; `--mapping auto` returns
+    /// the highest throughput that meets it, or the closest point when none does.
     #[arg(long, value_parser = slo_arg)]
     pub slo: Option<Slo>,
     /// Serving: the fewest output tokens per second each user must see ("50/s"); the same bound

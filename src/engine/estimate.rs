@@ -118,6 +118,15 @@ pub struct Estimate {
     pub slo: Option<String>,
     /// Serving: the figures meet `slo`.
     pub slo_met: Option<bool>,
+    /// Serving with requests arriving at random (Poisson, `engine::serve::tail`): time to first
+    /// token at the 99th percentile, or at the target's percentile where it states one (s).
+    pub ttft_p99_s: Option<f64>,
+    /// Serving: a request's time per output token at the same percentile (s).
+    pub tpot_p99_s: Option<f64>,
+    /// Serving: requests arriving per second over the system (all instances).
+    pub arrival_rate_per_s: Option<f64>,
+    /// Serving: the share of its time each instance's prefill works (≥ 1: saturated).
+    pub utilization: Option<f64>,
 }
 
 impl Estimate {
@@ -172,6 +181,10 @@ impl Estimate {
             max_concurrency: None,
             slo: slo_text(w),
             slo_met: None,
+            ttft_p99_s: None,
+            tpot_p99_s: None,
+            arrival_rate_per_s: None,
+            utilization: None,
         }
     }
 }
@@ -275,8 +288,10 @@ pub fn finish(
         prefill_time_s: sv.map(|s| s.prefill_s),
         max_concurrency,
         slo: slo_text(w),
-        slo_met: sv
-            .filter(|_| !slo.is_empty())
-            .map(|s| slo.met(s.ttft_s, s.tpot_s)),
+        slo_met: sv.filter(|_| !slo.is_empty()).map(|s| serve::met(&s, &slo)),
+        ttft_p99_s: sv.map(|s| s.tail.ttft_s).filter(|x| x.is_finite()),
+        tpot_p99_s: sv.map(|s| s.tail.tpot_s),
+        arrival_rate_per_s: sv.map(|s| s.tail.arrival_rate_per_s * m.dp as f64),
+        utilization: sv.map(|s| s.tail.utilization),
     }
 }

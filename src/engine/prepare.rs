@@ -75,7 +75,8 @@ pub(crate) fn prepare_with(
         MappingChoice::Given(spec) => match Mapping::resolve(spec, n, default_micro_batch(w)) {
             // the serving load's requests per instance
             Ok(m) => match super::serve::resolve(sys, w, m, n) {
-                Ok(m) => (m, None),
+                // with a target and a free concurrency: as many as still meet it
+                Ok(r) => (search::given_batch(sys, w, m, n).unwrap_or(r), None),
                 Err(r) => return Err(fail(r, Some(m))),
             },
             Err(r) => return Err(fail(Reason::mapping(r), None)),

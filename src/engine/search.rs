@@ -5,6 +5,7 @@ use super::program::Eval;
 use super::reason::Reason;
 use super::{cpu, lower, serve, Objective};
 use crate::model::mapping::{Mapping, Placement, Recompute};
+use crate::model::serving::Concurrency;
 use crate::model::system::System;
 use crate::model::workload::{Model, Task, Workload};
 use std::collections::BTreeMap;
@@ -211,46 +212,94 @@ pub fn cost(e: &Eval, obj: Objective) -> f64 {
     }
 }
 
+/// One evaluated serving point: the mapping (with its requests per instance), its round (or why
+/// it cannot run) and, with a latency target, how far it is from it (≤ 1: met).
+pub type Point = (Mapping, Result<Eval, Reason>, f64);
+
+/// Every point the search evaluates for one candidate mapping `m` under `w`'s load: the requests
+/// per instance [`serve::batches`] gives; and, with a latency target and a free concurrency
+/// (`max`), the largest number of requests that still meets it, found by bisection between the
+/// largest tried that meets it and the smallest above it that does not (to 1 % or one request),
+/// so the server scenario's load is not rounded down to a power of two. A looser target never
+/// ends lower: every probe the tighter one passed, the looser one passes too.
+pub fn points(
+    sys: &System,
+    w: &Workload,
+    m: Mapping,
+    n: u64,
+    mach: &super::program::Machine,
+) -> Vec<Point> {
+    let load = serve::load_of(w);
+    let slo = load.slo;
+    let list = match &w.task {
+        Task::Inference(_) if load != Default::default() => serve::batches(sys, w, m, n, &load),
+        _ => vec![m],
+    };
+    let eval = |m: &Mapping| -> Point {
+        match lower::lower(sys, w, m, n) {
+            Ok(p) => {
+                let e = cpu::eval(&p, mach);
+                if !e.feasible {
+                    let r = e.reason().unwrap_or_else(|| Reason::mapping("infeasible"));
+                    return (*m, Err(r), f64::INFINITY);
+                }
+                let v = if slo.is_empty() {
+                    0.0
+                } else {
+                    serve::violation(sys, w, m, n, &e, mach, &slo)
+                };
+                (*m, Ok(e), v)
+            }
+            Err(r) => (*m, Err(r), f64::INFINITY),
+        }
+    };
+    let mut out: Vec<Point> = list.iter().map(eval).collect();
+    if load.concurrency == Concurrency::Max && !slo.is_empty() {
+        let meets = |p: &Point| p.1.is_ok() && p.2 <= 1.0;
+        let lo = out.iter().filter(|p| meets(p)).map(|p| p.0.batch).max();
+        if let Some(mut lo) = lo {
+            let hi = out
+                .iter()
+                .filter(|p| p.0.batch > lo && !meets(p))
+                .map(|p| p.0.batch)
+                .min();
+            if let Some(mut hi) = hi {
+                while hi - lo > (lo / 100).max(1) {
+                    let mid = lo + (hi - lo) / 2;
+                    let p = eval(&Mapping { batch: mid, ..m });
+                    if meets(&p) {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Evaluate every candidate and rank the feasible ones. A serving workload's load
 /// (`serve::Load`) sets each candidate's requests per instance (with a latency target and a free
-/// concurrency, several); with a target, the ranking keeps the mappings that meet it, or, when
-/// none does, ranks the feasible ones by how close they come (`slo_met: Some(false)`).
+/// concurrency, several: [`points`]); with a target, the ranking keeps the mappings that meet it,
+/// or, when none does, ranks the feasible ones by how close they come (`slo_met: Some(false)`).
 pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResult {
     let mach = lower::machine(sys, n);
-    let load = serve::load_of(w);
-    let cands: Vec<Mapping> = candidates(sys, w, n)
-        .into_iter()
-        .flat_map(|m| match &w.task {
-            Task::Inference(_) if load != Default::default() => serve::batches(sys, w, m, n, &load),
-            _ => vec![m],
-        })
-        .collect();
+    let slo = serve::load_of(w).slo;
     let mut ranked = Vec::new();
     let mut missed = Vec::new();
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-    let tried = cands.len();
-    let slo = load.slo;
-    for m in cands {
-        match lower::lower(sys, w, &m, n) {
-            Ok(p) => {
-                let e = cpu::eval(&p, &mach);
-                if e.feasible {
-                    if slo.is_empty() {
-                        ranked.push((m, e));
-                    } else {
-                        let v = serve::violation(sys, w, &m, n, &e, &mach, &slo);
-                        if v <= 1.0 {
-                            ranked.push((m, e));
-                        } else {
-                            missed.push((v, m, e));
-                        }
-                    }
-                } else if let Some(r) = e.reason() {
-                    // group memory reasons regardless of the exact byte counts
-                    *reasons.entry(r.summary()).or_default() += 1;
-                }
+    let mut tried = 0;
+    for c in candidates(sys, w, n) {
+        for (m, e, v) in points(sys, w, c, n, &mach) {
+            tried += 1;
+            match e {
+                Ok(e) if v <= 1.0 => ranked.push((m, e)),
+                Ok(e) => missed.push((v, m, e)),
+                // group memory reasons regardless of the exact byte counts
+                Err(r) => *reasons.entry(r.summary()).or_default() += 1,
             }
-            Err(r) => *reasons.entry(r.summary()).or_default() += 1,
         }
     }
     ranked.sort_by(|a, b| cost(&a.1, obj).total_cmp(&cost(&b.1, obj)));
@@ -270,6 +319,27 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
         reasons,
         slo_met,
     }
+}
+
+/// A given mapping's requests per instance under a latency target with a free concurrency
+/// (`max`): of its [`points`], the highest throughput that meets the target, else the closest
+/// to it; the load's own resolution otherwise (`None`: no point runs).
+pub fn given_batch(sys: &System, w: &Workload, m: Mapping, n: u64) -> Option<Mapping> {
+    let load = serve::load_of(w);
+    if load.concurrency != Concurrency::Max || load.slo.is_empty() {
+        return None;
+    }
+    let mach = lower::machine(sys, n);
+    let pts: Vec<(Mapping, Eval, f64)> = points(sys, w, m, n, &mach)
+        .into_iter()
+        .filter_map(|(m, e, v)| e.ok().map(|e| (m, e, v)))
+        .collect();
+    let best_met = pts
+        .iter()
+        .filter(|p| p.2 <= 1.0)
+        .max_by(|a, b| a.1.throughput.total_cmp(&b.1.throughput));
+    let closest = || pts.iter().min_by(|a, b| a.2.total_cmp(&b.2));
+    best_met.or_else(closest).map(|p| p.0)
 }
 
 /// Smaller device counts worth searching when `n` factorises badly for a training workload:

@@ -37,13 +37,172 @@ pub struct Serving {
     pub system_tokens_per_s: f64,
     /// One prompt's prefill alone on its instance (s).
     pub prefill_s: f64,
+    /// The same run with requests arriving at random (Poisson) at the same mean rate: see
+    /// [`tail`]. At the 99th percentile, or the target's own percentile where it states one.
+    pub tail: Tail,
+}
+
+/// A serving point's latencies at a percentile of requests when they arrive at random (a
+/// Poisson stream at the rate the steady state serves) instead of evenly spaced: see [`tail`].
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Tail {
+    /// The quantile (0.99: the 99th percentile).
+    pub quantile: f64,
+    /// Time to first token at that quantile (s): the steady state's [`ttft`] plus the wait in
+    /// the prefill queue at that quantile (infinite where the prefill queue is saturated).
+    pub ttft_s: f64,
+    /// A request's time per output token at that quantile (s).
+    pub tpot_s: f64,
+    /// Requests arriving per second on each model instance.
+    pub arrival_rate_per_s: f64,
+    /// The share of its time each instance's prefill works (arrival rate × service time; ≥ 1:
+    /// saturated).
+    pub utilization: f64,
+}
+
+/// The standard normal quantile Φ⁻¹(q), 0 < q < 1: Abramowitz & Stegun (1964), Handbook of
+/// Mathematical Functions, 26.2.23 (rational approximation, |error| < 4.5e-4).
+pub fn normal_quantile(q: f64) -> f64 {
+    let q = q.clamp(1e-12, 1.0 - 1e-12);
+    let (p, sign) = if q > 0.5 { (1.0 - q, 1.0) } else { (q, -1.0) };
+    let t = (-2.0 * p.ln()).sqrt();
+    let x = t
+        - (2.515517 + 0.802853 * t + 0.010328 * t * t)
+            / (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t);
+    sign * x
+}
+
+/// The wait in an M/D/1 queue at quantile `q`: Poisson arrivals at `lambda` per second, each
+/// served for `s` seconds, first come first served. Its mean is the Pollaczek–Khinchine formula
+/// for a constant service time, W = ρ s / (2 (1 − ρ)) with ρ = λ s (Kleinrock 1975, Queueing
+/// Systems vol. I, §5.5–5.7, the P-K mean-value formula with E[S²] = s²); its distribution is
+/// taken exponential beyond the probability ρ of waiting at all, P(W > t) = ρ e^{−ρ t / W}, which
+/// is exact for M/M/1 (Kleinrock vol. I, §5.8: P(W > t) = ρ e^{−(μ − λ) t}, whose W/ρ = 1/(μ − λ))
+/// and is Kingman's (1962, "On queues in heavy traffic", J. R. Stat. Soc. B 24) exponential
+/// heavy-traffic limit of the G/G/1 wait. Hence t_q = (W/ρ) ln(ρ / (1 − q)) where ρ > 1 − q,
+/// else 0 (fewer than 1 − q of the requests wait at all). Infinite when ρ ≥ 1.
+pub fn md1_wait(lambda: f64, s: f64, q: f64) -> f64 {
+    let rho = lambda * s;
+    if rho >= 1.0 || !rho.is_finite() {
+        return f64::INFINITY;
+    }
+    if rho <= 1.0 - q || rho <= 0.0 {
+        return 0.0;
+    }
+    let mean = rho * s / (2.0 * (1.0 - rho));
+    mean / rho * (rho / (1.0 - q)).ln()
+}
+
+/// Latencies at quantile `q` of requests arriving at random, from the model's own times: the
+/// prefill of one prompt alone (`prefill_s`, through `stages` pipeline stages), the steady-state
+/// round (`tpot_s`) with `batch` requests in flight on the instance, and the round's growth per
+/// request in flight (`slope`, s: the round program's at B and a neighbouring B); `output`
+/// tokens per request. No fitted constant.
+///
+/// - Arrivals: the rate the steady state serves, λ = B / (output × TPOT) per instance (Little's
+///   law on the decode phase), a Poisson stream (MLPerf loadgen's server scenario).
+/// - TTFT: the prompts queue for the instance's prefill first come first served, each holding
+///   it for the prefill's bottleneck stage, s = prefill / stages (pipelined prompts follow each
+///   other a stage apart): an M/D/1 queue at the workload's mean prompt ([`md1_wait`]); the
+///   TTFT at `q` is the steady state's [`ttft`] plus that wait. The prefill gets the whole
+///   instance while it runs (no chunk budget is modelled), so the wait is a lower bound.
+/// - TPOT: a request's time per output token is the mean of the rounds over its life (L =
+///   output × TPOT). Each round costs d₀ + d₁ N + (prefill share), N the requests in flight (a
+///   Poisson count for Poisson arrivals, M/G/∞) and each prompt joining adds s to one round.
+///   Over the request's life the round sum is a Poisson shot noise whose variance (Campbell's
+///   theorem) is λ ∫ g(a)² da with g(a) = d₁ × (the share of the request's life the request
+///   arriving at a overlaps) + s / output × (it joins during the life), i.e.
+///   B (2 d₁²/3 + d₁ c + c²) with c = s / output and d₁ = slope − c; the TPOT at `q` is the
+///   mean plus Φ⁻¹(q) standard deviations (central limit: many requests share a life). Output
+///   lengths are the mean for every request (the spread real outputs add is not modelled).
+pub fn tail(
+    prefill_s: f64,
+    stages: u64,
+    tpot_s: f64,
+    slope: f64,
+    batch: f64,
+    output: u64,
+    q: f64,
+) -> Tail {
+    let b = batch.max(1.0);
+    let out = output.max(1) as f64;
+    let lambda = b / (out * tpot_s);
+    let s = prefill_s / stages.max(1) as f64;
+    let rho = lambda * s;
+    let ttft_q = ttft(prefill_s, tpot_s, b) + md1_wait(lambda, s, q);
+    let c = s / out;
+    let d1 = (slope - c).max(0.0);
+    let var = b * (2.0 * d1 * d1 / 3.0 + d1 * c + c * c);
+    let tpot_q = tpot_s + normal_quantile(q).max(0.0) * var.sqrt();
+    Tail {
+        quantile: q,
+        ttft_s: ttft_q,
+        tpot_s: tpot_q,
+        arrival_rate_per_s: lambda,
+        utilization: rho,
+    }
+}
+
+/// The quantile a serving estimate reports its tail at when its target states none.
+pub const REPORTED_QUANTILE: f64 = 0.99;
+
+/// The round's growth per request in flight (s) around `m`'s requests per instance, by the same
+/// lowering and interpreter: the round at B against the round at B/2 (at 2 for one request; 0
+/// where that does not fit).
+pub fn round_slope(
+    sys: &System,
+    w: &Workload,
+    m: &Mapping,
+    n: u64,
+    tpot_s: f64,
+    mach: &Machine,
+) -> f64 {
+    let b = batch_of(w, m).max(1);
+    let other = if b >= 2 { b / 2 } else { 2 };
+    match lower::lower(sys, w, &Mapping { batch: other, ..*m }, n) {
+        Ok(p) => {
+            let e = cpu::eval(&p, mach);
+            if e.feasible && other != b {
+                ((tpot_s - e.step_time) / (b as f64 - other as f64)).max(0.0)
+            } else {
+                0.0
+            }
+        }
+        Err(_) => 0.0,
+    }
+}
+
+/// [`tail`] of the round `e` of `w` under `m` at quantile `q` (the prefill and the round's
+/// slope by the same lowering and interpreter).
+pub fn tail_of(
+    sys: &System,
+    w: &Workload,
+    m: &Mapping,
+    n: u64,
+    e: &Eval,
+    mach: &Machine,
+    q: f64,
+) -> Tail {
+    let prefill_s = prefill_time(sys, w, m, n, mach);
+    let out = inference(w).map(|i| i.output).unwrap_or(1);
+    let slope = round_slope(sys, w, m, n, e.step_time, mach);
+    tail(
+        prefill_s,
+        m.pp,
+        e.step_time,
+        slope,
+        batch_of(w, m) as f64,
+        out,
+        q,
+    )
 }
 
 /// Time to first token in steady-state continuous batching with the prefill interleaved into
 /// the decode rounds: the prompt's prefill (alone on its instance, `prefill_s`), plus the
 /// decode of the other requests in flight it shares its round with, (B − 1)/B of a round
 /// (`tpot_s`; B requests per instance). One request alone: its prefill. No queueing delay (the
-/// steady state is below saturation). The one place the two programs' times combine.
+/// joins evenly spaced; [`tail`] adds the wait of requests arriving at random). The one place
+/// the two programs' times combine.
 pub fn ttft(prefill_s: f64, tpot_s: f64, batch: f64) -> f64 {
     let b = batch.max(1.0);
     prefill_s + tpot_s * (b - 1.0) / b
@@ -142,6 +301,7 @@ pub fn figures(
     let b = batch_of(w, m);
     let prefill_s = prefill_time(sys, w, m, n, mach);
     let tpot = e.step_time;
+    let q = inf.load.slo.quantile().unwrap_or(REPORTED_QUANTILE);
     Some(Serving {
         concurrency: b * m.dp,
         prompt_tokens: inf.prompt,
@@ -151,6 +311,7 @@ pub fn figures(
         user_tokens_per_s: 1.0 / tpot,
         system_tokens_per_s: e.throughput,
         prefill_s,
+        tail: tail_of(sys, w, m, n, e, mach, q),
     })
 }
 
@@ -239,7 +400,8 @@ pub fn batches(sys: &System, w: &Workload, m: Mapping, n: u64, load: &Load) -> V
 }
 
 /// How far a point is from `slo` (≤ 1: met), computing the prefill only when it has a TTFT
-/// bound.
+/// bound: on the steady state's mean figures, or, where the target states a percentile, on the
+/// [`tail`] at it.
 pub fn violation(
     sys: &System,
     w: &Workload,
@@ -250,6 +412,10 @@ pub fn violation(
     slo: &Slo,
 ) -> f64 {
     let tpot = e.step_time;
+    if let Some(q) = slo.quantile() {
+        let t = tail_of(sys, w, m, n, e, mach, q);
+        return slo.violation(t.ttft_s, t.tpot_s);
+    }
     let ttft_v = if slo.ttft_s.is_some() {
         ttft(
             prefill_time(sys, w, m, n, mach),
@@ -260,6 +426,16 @@ pub fn violation(
         0.0
     };
     slo.violation(ttft_v, tpot)
+}
+
+/// Whether a serving estimate's figures meet `slo` (the mean ones, or the tail at its
+/// percentile).
+pub fn met(sv: &Serving, slo: &Slo) -> bool {
+    if slo.quantile().is_some() {
+        slo.met(sv.tail.ttft_s, sv.tail.tpot_s)
+    } else {
+        slo.met(sv.ttft_s, sv.tpot_s)
+    }
 }
 
 /// One system's throughput-latency curve: an estimate at each concurrency (requests in flight
