@@ -148,8 +148,8 @@ pub fn prepare_mapping(
 /// grow with the block's side while its memory time shrinks, which is why WaferLLM decodes on
 /// fewer cores than it prefills on). The phases' stages are apart, so each phase's block is
 /// chosen with the other's fixed: prefill's by the prompt alone (time to first token), decode's
-/// by the round. Where no block inside is feasible the region stays as
-/// written, and lowering says why.
+/// by the round. Where no block inside is feasible, or the region is wider than the mesh, it
+/// stays as written, and lowering says why.
 fn fit_regions(sys: &System, w: &Workload, mut mapping: Mapping, devices: u64) -> Mapping {
     let machine = lower::machine(sys, devices);
     // each phase by its own time: the prompt alone through the instance (prefill), the round
@@ -176,6 +176,14 @@ fn fit_regions(sys: &System, w: &Workload, mut mapping: Mapping, devices: u64) -
         let Some((a, b)) = *slot(&mut mapping, decode) else {
             continue;
         };
+        // a region wider than the mesh is wrong as written: no block inside it is tried
+        if let Err(super::reason::Reason::Region {
+            what: super::reason::RegionShortfall::Cores,
+            ..
+        }) = lower::lower(sys, w, &mapping, devices)
+        {
+            continue;
+        }
         let mut best: Option<((u64, u64), f64)> = None;
         let candidates = std::iter::once((a, b)).chain((1..=a.min(b)).rev().map(|s| (s, s)));
         for block in candidates {
