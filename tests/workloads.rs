@@ -114,8 +114,12 @@ fn every_mapping_file_loads_without_diagnostics() {
         // the loader rejects any version but 1, so a clean load says it is version 1
         let m = mapping(f);
         assert!(
-            m.tp.is_some() || m.pp.is_some() || m.dp.is_some() || m.stages.is_some(),
-            "{f} names no parallel degree"
+            m.tp.is_some()
+                || m.pp.is_some()
+                || m.dp.is_some()
+                || m.stages.is_some()
+                || m.regions.any(),
+            "{f} names no parallel degree and no core region"
         );
     }
 }

@@ -28,6 +28,8 @@ use serde::Serialize;
 
 /// How the mapping is chosen.
 #[derive(Debug, Clone)]
+// one per request, never in bulk: the plan's size does not matter
+#[allow(clippy::large_enum_variant)]
 pub enum MappingChoice {
     /// As written (a mapping file, or the workload's published mapping).
     Given(MappingPlan),

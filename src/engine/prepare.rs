@@ -121,6 +121,11 @@ pub fn prepare_mapping(
     mapping: Mapping,
     devices: u64,
 ) -> Result<Prepared, Box<Infeasible>> {
+    let mapping = if mapping.regions.any() {
+        fit_regions(sys, w, mapping, devices)
+    } else {
+        mapping
+    };
     match lower::lower(sys, w, &mapping, devices) {
         Ok(program) => Ok(Prepared {
             mapping,
@@ -136,6 +141,66 @@ pub fn prepare_mapping(
             mapping: Some(mapping),
         })),
     }
+}
+
+/// A phase's core region on a wafer is the cores it may use: each of its layers runs on the
+/// block that makes the phase fastest among the region itself and every square block inside it
+/// (a larger region can always leave cores idle, so it is never slower; decode's all-reduces
+/// grow with the block's side while its memory time shrinks, which is why WaferLLM decodes on
+/// fewer cores than it prefills on). The phases' stages are apart, so each phase's block is
+/// chosen with the other's fixed: prefill's by the prompt alone (time to first token), decode's
+/// by the round. Where no block inside is feasible, or the region is wider than the mesh, it
+/// stays as written, and lowering says why.
+fn fit_regions(sys: &System, w: &Workload, mut mapping: Mapping, devices: u64) -> Mapping {
+    let machine = lower::machine(sys, devices);
+    // each phase by its own time: the prompt alone through the instance (prefill), the round
+    // (decode; the prompts' share of it is the prefill stages', fixed meanwhile)
+    let time = |m: &Mapping, decode: bool| {
+        if decode {
+            lower::lower(sys, w, m, devices)
+        } else {
+            lower::lower_prefill(sys, w, m, devices)
+        }
+        .ok()
+        .map(|p| super::cpu::eval(&p, &machine))
+        .filter(|e| e.feasible)
+        .map(|e| e.step_time)
+    };
+    for decode in [false, true] {
+        fn slot(m: &mut Mapping, decode: bool) -> &mut Option<(u64, u64)> {
+            if decode {
+                &mut m.regions.decode
+            } else {
+                &mut m.regions.prefill
+            }
+        }
+        let Some((a, b)) = *slot(&mut mapping, decode) else {
+            continue;
+        };
+        // a region wider than the mesh is wrong as written: no block inside it is tried
+        if let Err(super::reason::Reason::Region {
+            what: super::reason::RegionShortfall::Cores,
+            ..
+        }) = lower::lower(sys, w, &mapping, devices)
+        {
+            continue;
+        }
+        let mut best: Option<((u64, u64), f64)> = None;
+        let candidates = std::iter::once((a, b)).chain((1..=a.min(b)).rev().map(|s| (s, s)));
+        for block in candidates {
+            let mut m = mapping;
+            *slot(&mut m, decode) = Some(block);
+            if let Some(t) = time(&m, decode) {
+                if best.is_none_or(|(_, tb)| t < tb) {
+                    best = Some((block, t));
+                }
+            }
+        }
+        if let Some((block, _)) = best {
+            *slot(&mut mapping, decode) = Some(block);
+        }
+    }
+    mapping
 }
 
 /// Estimate `w` on `devices` devices of `sys` (all of them when `None`).

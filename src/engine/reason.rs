@@ -35,6 +35,25 @@ pub enum Reason {
     /// The device's power limit does not cover its static power (W per device): no clock, however
     /// low, runs the step within it.
     PowerCap { needed: f64, cap: f64 },
+    /// A phase's core region on a wafer (a mapping's `regions`) does not fit: larger than the
+    /// mesh (`needed`/`available` in cores), or the layers it holds, weights and KV cache, over
+    /// its cores' SRAM (in bytes).
+    Region {
+        phase: String,
+        what: RegionShortfall,
+        needed: f64,
+        available: f64,
+    },
+}
+
+/// What a core region lacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionShortfall {
+    /// More cores along a side than the mesh has.
+    Cores,
+    /// Its layers' weights and KV cache exceed its cores' SRAM.
+    Memory,
 }
 
 /// Per-point reason codes (0 = feasible), as evaluators and sweep counts carry them.
@@ -112,6 +131,7 @@ impl Reason {
             Reason::PowerBudget => point::code(point::POWER),
             Reason::MemoryFloor => point::code(point::MEMORY_FLOOR),
             Reason::PowerCap { .. } => point::code(point::POWER_CAP),
+            Reason::Region { .. } => "region",
         }
     }
 
@@ -188,6 +208,26 @@ impl std::fmt::Display for Reason {
                 fmt_si(*cap, "W"),
                 fmt_si(*needed, "W")
             ),
+            Reason::Region {
+                phase,
+                what: RegionShortfall::Cores,
+                needed,
+                available,
+            } => write!(
+                f,
+                "the {phase} region is larger than the wafer: {needed} cores along a side, the mesh has {available}"
+            ),
+            Reason::Region {
+                phase,
+                what: RegionShortfall::Memory,
+                needed,
+                available,
+            } => write!(
+                f,
+                "the {phase} region cannot hold its layers: their weights and KV cache need {}, its cores' SRAM holds {}",
+                fmt_si(*needed, "B"),
+                fmt_si(*available, "B")
+            ),
         }
     }
 }
@@ -220,6 +260,12 @@ mod tests {
                 needed: 2.0,
                 cap: 1.0,
             },
+            Reason::Region {
+                phase: "decode".into(),
+                what: RegionShortfall::Memory,
+                needed: 2.0,
+                available: 1.0,
+            },
         ];
         let codes: Vec<&str> = all.iter().map(Reason::code).collect();
         assert_eq!(
@@ -233,7 +279,8 @@ mod tests {
                 "no_compute",
                 "power_budget",
                 "memory_floor",
-                "power_cap"
+                "power_cap",
+                "region"
             ]
         );
         for c in 0..point::COUNT as u8 {

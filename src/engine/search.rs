@@ -136,6 +136,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 order: base.order,
                                                 placement: base.placement,
                                                 batch: 0,
+                                                regions: base.regions,
                                             });
                                         }
                                     }

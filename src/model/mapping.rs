@@ -43,6 +43,8 @@ pub struct MappingPlan {
     pub order: Option<Vec<Dim>>,
     /// Pipeline stages as written: (layers, devices) per stage.
     pub stages: Option<Vec<(u64, u64)>>,
+    /// Core regions of the phases on a wafer, as written.
+    pub regions: Regions,
 }
 
 impl From<&MappingSpec> for MappingPlan {
@@ -65,7 +67,31 @@ impl From<&MappingSpec> for MappingPlan {
                 .stages
                 .as_ref()
                 .map(|v| v.iter().map(|x| (x.layers, x.devices)).collect()),
+            regions: s
+                .regions
+                .map(|r| Regions {
+                    prefill: r.prefill.map(|x| x.cores),
+                    decode: r.decode.map(|x| x.cores),
+                })
+                .unwrap_or_default(),
         }
+    }
+}
+
+/// Inference on a mesh device (a wafer): the block of cores, (columns, rows), each phase runs a
+/// layer on; `None`: the automatic placement (every layer on its share of the mesh, in
+/// proportion to the weights it holds). As many blocks as tile the mesh hold consecutive layers
+/// (a block holds the layers it runs, weights and KV cache); a model on fewer cores than the
+/// mesh leaves the rest idle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Regions {
+    pub prefill: Option<(u64, u64)>,
+    pub decode: Option<(u64, u64)>,
+}
+
+impl Regions {
+    pub fn any(&self) -> bool {
+        self.prefill.is_some() || self.decode.is_some()
     }
 }
 
@@ -219,6 +245,8 @@ pub struct Mapping {
     /// Inference: requests in flight on each model instance (continuous batching's batch);
     /// 0: the workload's `batch`. Set by the serving load (`engine::serve`), not by files.
     pub batch: u64,
+    /// Inference on a wafer: the core regions of prefill and decode (default: automatic).
+    pub regions: Regions,
 }
 
 /// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
@@ -276,6 +304,7 @@ impl Mapping {
             order: DEFAULT_ORDER,
             placement: Placement::default(),
             batch: 0,
+            regions: Regions::default(),
         }
     }
 
@@ -373,6 +402,7 @@ impl Mapping {
             },
             placement,
             batch: 0,
+            regions: spec.regions,
         };
         if m.devices() != devices {
             return Err(format!(

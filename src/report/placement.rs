@@ -47,7 +47,13 @@ pub fn placement(sys: &System, workload: &str, p: &Program, dp: u64) -> Option<P
     let dp = dp.max(1) as f64;
     // regions in pipeline order: each stage class `repeat` times, each on its share of a device
     let mut regions: Vec<(String, f64, f64)> = Vec::new();
-    for st in p.stage_list().iter() {
+    // where a mapping gives prefill its own core regions, the picture is decode's (the round's)
+    // placement: prefill's blocks reuse the same cores at another time
+    for st in p
+        .stage_list()
+        .iter()
+        .filter(|st| !st.name.starts_with("prefill:"))
+    {
         let share = st.devices / dp;
         let mut bytes = 0.0;
         for c in &p.comms[st.comms.clone()] {

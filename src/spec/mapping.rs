@@ -55,9 +55,32 @@ pub struct MappingSpec {
     /// `tp` and `pp`.
     #[serde(default)]
     pub stages: Option<Vec<StageSpec>>,
+    /// Inference on a device with a mesh of cores (a wafer): the block of cores each phase runs
+    /// a layer on, prefill and decode apart (WaferLLM prefills and decodes on different core
+    /// counts). A phase left out keeps the automatic placement (the wafer shared out by weights).
+    #[serde(default)]
+    pub regions: Option<RegionsSpec>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+}
+
+/// The core regions of the two phases of serving on a wafer.
+#[derive(Debug, Clone, Copy, Deserialize, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename = "Regions")]
+pub struct RegionsSpec {
+    #[serde(default)]
+    pub prefill: Option<RegionSpec>,
+    #[serde(default)]
+    pub decode: Option<RegionSpec>,
+}
+
+/// A block of `cores: (columns, rows)` cores of the mesh. The layers run one after another on
+/// it; as many such blocks as tile the mesh hold consecutive layers, pipelined block to block.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename = "Region")]
+pub struct RegionSpec {
+    pub cores: (u64, u64),
 }
 
 /// One pipeline stage: `layers` consecutive transformer layers on `devices` devices.

@@ -19,7 +19,7 @@
 
 use super::{domain_size, place_group, run_precision, vector_precision, Builder, Collective};
 use crate::engine::program::*;
-use crate::engine::reason::Reason;
+use crate::engine::reason::{Reason, RegionShortfall};
 use crate::model::mapping::{Mapping, Placement};
 use crate::model::system::System;
 use crate::model::workload::{Inference, Transformer};
@@ -55,6 +55,109 @@ struct Piece {
     /// Its sends per micro-batch: to the neighbouring region, back across the wafer to the
     /// first region, to a device in its domain, to a device in another domain.
     sends: [f64; 4],
+    /// The phases it runs: decode (the round's micro-batches) and prefill (the prompts). A
+    /// wafer's mapping may give each phase its own core regions (`Mapping::regions`): then a
+    /// phase's stages are apart from the other's.
+    decode: bool,
+    prefill: bool,
+    /// Its region's cores (columns, rows) where a mapping states them; (0, 0) otherwise.
+    region: (f64, f64),
+}
+
+/// What a wafer offers the core regions a mapping states for a phase, and what the model puts
+/// in them.
+struct WaferFit {
+    /// Cores along the mesh's two sides.
+    x: f64,
+    y: f64,
+    /// The wafer's SRAM (bytes; its cores' together).
+    sram: f64,
+    layers: u64,
+    /// Weights and KV cache of one layer (bytes).
+    layer_bytes: f64,
+    /// The embedding table or the output head (bytes).
+    table_bytes: f64,
+    /// The embedding table sits on the first region (untied embeddings); the head is always on
+    /// the last.
+    embed_first: bool,
+}
+
+impl WaferFit {
+    /// A phase's stages on blocks of `cores` (columns, rows; turned where only that fits): as
+    /// many blocks as tile the mesh, each the next run of layers, which it runs one after
+    /// another on all its cores; the rest of the wafer idle. Each block must hold its layers'
+    /// weights and KV cache in its cores' SRAM.
+    fn pieces(&self, phase: &str, cores: (u64, u64), decode: bool) -> Result<Vec<Piece>, Reason> {
+        let (a, b) = (cores.0.max(1) as f64, cores.1.max(1) as f64);
+        let (x, y) = (self.x, self.y);
+        let tiles = |p: f64, q: f64| {
+            if p <= x && q <= y {
+                (x / p).floor() * (y / q).floor()
+            } else {
+                0.0
+            }
+        };
+        let k = tiles(a, b).max(tiles(b, a));
+        if k < 1.0 {
+            let (needed, available) = if a.max(b) > x.max(y) {
+                (a.max(b), x.max(y))
+            } else {
+                (a.min(b), x.min(y))
+            };
+            return Err(Reason::Region {
+                phase: phase.into(),
+                what: RegionShortfall::Cores,
+                needed,
+                available,
+            });
+        }
+        let l = self.layers.max(1);
+        let per = l.div_ceil((k as u64).min(l));
+        let used = l.div_ceil(per);
+        let share = a * b / (x * y);
+        let piece = |repeat: u64, layers: u64, embed: bool, head: bool| Piece {
+            repeat,
+            layers,
+            devices: 1,
+            share,
+            embed,
+            head,
+            side: (a * b).sqrt(),
+            // to the next block (its side in hops), or from the last back to the first
+            sends: if head && used > 1 {
+                [0.0, 1.0, 0.0, 0.0]
+            } else {
+                [1.0, 0.0, 0.0, 0.0]
+            },
+            decode,
+            prefill: !decode,
+            region: (a, b),
+        };
+        let mut out = Vec::new();
+        if used == 1 {
+            out.push(piece(1, l, self.embed_first, true));
+        } else {
+            out.push(piece(1, per, self.embed_first, false));
+            if used > 2 {
+                out.push(piece(used - 2, per, false, false));
+            }
+            out.push(piece(1, l - (used - 1) * per, false, true));
+        }
+        let available = self.sram * share;
+        for p in &out {
+            let tables = f64::from(u8::from(p.embed)) + f64::from(u8::from(p.head));
+            let needed = p.layers as f64 * self.layer_bytes + tables * self.table_bytes;
+            if needed > available {
+                return Err(Reason::Region {
+                    phase: phase.into(),
+                    what: RegionShortfall::Memory,
+                    needed,
+                    available,
+                });
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The placement's runs split so that the first stage (embedding) and the last (head) stand
@@ -249,6 +352,37 @@ fn build(
         .filter(|(x, y)| x * y > 1.0);
     let sram = crate::engine::machine::machine(sys, n)[crate::engine::table::SRAM_CAPACITY];
     let mut pieces: Vec<Piece> = Vec::new();
+    if m.regions.any() {
+        let Some((x, y)) = mesh else {
+            return Err(Reason::unsupported(
+                "core regions (`regions`) need a device with a mesh of cores (a wafer)",
+            ));
+        };
+        if placement.devices() != 1 {
+            return Err(Reason::mapping(format!(
+                "core regions place the model on one device's cores, but the mapping spreads it over {}",
+                placement.devices()
+            )));
+        }
+        let kv_per_layer = kv_tokens(batch, inf.prompt as f64, inf.output as f64) * 2.0 * kvd * kvb;
+        let cap = WaferFit {
+            x,
+            y,
+            sram,
+            layers: t.layers,
+            layer_bytes: layer_params * wb + kv_per_layer,
+            table_bytes: h * vocab * wb,
+            embed_first: !t.tied_embeddings,
+        };
+        for (phase, cores, decode) in [
+            ("prefill", m.regions.prefill, false),
+            ("decode", m.regions.decode, true),
+        ] {
+            if let Some(cores) = cores {
+                pieces.extend(cap.pieces(phase, cores, decode)?);
+            }
+        }
+    }
     for c in classes(&placement, !t.tied_embeddings) {
         // sends to the next stage (the last stage's to the first): how many of the class's
         // stages cross a scale-up domain boundary (devices laid out stage after stage; the first
@@ -280,7 +414,13 @@ fn build(
             head: c.head,
             side: 0.0,
             sends: [0.0, 0.0, in_dom, across],
+            decode: m.regions.decode.is_none(),
+            prefill: m.regions.prefill.is_none(),
+            region: (0.0, 0.0),
         };
+        if !base.decode && !base.prefill {
+            continue;
+        }
         let Some((x, y)) = mesh else {
             pieces.push(base);
             continue;
@@ -346,7 +486,12 @@ fn build(
         }
     }
     pieces.retain(|p| p.repeat > 0);
-    let in_flight: f64 = pieces.iter().map(|p| p.repeat as f64).sum();
+    let in_flight: f64 = pieces
+        .iter()
+        .filter(|p| p.decode)
+        .map(|p| p.repeat as f64)
+        .sum::<f64>()
+        .max(1.0);
     // requests per micro-batch: as the mapping says, or the batch split evenly over the stages
     // so that every stage has one in flight
     let mbatch = if m.micro_batch > 0 {
@@ -374,7 +519,11 @@ fn build(
         let d = c.share;
         let l = c.layers as f64;
         let g_tp = place_group(sys, c.devices, 1, dom);
-        if c.layers > 0 {
+        // the phases this stage costs: a stage of decode's own region has nothing in the
+        // prompt-alone program; the output head gives the first token from prefill's region
+        let dec = c.decode && (!prefill_only || c.prefill);
+        let head = c.head && (dec || (prefill_only && c.prefill));
+        if c.layers > 0 && dec {
             // decode: one token for each request of a micro-batch
             b.op(Op {
                 name: "decode: layer matmuls".into(),
@@ -420,7 +569,7 @@ fn build(
                 overlap: Overlap::None,
             });
         }
-        if c.head {
+        if head {
             b.op(Op {
                 name: "decode: lm head".into(),
                 matrix: true,
@@ -453,17 +602,19 @@ fn build(
             ),
             ("pp send/recv (across domains)", c.sends[3], (1.0, 2.0, 1.0)),
         ] {
-            b.comm(Collective {
-                name: name.into(),
-                role: Role::PipelineSendRecv,
-                kind: CollKind::SendRecv,
-                bytes,
-                group,
-                count,
-                section: mbs,
-                overlap: Overlap::None,
-            });
-            if !c.head {
+            if dec {
+                b.comm(Collective {
+                    name: name.into(),
+                    role: Role::PipelineSendRecv,
+                    kind: CollKind::SendRecv,
+                    bytes,
+                    group,
+                    count,
+                    section: mbs,
+                    overlap: Overlap::None,
+                });
+            }
+            if !c.head && c.prefill {
                 b.comm(Collective {
                     name: "prefill: pp send/recv".into(),
                     role: Role::PipelineSendRecv,
@@ -484,7 +635,13 @@ fn build(
                 ("mesh: activations to the next region", c.sends[0], c.side),
                 ("mesh: tokens back to the first region", c.sends[1], x + y),
             ] {
-                for (sec, n, cnt) in [(mbs, mbatch, count), (stp, ptok, count * amort)] {
+                for (sec, n, cnt, on) in [
+                    (mbs, mbatch, count, dec),
+                    (stp, ptok, count * amort, c.prefill),
+                ] {
+                    if !on {
+                        continue;
+                    }
                     b.mesh_comm(
                         Collective {
                             name: name.into(),
@@ -500,7 +657,7 @@ fn build(
                     );
                 }
             }
-            if c.layers > 0 {
+            if c.layers > 0 && dec {
                 // every matrix-vector product reduces its partial outputs across a row of the
                 // region (MeshGEMV); each core holds 1/side of the output vector
                 b.mesh_comm(
@@ -516,6 +673,8 @@ fn build(
                     },
                     c.side,
                 );
+            }
+            if c.layers > 0 && c.prefill {
                 // prefill's matrix products as cyclic shifts along rows and columns
                 // (MeshGEMM): each core's activation and weight tiles pass every core of its row
                 b.mesh_comm(
@@ -532,7 +691,7 @@ fn build(
                     c.side,
                 );
             }
-            if c.head {
+            if head {
                 b.mesh_comm(
                     Collective {
                         name: "mesh: lm head reduction".into(),
@@ -548,7 +707,7 @@ fn build(
                 );
             }
         }
-        if c.layers > 0 {
+        if c.layers > 0 && c.prefill {
             b.op(Op {
                 name: "prefill: layer matmuls".into(),
                 matrix: true,
@@ -624,6 +783,15 @@ fn build(
         out_stages.push(Stage {
             name: if c.head && c.layers == 0 {
                 "head".into()
+            } else if c.decode != c.prefill {
+                format!(
+                    "{}: {} layer(s) on {:.0} × {:.0} cores",
+                    if c.decode { "decode" } else { "prefill" },
+                    c.layers,
+                    c.region.0,
+                    c.region.1
+                )
+                .into()
             } else {
                 if c.share < c.devices as f64 {
                     format!("{} layer(s) on {:.4} device(s)", c.layers, c.share).into()

@@ -343,6 +343,9 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
     if let Some(stages) = &m.stages {
         check_stages(cx, m, stages);
     }
+    if let Some(r) = &m.regions {
+        check_regions(cx, m, r);
+    }
     if let Some(z) = m.zero {
         if z > 3 {
             cx.error(
@@ -352,6 +355,48 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
             );
         }
     }
+}
+
+/// Core regions of a wafer's phases: each block at least one core along both sides, and the
+/// model on one wafer (no `tp`, `pp` or `stages` beside them). Whether a block fits the mesh and
+/// holds its layers is a property of the system: the lowering reports it as the design's
+/// infeasibility (`Reason::Region`).
+fn check_regions(cx: &mut Ctx, m: &MappingSpec, r: &crate::spec::mapping::RegionsSpec) {
+    for (f, bad) in [
+        ("tp", m.tp.is_some_and(|v| v > 1)),
+        ("pp", m.pp.is_some_and(|v| v > 1)),
+        ("stages", m.stages.is_some()),
+    ] {
+        if bad {
+            cx.error(
+                f,
+                format!("`{f}` cannot be given beside `regions`"),
+                Some("`regions` places the whole model on one wafer's cores; give `dp` for more wafers".into()),
+            );
+        }
+    }
+    cx.enter_field("regions", None);
+    if r.prefill.is_none() && r.decode.is_none() {
+        cx.error(
+            "",
+            "`regions` names neither phase",
+            Some("write `regions: (prefill: (cores: (660, 660)), decode: (cores: (360, 360)))`, or leave `regions` out for the automatic placement".into()),
+        );
+    }
+    for (phase, reg) in [("prefill", r.prefill), ("decode", r.decode)] {
+        let Some(reg) = reg else { continue };
+        cx.enter_field(phase, None);
+        let (a, b) = reg.cores;
+        if a == 0 || b == 0 {
+            cx.error(
+                "cores",
+                format!("the {phase} region has {a} × {b} cores"),
+                Some("`cores: (columns, rows)`, each at least 1".into()),
+            );
+        }
+        cx.leave();
+    }
+    cx.leave();
 }
 
 /// A pipeline written stage by stage: at least one stage, devices at least 1, a head-only stage
