@@ -12,15 +12,9 @@ use tessera::engine::{self, serve, MappingChoice, Objective};
 use tessera::model::serving::{Concurrency, Load, Slo};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Task, Workload};
-use tessera::spec::Fs;
 
-struct CrateFs;
-impl Fs for CrateFs {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-            .map_err(|e| e.to_string())
-    }
-}
+mod common;
+use common::CrateFs;
 
 fn inputs() -> (System, Workload) {
     let s = load_system("architectures/dgx-h100.ron", &CrateFs)

@@ -13,15 +13,9 @@ use tessera::engine::table::{self as t, Machine};
 use tessera::engine::{self, cpu, MappingChoice, Objective};
 use tessera::model::system::load_system;
 use tessera::model::workload::load_workload;
-use tessera::spec::Fs;
 
-struct CrateFs;
-impl Fs for CrateFs {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-            .map_err(|e| e.to_string())
-    }
-}
+mod common;
+use common::CrateFs;
 
 const LLAMA8B: &str = "workloads/llama3.1-8b-serving.ron";
 

@@ -12,15 +12,9 @@ use tessera::engine::{self, Estimate, MappingChoice};
 use tessera::model::mapping::{MappingPlan, Regions};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_mapping, load_workload, Workload};
-use tessera::spec::Fs;
 
-struct CrateFs;
-impl Fs for CrateFs {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-            .map_err(|e| e.to_string())
-    }
-}
+mod common;
+use common::CrateFs;
 
 const CS2: &str = "architectures/cerebras-cs2.ron";
 const WAFERLLM: &str = "workloads/mappings/waferllm-wse2-llama3-8b-regions.ron";

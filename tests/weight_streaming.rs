@@ -17,15 +17,9 @@ use tessera::engine::table::{self as t, Machine};
 use tessera::engine::{self, cpu, MappingChoice, Objective};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Task, Workload};
-use tessera::spec::Fs;
 
-struct CrateFs;
-impl Fs for CrateFs {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-            .map_err(|e| e.to_string())
-    }
-}
+mod common;
+use common::CrateFs;
 
 const CS3: &str = "architectures/cerebras-cs3.ron";
 const CS3_CLUSTER: &str = "architectures/cerebras-cs3-cluster.ron";
