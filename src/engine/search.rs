@@ -364,7 +364,8 @@ pub fn fewer_devices(sys: &System, w: &Workload, n: u64) -> Vec<u64> {
             out.push(k);
         }
     }
-    out.retain(|&k| k < n && k % node == 0 || k < node);
+    // whole nodes (or part of one, for a request smaller than a node)
+    out.retain(|&k| k < n && (k % node == 0 || k < node));
     out.sort_unstable();
     out.dedup();
     out
