@@ -131,10 +131,12 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // over the 33 cases before the Megatron-Bridge family; 3.3 % over 48 with its 15 gated rows;
     // then four gated average-power cases (4-9 %), the GPT-3 energy case moved to the
     // immersion-cooled cluster it ran on (-14.3 %), and the MLPerf Inference family (eight gated
-    // serving cases, the largest the 405B B200 Offline at +14.6 %): 4.1 % and 14.6 % over 60.
+    // serving cases, the largest the 405B B200 Offline at +14.6 %): 4.1 % and 14.6 % over 60;
+    // 4.2 % over 66 with the power-capped MLPerf cases; 4.4 % over 72 with six more Mixtral serving
+    // cases (GH200 v4.1/v5.0 at -9 to +2 %, a 4-GPU H100 server at +9 and +14 %).
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.042, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.045, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.147, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
