@@ -133,7 +133,8 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // immersion-cooled cluster it ran on (-14.3 %), and the MLPerf Inference family (eight gated
     // serving cases, the largest the 405B B200 Offline at +14.6 %): 4.1 % and 14.6 % over 60;
     // 4.2 % over 66 with the power-capped MLPerf cases; 4.4 % over 72 with six more Mixtral serving
-    // cases (GH200 v4.1/v5.0 at -9 to +2 %, a 4-GPU H100 server at +9 and +14 %).
+    // cases (GH200 v4.1/v5.0 at -9 to +2 %, a 4-GPU H100 server at +9 and +14 %); 4.5 % over 73
+    // with BERT's packed samples and the search's larger micro-batches (BERT on 8 H100 at +4 %).
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
     assert!(mape <= 0.045, "unfitted MAPE {mape} (target 0.08)");

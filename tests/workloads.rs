@@ -423,10 +423,10 @@ fn mlperf_files_carry_the_published_runs() {
     assert_eq!((tr.seq, tr.global_batch), (8192, 8));
     assert!(matches!(tr.target, Some(Target::Samples(s)) if s == 3216.0));
 
-    // BERT: 8 H100 (v4.0), GBS 768, 2,549,468 samples.
+    // BERT: 8 H100 (v4.0), GBS 768, 2,549,468 samples of 256 tokens (512-token packs of two).
     let w = workload("workloads/bert-large-mlperf.ron");
     let tr = training(&w);
-    assert_eq!((tr.seq, tr.global_batch), (512, 768));
+    assert_eq!((tr.seq, tr.global_batch), (256, 768));
     assert!(matches!(tr.target, Some(Target::Samples(s)) if s == 2_549_468.0));
     // BERT is bidirectional: fused attention, but no causal halving of its FLOPs.
     assert!(tr.flash_attention && !transformer(&w).causal);

@@ -47,6 +47,22 @@ fn pow2_upto(n: u64) -> Vec<u64> {
     v
 }
 
+/// Micro-batch sizes worth trying for `per_pipe` samples per pipeline and step: every power of
+/// two that divides it, and the whole of it (no gradient accumulation, as small models run: e.g.
+/// NVIDIA's MLPerf BERT, 48 packs of two samples per GPU in one micro-batch). Large micro-batches
+/// amortise per-kernel overheads and feed larger GEMMs; memory and the pipeline bubble bound them,
+/// and the evaluation, not this list, decides.
+fn micro_batches(per_pipe: u64) -> Vec<u64> {
+    let mut v: Vec<u64> = pow2_upto(per_pipe)
+        .into_iter()
+        .filter(|mb| per_pipe.is_multiple_of(*mb))
+        .collect();
+    if per_pipe > 0 && v.last() != Some(&per_pipe) {
+        v.push(per_pipe);
+    }
+    v
+}
+
 fn divisors(n: u64) -> Vec<u64> {
     let mut d: Vec<u64> = (1..=((n as f64).sqrt() as u64))
         .filter(|i| n.is_multiple_of(*i))
@@ -100,10 +116,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                             continue;
                         }
                         let per_pipe = tr.global_batch / dp;
-                        for mb in [1u64, 2, 4, 8] {
-                            if !per_pipe.is_multiple_of(mb) {
-                                continue;
-                            }
+                        for mb in micro_batches(per_pipe) {
                             let vs: &[u64] = if pp > 1 { &[1, 2, 3, 4] } else { &[1] };
                             for &v in vs {
                                 if pp * v > t.layers {
