@@ -373,3 +373,93 @@ fn moe_decode_reads_only_the_experts_its_tokens_touch() {
     let want4 = (attn + router + distinct * expert) / 8.0 * 2.0;
     assert!((d4.weight_bytes - want4).abs() / want4 < 1e-12);
 }
+
+#[test]
+fn expert_parallel_instances_share_their_experts() {
+    // Mixtral 8x7B (8 experts, top-2) on a DGX H100 as eight one-GPU instances, the eight
+    // sharing their experts (ep 8: one expert of each layer per GPU), hand-checked: what a GPU
+    // holds and reads, and the dispatch and combine all-to-alls of every layer.
+    use tessera::engine::program::{CollKind, Role};
+    use tessera::model::precision::Precision;
+    use tessera::model::workload::Inference;
+    let (s, _) = inputs();
+    let mut w = load_workload("workloads/mixtral-8x7b-pretrain.ron", &CrateFs)
+        .value
+        .expect("workload");
+    w.mapping = None;
+    w.task = Task::Inference(Inference {
+        prompt: 1024,
+        output: 256,
+        batch: 4,
+        weights: Precision::Bf16,
+        compute: Precision::Bf16,
+        kv_cache: Precision::Bf16,
+        activations: Precision::Bf16,
+        flash_attention: true,
+        load: Load::default(),
+    });
+    let one = |ep: u64| Mapping {
+        dp: 8,
+        ep,
+        micro_batch: 0,
+        ..Mapping::single()
+    };
+    let (p1, p8) = (
+        lower::lower(&s, &w, &one(1), 8).expect("lowers"),
+        lower::lower(&s, &w, &one(8), 8).expect("lowers"),
+    );
+    let (h, kv, ffn, layers) = (4096.0, 1024.0, 14336.0, 32.0);
+    let attn = 2.0 * h * h + 2.0 * h * kv;
+    let expert = 3.0 * h * ffn;
+    let router = h * 8.0;
+    let op = |p: &tessera::engine::program::Program, name: &str| {
+        p.ops.iter().find(|o| o.name == name).expect(name).clone()
+    };
+    // the round's 4 tokens per instance: 32 over the group, each of a GPU's one expert missed
+    // by all of them with probability (3/4)^32
+    let dec = op(&p8, "decode: layer matmuls");
+    let want = (attn + router + (1.0 - 0.75f64.powi(32)) * expert) * 2.0;
+    assert!(
+        (dec.weight_bytes - want).abs() / want < 1e-12,
+        "{} vs {want}",
+        dec.weight_bytes
+    );
+    // the same work: a GPU computes its experts' share of the group's tokens
+    assert_eq!(dec.flops, op(&p1, "decode: layer matmuls").flops);
+    // it holds attention, the router and one expert per layer (and the vocabulary tables)
+    let table = 2.0 * h * 32000.0 * 2.0;
+    let held = layers * (attn + router + expert) * 2.0 + table;
+    assert!(
+        (p8.footprint.weights - held).abs() / held < 1e-12,
+        "{} vs {held}",
+        p8.footprint.weights
+    );
+    let held1 = layers * (attn + router + 8.0 * expert) * 2.0 + table;
+    assert!((p1.footprint.weights - held1).abs() / held1 < 1e-12);
+    // each of the 4 tokens goes to 2 experts and comes back: two all-to-alls of 4 × 2 hidden
+    // states per layer, over the 8 GPUs; none without expert parallelism
+    let a2a: Vec<_> = p8
+        .comms
+        .iter()
+        .filter(|c| c.role == Role::ExpertAllToAll)
+        .collect();
+    assert_eq!(a2a.len(), 2, "decode and prefill");
+    let d = a2a
+        .iter()
+        .find(|c| c.name == "ep all-to-all")
+        .expect("decode all-to-all");
+    assert_eq!(d.kind, CollKind::AllToAll);
+    assert_eq!(d.bytes, 4.0 * 2.0 * h * 2.0);
+    assert_eq!(d.count, 2.0 * layers);
+    assert!(p1.comms.iter().all(|c| c.role != Role::ExpertAllToAll));
+    // and a dense model, or a group that does not divide the instances, is refused
+    let llama = inputs().1;
+    assert!(lower::lower(&s, &llama, &one(2), 8).is_err());
+    let three = Mapping {
+        dp: 8,
+        ep: 3,
+        micro_batch: 0,
+        ..Mapping::single()
+    };
+    assert!(lower::lower(&s, &w, &three, 8).is_err());
+}

@@ -163,8 +163,9 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
         (Model::Transformer(t), Task::Inference(inf)) => {
             // Per-layer pipelines: for each tensor-parallel width and number of model instances
             // (dp), every depth of layer stages the instance's devices allow, with the output
-            // head on the last layer stage or on the devices left over; and a few micro-batch
-            // sizes (0: the batch split evenly over the stages).
+            // head on the last layer stage or on the devices left over; a few micro-batch sizes
+            // (0: the batch split evenly over the stages); for a mixture of experts, every
+            // power-of-two group of instances that may share its experts.
             // (a stage may span domains: its all-reduces then cross the scale-out network)
             for tp in pow2_upto(n.min(t.heads))
                 .into_iter()
@@ -186,15 +187,26 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                         let mut mbs = vec![0, 1, inf.batch];
                         mbs.retain(|&b| b == 0 || (b != even && b <= inf.batch));
                         mbs.dedup();
+                        // expert parallelism: `ep` of the instances share their experts
+                        let eps: Vec<u64> = match &t.experts {
+                            Some(e) => pow2_upto(dp.min(e.count))
+                                .into_iter()
+                                .filter(|x| dp.is_multiple_of(*x) && e.count.is_multiple_of(*x))
+                                .collect(),
+                            None => vec![1],
+                        };
                         for mb in mbs {
-                            out.push(Mapping {
-                                dp,
-                                tp,
-                                pp: stages,
-                                micro_batch: mb,
-                                placement,
-                                ..base
-                            });
+                            for &ep in &eps {
+                                out.push(Mapping {
+                                    dp,
+                                    tp,
+                                    pp: stages,
+                                    ep,
+                                    micro_batch: mb,
+                                    placement,
+                                    ..base
+                                });
+                            }
                         }
                     }
                 }

@@ -224,19 +224,48 @@ pub fn kv_tokens(batch: f64, prompt: f64, output: f64) -> f64 {
     batch * (prompt + KV_PAGE_TOKENS / 2.0) + output * (batch + 1.0) / 2.0
 }
 
-/// Parameters of one layer a forward pass over `tokens` tokens reads: all of a dense layer; of
-/// a mixture of experts, attention, the router, the shared experts and the routed experts at
-/// least one token goes to. With top-k of E experts and routing spread evenly (what the
-/// load-balancing loss trains for @assumed), E × (1 − (1 − k/E)^tokens) of them on average: k
-/// for one token, all of them for a long prompt.
-fn layer_read(t: &Transformer, tokens: f64) -> f64 {
+/// Parameters of one layer a forward pass over `tokens` tokens reads on one device, where `ep`
+/// model instances share their experts (expert parallelism: each holds E / ep of a layer's routed
+/// experts and computes the tokens all `ep` instances route to them): all of a dense layer; of a
+/// mixture of experts, attention, the router, the shared experts and those of the device's routed
+/// experts at least one of the group's ep × `tokens` tokens goes to. With top-k of E experts and
+/// routing spread evenly (what the load-balancing loss trains for @assumed), each expert is
+/// missed by all n tokens with probability (1 − k/E)^n, so the device reads
+/// (E / ep)(1 − (1 − k/E)^(ep × tokens)) of its experts on average: k for one token without
+/// expert parallelism, all of its share for a long prompt. With a dense/MoE mix: the mean over
+/// the layers (as [`Transformer::layer_ffn_params`]).
+pub fn layer_read(t: &Transformer, tokens: f64, ep: u64) -> f64 {
     match &t.experts {
         Some(e) if e.count > 0 => {
-            let (n, k) = (e.count as f64, e.top_k.min(e.count) as f64);
-            let distinct = n * (1.0 - (1.0 - k / n).powf(tokens.max(1.0)));
+            let (n, k, ep) = (
+                e.count as f64,
+                e.top_k.min(e.count) as f64,
+                ep.max(1) as f64,
+            );
+            let distinct = n / ep * (1.0 - (1.0 - k / n).powf((ep * tokens).max(1.0)));
             t.attn_params()
-                + (t.hidden * e.count) as f64
-                + t.ffn_params(e.ffn) * (e.shared as f64 + distinct)
+                + t.layer_mix(
+                    (t.hidden * e.count) as f64
+                        + t.ffn_params(e.ffn) * (e.shared as f64 + distinct),
+                    t.ffn_params(t.ffn),
+                )
+        }
+        _ => t.attn_params() + t.layer_ffn_params(),
+    }
+}
+
+/// Parameters of one layer one device holds (before tensor parallelism splits them) where `ep`
+/// instances share their experts: attention, the router and the shared experts whole, E / ep of
+/// the routed experts (the mean over a dense/MoE mix). Without expert parallelism, the layer.
+pub fn layer_held(t: &Transformer, ep: u64) -> f64 {
+    match &t.experts {
+        Some(e) if e.count > 0 => {
+            let share = e.count as f64 / ep.max(1) as f64;
+            t.attn_params()
+                + t.layer_mix(
+                    t.ffn_params(e.ffn) * (share + e.shared as f64) + (t.hidden * e.count) as f64,
+                    t.ffn_params(t.ffn),
+                )
         }
         _ => t.attn_params() + t.layer_ffn_params(),
     }
@@ -268,10 +297,30 @@ fn build(
     mode: Mode,
 ) -> Result<Program, Reason> {
     let prefill_only = mode == Mode::Prefill;
-    if m.cp > 1 || m.ep > 1 {
+    if m.cp > 1 {
         return Err(Reason::unsupported(
-            "context and expert parallelism are modelled for training only",
+            "context parallelism is modelled for training only",
         ));
+    }
+    // Expert parallelism: `ep` of the `dp` model instances share their experts.
+    if m.ep > 1 {
+        let Some(e) = t.experts.as_ref() else {
+            return Err(Reason::mapping(
+                "expert parallelism needs a mixture-of-experts model",
+            ));
+        };
+        if m.ep > e.count || !e.count.is_multiple_of(m.ep) {
+            return Err(Reason::mapping(format!(
+                "ep {} does not divide {} experts",
+                m.ep, e.count
+            )));
+        }
+        if !m.dp.is_multiple_of(m.ep) {
+            return Err(Reason::mapping(format!(
+                "ep {} does not divide the {} model instances (dp)",
+                m.ep, m.dp
+            )));
+        }
     }
     let placement = if m.placement.n > 0 {
         m.placement
@@ -317,7 +366,9 @@ fn build(
     };
     let stages = placement.stages();
     let ctx = inf.prompt as f64 + inf.output as f64 / 2.0;
-    let layer_params = t.attn_params() + t.layer_ffn_params();
+    // what one device holds of a layer (all of it, or E / ep of its routed experts)
+    let layer_params = layer_held(t, m.ep);
+    let ep = m.ep.max(1);
     let layer_active = t.attn_params() + t.layer_ffn_active();
     let dp = m.dp as f64;
     // prefill of the whole batch, amortised over the generated tokens (count = 1 / output)
@@ -334,6 +385,10 @@ fn build(
     };
     let (mbs, stp) = (Section::MicroBatch, Section::Step);
     let phase = Phase::Forward;
+    // Expert parallelism sends each token to the devices of its top-k experts and back (a
+    // dispatch and a combine all-to-all per layer with experts), each copy its hidden state; the
+    // tensor-parallel ranks of an instance split their tokens' traffic between them.
+    let routed = t.experts.as_ref().map_or(0.0, |e| e.top_k as f64);
     // The loop closes: the last stage's tokens go back to the first stage (their embedding, with
     // the tied table on the last stage; token ids otherwise).
     let back_bytes = if t.tied_embeddings { h * ab } else { 4.0 };
@@ -519,6 +574,9 @@ fn build(
         let d = c.share;
         let l = c.layers as f64;
         let g_tp = place_group(sys, c.devices, 1, dom);
+        // the device's expert-parallel peers: the same place in the other instances of its
+        // group (instances laid out one after the other)
+        let g_ep = place_group(sys, ep, placement.devices(), dom);
         // the phases this stage costs: a stage of decode's own region has nothing in the
         // prompt-alone program; the output head gives the first token from prefill's region
         let dec = c.decode && (!prefill_only || c.prefill);
@@ -530,7 +588,7 @@ fn build(
                 matrix: true,
                 precision: p,
                 flops: 2.0 * layer_active / d * mbatch,
-                weight_bytes: layer_read(t, mbatch) / d * wb,
+                weight_bytes: layer_read(t, mbatch, ep) / d * wb,
                 act_bytes: 4.0 * mbatch * h * ab,
                 count: l,
                 section: mbs,
@@ -568,6 +626,18 @@ fn build(
                 section: mbs,
                 overlap: Overlap::None,
             });
+            if ep > 1 {
+                b.comm(Collective {
+                    name: "ep all-to-all".into(),
+                    role: Role::ExpertAllToAll,
+                    kind: CollKind::AllToAll,
+                    bytes: routed * mbatch * h * ab / d,
+                    group: g_ep,
+                    count: 2.0 * l * t.moe_fraction(),
+                    section: mbs,
+                    overlap: Overlap::None,
+                });
+            }
         }
         if head {
             b.op(Op {
@@ -713,7 +783,7 @@ fn build(
                 matrix: true,
                 precision: p,
                 flops: 2.0 * layer_active / d * ptok,
-                weight_bytes: layer_read(t, ptok) / d * wb,
+                weight_bytes: layer_read(t, ptok, ep) / d * wb,
                 act_bytes: 4.0 * ptok * h * ab,
                 count: l * amort,
                 section: stp,
@@ -740,6 +810,18 @@ fn build(
                 section: stp,
                 overlap: Overlap::None,
             });
+            if ep > 1 {
+                b.comm(Collective {
+                    name: "prefill: ep all-to-all".into(),
+                    role: Role::ExpertAllToAll,
+                    kind: CollKind::AllToAll,
+                    bytes: routed * ptok * h * ab / d,
+                    group: g_ep,
+                    count: 2.0 * l * t.moe_fraction() * amort,
+                    section: stp,
+                    overlap: Overlap::None,
+                });
+            }
         }
         if prefill_only {
             // the prompt alone: its (step-section) work once, as the one micro-batch, and the
