@@ -39,6 +39,11 @@ const EXPECT: &[(&str, &str, &str)] = &[
     ),
     ("zero-layers", "8:17", "`layers` must be at least 1"),
     (
+        "speculative-acceptance-over-one",
+        "12:46",
+        "`acceptance` is the probability that the model keeps a drafted token, in (0, 1]; found `1.2 @paper`",
+    ),
+    (
         "negative-optimizer-bytes",
         "13:30",
         "`optimizer_bytes` must be between 0 and 64, found -4",

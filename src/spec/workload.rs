@@ -290,6 +290,27 @@ pub struct InferenceSpec {
     pub activations: String,
     #[serde(default)]
     pub flash_attention: bool,
+    /// Speculative decoding: a draft proposes tokens that the model verifies in one pass.
+    #[serde(default)]
+    pub speculative: Option<SpeculativeSpec>,
+}
+
+/// Speculative decoding (Leviathan et al., ICML 2023): each round a draft proposes `tokens` tokens
+/// per request, the model verifies them (and the one after) in one pass, and keeps the drafted
+/// tokens up to the first it rejects.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeculativeSpec {
+    /// Tokens the draft proposes per request and round (γ).
+    pub tokens: u64,
+    /// Probability that the model accepts a drafted token, each independently (α), e.g.
+    /// `"0.85 @source"`.
+    pub acceptance: Q,
+    /// Layers of the draft, each of the model's own shape, run once per drafted token with the
+    /// model's output head: 1 for an EAGLE head or DeepSeek-V3's multi-token-prediction module,
+    /// 0 for heads alone (Medusa).
+    #[serde(default)]
+    pub draft_layers: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -559,6 +559,17 @@ fn build(
     } else {
         (batch / mbatch).ceil()
     };
+    // Speculative decoding (the round only): a request's round verifies its drafted tokens and
+    // the model's own next one in one pass (`verify` tokens through every layer, the weights and
+    // the KV cache read once) and gains `Speculative::tokens_per_round` (`gain`) tokens. The
+    // round program stays per output token: its micro-batch work is divided by the gain, so its
+    // step is the time per output token as without speculation, and the prefill's share of a
+    // round (per output token already) is unchanged.
+    let spec = inf.speculative.filter(|_| !prefill_only);
+    let verify = spec.map_or(1.0, |sp| sp.tokens as f64 + 1.0);
+    let gain = spec.map_or(1.0, |sp| sp.tokens_per_round());
+    // the tokens a micro-batch's round passes through the model
+    let vt = mbatch * verify;
     // the outputs of a layer's matrix-vector products, per token, each reduced across a row of
     // its region: Q/K/V, the output projection, the FFN's up (and gate) and down projections,
     // and the attention's weighted sum
@@ -587,9 +598,9 @@ fn build(
                 name: "decode: layer matmuls".into(),
                 matrix: true,
                 precision: p,
-                flops: 2.0 * layer_active / d * mbatch,
-                weight_bytes: layer_read(t, mbatch, ep) / d * wb,
-                act_bytes: 4.0 * mbatch * h * ab,
+                flops: 2.0 * layer_active / d * vt,
+                weight_bytes: layer_read(t, vt, ep) / d * wb,
+                act_bytes: 4.0 * vt * h * ab,
                 count: l,
                 section: mbs,
                 phase,
@@ -598,7 +609,7 @@ fn build(
                 name: "decode: attention over KV cache".into(),
                 matrix: true,
                 precision: p,
-                flops: 4.0 * mbatch * ctx * qd / d,
+                flops: 4.0 * vt * ctx * qd / d,
                 weight_bytes: 0.0,
                 act_bytes: mbatch * ctx * 2.0 * kvd / d * kvb,
                 count: l,
@@ -609,9 +620,9 @@ fn build(
                 name: "decode: elementwise".into(),
                 matrix: false,
                 precision: vecp,
-                flops: 10.0 * mbatch * h,
+                flops: 10.0 * vt * h,
                 weight_bytes: 0.0,
-                act_bytes: 12.0 * mbatch * h * ab,
+                act_bytes: 12.0 * vt * h * ab,
                 count: l,
                 section: mbs,
                 phase,
@@ -620,7 +631,7 @@ fn build(
                 name: "tp all-reduce".into(),
                 role: Role::TensorParallel,
                 kind: CollKind::AllReduce,
-                bytes: mbatch * h * ab,
+                bytes: vt * h * ab,
                 group: g_tp,
                 count: 2.0 * l,
                 section: mbs,
@@ -631,7 +642,7 @@ fn build(
                     name: "ep all-to-all".into(),
                     role: Role::ExpertAllToAll,
                     kind: CollKind::AllToAll,
-                    bytes: routed * mbatch * h * ab / d,
+                    bytes: routed * vt * h * ab / d,
                     group: g_ep,
                     count: 2.0 * l * t.moe_fraction(),
                     section: mbs,
@@ -644,9 +655,9 @@ fn build(
                 name: "decode: lm head".into(),
                 matrix: true,
                 precision: p,
-                flops: 2.0 * mbatch * h * vocab / d,
+                flops: 2.0 * vt * h * vocab / d,
                 weight_bytes: h * vocab / d * wb,
-                act_bytes: mbatch * vocab / d * 4.0,
+                act_bytes: vt * vocab / d * 4.0,
                 count: 1.0,
                 section: mbs,
                 phase,
@@ -656,14 +667,65 @@ fn build(
                 name: "lm head: token all-reduce".into(),
                 role: Role::TensorParallel,
                 kind: CollKind::AllReduce,
-                bytes: mbatch * 8.0,
+                bytes: vt * 8.0,
                 group: g_tp,
                 count: 1.0,
                 section: mbs,
                 overlap: Overlap::None,
             });
         }
-        let bytes = mbatch * if c.head { back_bytes } else { h * ab };
+        // the draft, beside the output head (an EAGLE head, a multi-token-prediction module, or
+        // Medusa's heads alone): γ passes of one token per request, each through its layers and
+        // the head
+        if let (Some(sp), true) = (spec, head && dec) {
+            let (g, dl) = (sp.tokens as f64, sp.draft_layers as f64);
+            if sp.draft_layers > 0 {
+                b.op(Op {
+                    name: "decode: draft layers".into(),
+                    matrix: true,
+                    precision: p,
+                    flops: 2.0 * layer_active / d * mbatch,
+                    weight_bytes: layer_read(t, mbatch, ep) / d * wb,
+                    act_bytes: 4.0 * mbatch * h * ab,
+                    count: g * dl,
+                    section: mbs,
+                    phase,
+                });
+                b.op(Op {
+                    name: "decode: draft attention".into(),
+                    matrix: true,
+                    precision: p,
+                    flops: 4.0 * mbatch * ctx * qd / d,
+                    weight_bytes: 0.0,
+                    act_bytes: mbatch * ctx * 2.0 * kvd / d * kvb,
+                    count: g * dl,
+                    section: mbs,
+                    phase,
+                });
+                b.comm(Collective {
+                    name: "draft: tp all-reduce".into(),
+                    role: Role::TensorParallel,
+                    kind: CollKind::AllReduce,
+                    bytes: mbatch * h * ab,
+                    group: g_tp,
+                    count: 2.0 * g * dl,
+                    section: mbs,
+                    overlap: Overlap::None,
+                });
+            }
+            b.op(Op {
+                name: "decode: draft head".into(),
+                matrix: true,
+                precision: p,
+                flops: 2.0 * mbatch * h * vocab / d,
+                weight_bytes: h * vocab / d * wb,
+                act_bytes: mbatch * vocab / d * 4.0,
+                count: g,
+                section: mbs,
+                phase,
+            });
+        }
+        let bytes = vt * if c.head { back_bytes } else { h * ab };
         for (name, count, group) in [
             (
                 "pp send/recv (in domain)",
@@ -705,10 +767,9 @@ fn build(
                 ("mesh: activations to the next region", c.sends[0], c.side),
                 ("mesh: tokens back to the first region", c.sends[1], x + y),
             ] {
-                for (sec, n, cnt, on) in [
-                    (mbs, mbatch, count, dec),
-                    (stp, ptok, count * amort, c.prefill),
-                ] {
+                for (sec, n, cnt, on) in
+                    [(mbs, vt, count, dec), (stp, ptok, count * amort, c.prefill)]
+                {
                     if !on {
                         continue;
                     }
@@ -735,7 +796,7 @@ fn build(
                         name: "mesh: decode all-reduce (MeshGEMV)".into(),
                         role: Role::TensorParallel,
                         kind: CollKind::AllReduce,
-                        bytes: mbatch * reduced / reductions / c.side * ab,
+                        bytes: vt * reduced / reductions / c.side * ab,
                         group: (1.0, 1.0, 1.0),
                         count: reductions * l,
                         section: mbs,
@@ -767,7 +828,7 @@ fn build(
                         name: "mesh: lm head reduction".into(),
                         role: Role::TensorParallel,
                         kind: CollKind::AllReduce,
-                        bytes: mbatch * vocab / c.side * 4.0,
+                        bytes: vt * vocab / c.side * 4.0,
                         group: (1.0, 1.0, 1.0),
                         count: 1.0,
                         section: mbs,
@@ -841,12 +902,31 @@ fn build(
                     .map(|c| Comm { section: mbs, ..c }),
             );
         }
+        if gain != 1.0 {
+            // per output token: the round's micro-batch work over the tokens it gains
+            for o in &mut b.ops[o0..] {
+                if o.section == mbs {
+                    o.count /= gain;
+                }
+            }
+            for cm in &mut b.comms[c0..] {
+                if cm.section == mbs {
+                    cm.count /= gain;
+                }
+            }
+        }
+        // the draft's layers (and their KV cache) live beside the output head
+        let draft = match spec {
+            Some(sp) if c.head => sp.draft_layers as f64,
+            _ => 0.0,
+        };
         let table = h * vocab / d * wb;
-        let weights = l * layer_params / d * wb
+        let weights = (l + draft) * layer_params / d * wb
             + if c.head { table } else { 0.0 }
             + if c.embed { table } else { 0.0 };
-        let kv_cache =
-            kv_tokens(batch, inf.prompt as f64, inf.output as f64) * 2.0 * kvd / d * kvb * l;
+        let kv_cache = kv_tokens(batch, inf.prompt as f64, inf.output as f64) * 2.0 * kvd / d
+            * kvb
+            * (l + draft);
         let activations = if c.layers > 0 {
             mbatch.max(batch.min(4.0)) * inf.prompt as f64 * h * ab * 4.0 / d
         } else {

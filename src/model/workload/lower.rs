@@ -4,8 +4,8 @@
 use super::cnn::lower_cnn;
 use super::graph::{lower_graph, precision};
 use super::{
-    check_mapping, Experts, Inference, Lora, Model, Run, Target, Task, Training, Transformer,
-    Workload,
+    check_mapping, Experts, Inference, Lora, Model, Run, Speculative, Target, Task, Training,
+    Transformer, Workload,
 };
 use crate::diag::Path;
 use crate::model::Ctx;
@@ -69,6 +69,32 @@ pub(super) fn lower(cx: &mut Ctx, s: &WorkloadSpec) -> Option<Workload> {
                 activations: precision(cx, "activations", &i.activations),
                 flash_attention: i.flash_attention,
                 load: Default::default(),
+                speculative: i.speculative.as_ref().and_then(|sp| {
+                    cx.enter_field("speculative", None);
+                    let tokens = cx.count("tokens", sp.tokens);
+                    let acceptance = cx
+                        .q("acceptance", &sp.acceptance, crate::units::Dimension::Ratio)
+                        .and_then(|a| {
+                            if a > 0.0 && a <= 1.0 {
+                                return Some(a);
+                            }
+                            cx.error(
+                                "acceptance",
+                                format!(
+                                    "`acceptance` is the probability that the model keeps a drafted token, in (0, 1]; found `{}`",
+                                    sp.acceptance.0.trim()
+                                ),
+                                Some("write the measured acceptance rate with its source, e.g. \"0.85 @deepseek-v3\" (DeepSeek-V3's multi-token prediction: 85-90 % for the second token)".into()),
+                            );
+                            None
+                        });
+                    cx.leave();
+                    Some(Speculative {
+                        tokens: tokens?,
+                        acceptance: acceptance?,
+                        draft_layers: sp.draft_layers,
+                    })
+                }),
             };
             if matches!(model, Some(Model::Cnn(_)) | Some(Model::Graph(_))) {
                 cx.error(

@@ -171,6 +171,32 @@ pub struct Inference {
     pub flash_attention: bool,
     /// Requests in flight and the latency target (`--concurrency`, `--slo`, a case's `slo`).
     pub load: crate::model::serving::Load,
+    /// Speculative decoding, if the serving stack uses it.
+    pub speculative: Option<Speculative>,
+}
+
+/// Speculative decoding as validated: `tokens` drafted per request and round (γ ≥ 1), each
+/// accepted with probability `acceptance` (α in (0, 1]), by a draft of `draft_layers` layers of
+/// the model's shape and its output head.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Speculative {
+    pub tokens: u64,
+    pub acceptance: f64,
+    pub draft_layers: u64,
+}
+
+impl Speculative {
+    /// Tokens a request gains per round: the accepted prefix of the γ drafted tokens and the
+    /// model's own next token, (1 − α^(γ+1)) / (1 − α) on average (Leviathan et al. 2023, eq. 1),
+    /// γ + 1 when every drafted token is accepted.
+    pub fn tokens_per_round(&self) -> f64 {
+        let (a, g) = (self.acceptance, self.tokens as f64);
+        if a >= 1.0 {
+            g + 1.0
+        } else {
+            (1.0 - a.powf(g + 1.0)) / (1.0 - a)
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
