@@ -150,6 +150,11 @@ pub fn check_file_with(name: &str, fs: &dyn Fs, cases: &CaseDevices) -> (Files, 
                         &l.files,
                         &s.device.unset_energy,
                     ));
+                l.diagnostics
+                    .extend(crate::model::system::unset_energy_warnings(
+                        &l.files,
+                        &s.unset_energy,
+                    ));
             }
             (l.files, l.diagnostics)
         }

@@ -426,6 +426,53 @@ fn unsourced_figures_warn() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// Issue 12: a scale-up or scale-out link that gives no `energy_per_bit` is a warning of `check`
+/// (its traffic would cost no energy), located at the link's block with a hint, as an unset device
+/// energy figure is; the starter template with both figures set checks clean.
+#[test]
+fn unset_link_energy_warns() {
+    use tessera::templates::{render, Template};
+    let good = render(Template::NvlRack, "link energy");
+    let bare: String = good
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("energy_per_bit:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // the lines of the two link blocks in the file without the figures
+    let at = |key: &str| 1 + bare.lines().position(|l| l == key).unwrap();
+    let (up, out) = (at("    scale_up: ("), at("    scale_out: ("));
+    assert_eq!(good.matches("energy_per_bit:").count(), 2, "{good}");
+    for (text, want) in [
+        (good.clone(), vec![]),
+        (bare, vec![(up, "scale-up"), (out, "scale-out")]),
+    ] {
+        let fs = MemFs(BTreeMap::from([(
+            "rack.ron".to_string(),
+            text.into_bytes(),
+        )]));
+        let (files, diags) = check_file("rack.ron", &fs);
+        let rendered: Vec<String> = diags
+            .iter()
+            .map(|d| d.render(files.text_of(&d.file)))
+            .collect();
+        assert_eq!(diags.len(), want.len(), "{rendered:#?}");
+        for (d, (line, what)) in diags.iter().zip(want) {
+            assert_eq!(d.severity, Severity::Warning, "{d:?}");
+            assert_eq!(d.pos.map(|p| p.line), Some(line), "{d:?}");
+            assert!(
+                d.message.starts_with(&format!("{what} link `"))
+                    && d.message
+                        .ends_with("gives no `energy_per_bit`: its traffic costs no energy"),
+                "{d:?}"
+            );
+            assert!(
+                d.hint.as_deref().unwrap_or("").contains("@assumed"),
+                "{d:?}"
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // No panic, whatever the input.
 

@@ -94,6 +94,9 @@ fn every_shipped_system_loads_without_errors_or_warnings() {
             continue;
         }
         let s = load_clean(&f, &DiskFs);
+        // `check` agrees: no energy figure of the device or its links left unset.
+        let (files, diags) = check_file(&f, &DiskFs);
+        assert!(diags.is_empty(), "{f}:\n{}", rendered(&files, &diags));
         systems += 1;
         // Basic sanity on what every system must have.
         assert!(s.devices >= 1, "{f}");

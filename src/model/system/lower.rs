@@ -17,6 +17,7 @@ pub(super) fn lower(
     node: Option<&Located<NodeSpec>>,
 ) -> Option<System> {
     cx.declare_sources(&spec.sources);
+    let sys_file = cx.file();
     check_version(cx, Some(spec.version), true);
     // The system's own default source applies to its counts (entering checks it is declared).
     let sys_source = spec.source.clone();
@@ -180,6 +181,7 @@ pub(super) fn lower(
         fitted: cx.fitted.iter().cloned().collect(),
         fitted_sources: cx.fitted_sources.clone(),
         assumed: cx.assumed,
+        unset_energy: unset_link_energy(sys_file, spec),
     };
     // Budgets: devices over their share of a limit are throttled (a value of the estimate);
     // only parts that leave the devices nothing are an error.
@@ -372,6 +374,40 @@ pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
         memory,
         power_limit: limit,
     })
+}
+
+/// The scale-up and scale-out links that give no `energy_per_bit`: their traffic would cost no
+/// energy, so `tessera check` warns (the NICs' and switches' own power is static and counted
+/// apart; the per-bit figure is what moving a bit adds to it).
+fn unset_link_energy(file: usize, spec: &SystemSpec) -> Vec<super::UnsetEnergy> {
+    let hint = "add `energy_per_bit` with its source: only the energy that moving a bit adds \
+                (SerDes/PHY, switch datapath), not the idle draw already in the NIC and switch \
+                `power` figures; mark a guess `@assumed`";
+    let mut out = Vec::new();
+    let mut link = |field: &str, what: &str, name: &str, set: bool| {
+        if !set {
+            out.push(super::UnsetEnergy {
+                file,
+                at: Path::root().field(field),
+                message: format!(
+                    "{what} link `{name}` gives no `energy_per_bit`: its traffic costs no energy"
+                ),
+                hint: hint.into(),
+            });
+        }
+    };
+    if let Some(s) = &spec.scale_up {
+        link("scale_up", "scale-up", &s.name, s.energy_per_bit.is_some());
+    }
+    if let Some(s) = &spec.scale_out {
+        link(
+            "scale_out",
+            "scale-out",
+            &s.name,
+            s.energy_per_bit.is_some(),
+        );
+    }
+    out
 }
 
 fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {

@@ -40,6 +40,11 @@ pub struct System {
     pub fitted_sources: Vec<crate::model::FittedSource>,
     /// Number of figures marked `@assumed`.
     pub assumed: usize,
+    /// Link energy figures the file leaves unset (that link's traffic then costs no energy),
+    /// with where each link is written: `tessera check` warns about each, as it does for the
+    /// device's (`Device::unset_energy`).
+    #[serde(skip)]
+    pub unset_energy: Vec<UnsetEnergy>,
 }
 
 #[derive(Debug, Clone, Serialize)]
