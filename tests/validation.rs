@@ -132,9 +132,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // then four gated average-power cases (4-9 %), the GPT-3 energy case moved to the
     // immersion-cooled cluster it ran on (-14.3 %), and the MLPerf Inference family (eight gated
     // serving cases, the largest the 405B B200 Offline at +14.6 %): 4.1 % and 14.6 % over 60.
+    // Then the Llama 3.1 405B Megatron-Bridge rows counted the embedding and the loss in their
+    // pipeline split as their recipe does (the five gated rows moved from -5.9 / -0.3 / -3.9 /
+    // +5.8 / +1.1 % to -1.4 / +4.5 / +2.0 / +12.3 / +6.6 %: the slowest stage no longer carries
+    // the head), and two GB200 rows it made expressible or brought within tolerance joined
+    // (-3.5 %, -10.8 %): 4.4 % and 14.6 % over 68.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.042, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.044, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.147, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
