@@ -660,3 +660,239 @@ proptest! {
         prop_assert!(m as f64 + 1.0 + pipeline_bubble(pp, m as f64 + 1.0, v) >= step * (1.0 - 1e-12));
     }
 }
+
+/// Layers on each stage class of a lowered training program: (name, repeat, layers, holds the
+/// head), read off the program (the per-layer `qkv projection` runs `layers` times per stage).
+fn stage_layers(p: &Program) -> Vec<(String, f64, f64, bool)> {
+    p.stage_list()
+        .iter()
+        .map(|st| {
+            let ops = &p.ops[st.ops.clone()];
+            let layers = ops
+                .iter()
+                .find(|o| o.name == "qkv projection")
+                .map(|o| o.count)
+                .unwrap_or(0.0);
+            let head = ops.iter().any(|o| o.name == "lm head");
+            (st.name.to_string(), st.repeat, layers, head)
+        })
+        .collect()
+}
+
+const LLAMA_126: &str = r#"Workload(
+    version: 1, name: "126-layer test model", source: "t", sources: { "t": "test fixture" },
+    model: Transformer(layers: 126, hidden: 2048, heads: 16, kv_heads: 8, ffn: 8192, vocab: 128256, gated_ffn: true),
+    task: Training(seq_len: 8192, global_batch: 64, target: Tokens(1e9)),
+)"#;
+
+#[test]
+fn counting_embedding_and_loss_in_the_split_shares_out_layers_as_megatron_does() {
+    // Megatron-Bridge's Llama 3.1 405B layout: 126 layers, TP 4 × PP 16 × VP 8 = 128 virtual
+    // stages. Uncounted, 16 × 8 = 128 virtual stages exceed the 126 layers. Counting the
+    // embedding and the loss, U = 126 + 2 = 128 units, 128 / 16 = 8 per stage (1 per virtual
+    // stage): the first stage holds the embedding and 8 − 1 = 7 layers, the 14 middle stages 8
+    // each, the last 7 layers and the head; 7 + 14 × 8 + 7 = 126.
+    let (sys, w) = fixtures_with(LLAMA_126);
+    let m = Mapping {
+        dp: 1,
+        tp: 4,
+        pp: 16,
+        interleave: 8,
+        sp: true,
+        ..Mapping::single()
+    };
+    let err = lower(&sys, &w, &m, 64).unwrap_err();
+    assert!(err.to_string().contains("exceeds 126 layers"), "{err}");
+    let both = Mapping {
+        embedding_in_pipeline_split: true,
+        loss_in_pipeline_split: true,
+        ..m
+    };
+    let p = lower(&sys, &w, &both, 64).unwrap();
+    let got = stage_layers(&p);
+    let want = [
+        ("first stage", 1.0, 7.0, false),
+        ("middle stages", 14.0, 8.0, false),
+        ("last stage", 1.0, 7.0, true),
+    ];
+    assert_eq!(got.len(), 3);
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!((g.0.as_str(), g.1, g.2, g.3), w);
+    }
+    // Each stage class runs on dp × tp × cp = 4 devices per stage: 16 × 4 = 64 in all.
+    assert!(p.stages.iter().all(|s| s.devices == 4.0));
+    // State: bf16 weights, per device (÷ tp 4). The first stage holds 7 layers and the
+    // embedding table (vocab × hidden), the last 7 layers and the head (the same size), a
+    // middle stage 8 layers and no table. A layer: attention 2048 × (2048 + 2 × 1024) + 2048²
+    // = 12.58 M, gated FFN 3 × 2048 × 8192 = 50.33 M (plus norms).
+    let tessera::model::workload::Model::Transformer(t) = &w.model else {
+        panic!()
+    };
+    let layer = t.attn_params() + t.layer_ffn_params();
+    let table = 128256.0 * 2048.0;
+    let wb = 2.0;
+    let weights: Vec<f64> = p.stages.iter().map(|s| s.footprint.weights).collect();
+    assert_relative_eq!(
+        weights[0],
+        (7.0 * layer + table) / 4.0 * wb,
+        max_relative = 1e-12
+    );
+    assert_relative_eq!(weights[1], 8.0 * layer / 4.0 * wb, max_relative = 1e-12);
+    assert_relative_eq!(
+        weights[2],
+        (7.0 * layer + table) / 4.0 * wb,
+        max_relative = 1e-12
+    );
+    // The program's footprint is the largest stage's.
+    let largest = p
+        .stages
+        .iter()
+        .map(|s| s.footprint.total())
+        .fold(0.0, f64::max);
+    assert_eq!(p.footprint.total(), largest);
+
+    // The loss alone: U = 127, not a multiple of 16 × 8; at VP 1, still not a multiple of 16.
+    // 125 layers + the loss = 126 = 2 × 63 is split over PP 2: the first stage holds the
+    // embedding and 63 layers (the embedding is not counted), the last 62 and the head.
+    let loss = Mapping {
+        loss_in_pipeline_split: true,
+        ..m
+    };
+    let err = lower(&sys, &w, &loss, 64).unwrap_err();
+    assert!(err.to_string().contains("does not divide"), "{err}");
+    let w125 = fixtures_with(&LLAMA_126.replace("layers: 126", "layers: 125")).1;
+    let pp2 = Mapping {
+        dp: 8,
+        tp: 4,
+        pp: 2,
+        interleave: 1,
+        loss_in_pipeline_split: true,
+        ..Mapping::single()
+    };
+    let got = stage_layers(&lower(&sys, &w125, &pp2, 64).unwrap());
+    assert_eq!(
+        got,
+        vec![
+            ("first stage".to_string(), 1.0, 63.0, false),
+            ("last stage".to_string(), 1.0, 62.0, true),
+        ]
+    );
+    // One stage: nothing to count; the program is the uncounted one.
+    let one = Mapping {
+        dp: 16,
+        tp: 4,
+        ..both
+    };
+    let plain = Mapping { dp: 16, tp: 4, ..m };
+    let (p1, p0) = (
+        lower(
+            &sys,
+            &w,
+            &Mapping {
+                pp: 1,
+                interleave: 1,
+                ..one
+            },
+            64,
+        )
+        .unwrap(),
+        lower(
+            &sys,
+            &w,
+            &Mapping {
+                pp: 1,
+                interleave: 1,
+                ..plain
+            },
+            64,
+        )
+        .unwrap(),
+    );
+    assert!(p1.stages.is_empty());
+    let mach = machine(&sys, 64);
+    assert_eq!(eval(&p1, &mach).step_time, eval(&p0, &mach).step_time);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Counting the embedding and/or the loss in the pipeline split never puts more than
+    /// ceil(layers / pp) layers on a stage, and the stages hold every layer once.
+    #[test]
+    fn a_counted_split_never_loads_a_stage_beyond_ceil_layers_over_pp(
+        chunk in 1u64..6,
+        pp in prop::sample::select(vec![2u64, 4, 8, 16, 32, 64]),
+        v in 1u64..5,
+        (embedding, loss) in prop::sample::select(vec![(true, false), (false, true), (true, true)]),
+    ) {
+        // a legal counted split: layers + counted = chunk × pp × v units
+        let counted = embedding as u64 + loss as u64;
+        prop_assume!(chunk * pp * v > counted + 1);
+        let layers = chunk * pp * v - counted;
+        let (sys, w) = fixtures_with(&WORKLOAD.replace("layers: 40", &format!("layers: {layers}")));
+        let m = Mapping {
+            dp: 64 / pp,
+            pp,
+            interleave: v,
+            embedding_in_pipeline_split: embedding,
+            loss_in_pipeline_split: loss,
+            ..Mapping::single()
+        };
+        let p = lower(&sys, &w, &m, 64).unwrap();
+        let st = stage_layers(&p);
+        let ceil = layers.div_ceil(pp) as f64;
+        prop_assert!(st.iter().all(|s| s.2 <= ceil), "{st:?} over ceil {ceil}");
+        prop_assert_eq!(st.iter().map(|s| s.1 * s.2).sum::<f64>(), layers as f64);
+        prop_assert_eq!(st.iter().map(|s| s.1).sum::<f64>(), pp as f64);
+        prop_assert_eq!(st.iter().filter(|s| s.3).count(), 1);
+    }
+
+    /// Where both splits are legal, counting the embedding and/or the loss never makes the step
+    /// slower than the uncounted split at the same pp and interleave, when no two collectives
+    /// hide behind the same compute (cp 1, ZeRO ≤ 2, no extra overlap, the gradient reduction
+    /// not overlapped). Each stage class then holds no more layers than the uncounted stage
+    /// (ceil(layers / pp)), the head only where that stage has it, a table no larger than the
+    /// head: its operators and collectives are the uncounted stage's or fewer, and each section
+    /// time is monotone in them (an added operator hides at most its own time of the one
+    /// overlapped collective, the tensor-parallel backward); the step is (micro-batches +
+    /// bubble) × the slowest stage's micro-batch time + the slowest step section. With several
+    /// collectives hiding behind one compute window (the overlap model issue 14 names), taking
+    /// compute away can expose more than it saves, and the law is not claimed there.
+    #[test]
+    fn a_counted_split_is_never_slower_where_both_are_legal(
+        chunk in 2u64..6,
+        pp in prop::sample::select(vec![2u64, 4, 8]),
+        v in 1u64..4,
+        tp in prop::sample::select(vec![1u64, 2, 8]),
+        zero in 0u8..3,
+        (embedding, loss) in prop::sample::select(vec![(true, false), (false, true), (true, true)]),
+        hidden in prop::sample::select(vec![1280u64, 2560, 5120]),
+        cap in 0.3f64..1.2,
+    ) {
+        // legal both ways: layers + counted = chunk × pp × v units, and pp × v ≤ layers
+        let layers = chunk * pp * v - (embedding as u64 + loss as u64);
+        let (sys, w) = fixtures_with(&WORKLOAD.replace(
+            "layers: 40, hidden: 5120",
+            &format!("layers: {layers}, hidden: {hidden}"),
+        ));
+        let m = Mapping {
+            dp: 64 / (pp * tp),
+            tp,
+            pp,
+            interleave: v,
+            sp: tp > 1,
+            zero,
+            overlap_grad_reduce: false,
+            recompute: Recompute::Selective,
+            ..Mapping::single()
+        };
+        let counted = Mapping { embedding_in_pipeline_split: embedding, loss_in_pipeline_split: loss, ..m };
+        let mut mach = machine(&sys, 64);
+        mach[t::TDP] *= cap;
+        let e0 = eval(&lower(&sys, &w, &m, 64).unwrap(), &mach);
+        prop_assume!(e0.feasible);
+        let e1 = eval(&lower(&sys, &w, &counted, 64).unwrap(), &mach);
+        prop_assert!(e1.feasible);
+        prop_assert!(e1.step_time <= e0.step_time * (1.0 + 1e-12), "{} > {}", e1.step_time, e0.step_time);
+    }
+}

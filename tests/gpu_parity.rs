@@ -123,6 +123,30 @@ fn plans() -> Vec<Plan> {
             ],
             "Random(points: 30000, seed: 11)",
         ),
+        // training with pipeline stage classes of their own: Megatron-Bridge's 405B layout, the
+        // embedding and the loss counted in the split (first, middle and last stages differ).
+        // At full clock only: where the stages are communication-bound their micro-batch times
+        // tie (each is the exposed pipeline send's), the evaluators pick the slowest by rounding,
+        // and a power limit then stretches the picked stage's compute — f32 and f64 pick
+        // differently (1 % apart at 776 W). The throttled time of each stage would settle it
+        // (`cpu::eval_traced` and eval.wgsl), not done here.
+        plan_of(
+            "gb200-cluster",
+            "mbridge-llama3.1-405b",
+            &format!(
+                "{}/workloads/mappings/mbridge-llama31-405b-tp4-pp16-vp8.ron",
+                std::env::current_dir().unwrap().to_string_lossy()
+            ),
+            &[
+                ("devices", "[256, 512]"),
+                ("device.memory.HBM3e.capacity", "\"100 GB .. 300 GB\""),
+                ("device.peak.fp8", "\"1 PFLOP/s .. 20 PFLOP/s log\""),
+                ("scale_up.bandwidth", "\"0.5 TB/s .. 8 TB/s log\""),
+                ("scale_out.bandwidth", "\"50 Gb/s .. 3200 Gb/s log\""),
+                ("device.efficiency.kernel_overhead", "\"0 us .. 20 us\""),
+            ],
+            "Random(points: 400, seed: 23)",
+        ),
         // mixture of experts (all-to-all), every legal mapping on a DGX H100
         plan_of(
             "dgx-h100",

@@ -135,9 +135,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // 4.2 % over 66 with the power-capped MLPerf cases; 4.4 % over 72 with six more Mixtral serving
     // cases (GH200 v4.1/v5.0 at -9 to +2 %, a 4-GPU H100 server at +9 and +14 %); 4.5 % over 73
     // with BERT's packed samples and the search's larger micro-batches (BERT on 8 H100 at +4 %).
+    // Then the Llama 3.1 405B Megatron-Bridge rows counted the embedding and the loss in their
+    // pipeline split as their recipe does (the five gated rows moved from -5.9 / -0.3 / -3.9 /
+    // +5.8 / +1.1 % to -1.4 / +4.5 / +2.0 / +12.3 / +6.6 %: the slowest stage no longer carries
+    // the head), and two GB200 rows it made expressible or brought within tolerance joined
+    // (-3.5 %, -10.8 %): 4.7 % and 14.6 % over 75.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.045, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.047, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.147, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 

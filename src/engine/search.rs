@@ -145,6 +145,10 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 interleave: v,
                                                 recompute: rc,
                                                 overlap_grad_reduce: true,
+                                                // the uniform split of layers (the search
+                                                // does not count the embedding or the loss)
+                                                embedding_in_pipeline_split: false,
+                                                loss_in_pipeline_split: false,
                                                 overlap,
                                                 order: base.order,
                                                 placement: base.placement,

@@ -39,6 +39,8 @@ pub struct MappingPlan {
     pub interleave: Option<u64>,
     pub recompute: Option<Recompute>,
     pub overlap_grad_reduce: Option<bool>,
+    pub embedding_in_pipeline_split: Option<bool>,
+    pub loss_in_pipeline_split: Option<bool>,
     pub overlap: ExtraOverlap,
     pub order: Option<Vec<Dim>>,
     /// Pipeline stages as written: (layers, devices) per stage.
@@ -61,6 +63,8 @@ impl From<&MappingSpec> for MappingPlan {
             interleave: s.interleave,
             recompute: s.recompute.map(Into::into),
             overlap_grad_reduce: s.overlap_grad_reduce,
+            embedding_in_pipeline_split: s.embedding_in_pipeline_split,
+            loss_in_pipeline_split: s.loss_in_pipeline_split,
             overlap: ExtraOverlap::from_kinds(&s.overlap),
             order: s.order.clone(),
             stages: s
@@ -235,6 +239,13 @@ pub struct Mapping {
     pub interleave: u64,
     pub recompute: Recompute,
     pub overlap_grad_reduce: bool,
+    /// Training: the pipeline split counts the input embedding as a layer, and the output head
+    /// with its loss as another (Megatron-Core `account_for_embedding_in_pipeline_split`,
+    /// `account_for_loss_in_pipeline_split`): layers + the counted units are split evenly over
+    /// the `pp` × `interleave` virtual stages, and the first (last) stage holds one transformer
+    /// layer fewer. No effect with one stage.
+    pub embedding_in_pipeline_split: bool,
+    pub loss_in_pipeline_split: bool,
     /// Communication the framework overlaps with compute beyond the gradient reduction.
     pub overlap: ExtraOverlap,
     /// Parallel dimensions from innermost (nearest devices) to outermost.
@@ -300,6 +311,8 @@ impl Mapping {
             interleave: 1,
             recompute: Recompute::None,
             overlap_grad_reduce: true,
+            embedding_in_pipeline_split: false,
+            loss_in_pipeline_split: false,
             overlap: ExtraOverlap::default(),
             order: DEFAULT_ORDER,
             placement: Placement::default(),
@@ -388,6 +401,8 @@ impl Mapping {
             interleave: spec.interleave.unwrap_or(1).max(1),
             recompute: spec.recompute.unwrap_or(Recompute::None),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
+            embedding_in_pipeline_split: spec.embedding_in_pipeline_split.unwrap_or(false),
+            loss_in_pipeline_split: spec.loss_in_pipeline_split.unwrap_or(false),
             overlap: spec.overlap,
             order: match &spec.order {
                 None => DEFAULT_ORDER,

@@ -38,6 +38,16 @@ pub struct MappingSpec {
     /// Overlap the data-parallel gradient reduction with the backward pass.
     #[serde(default)]
     pub overlap_grad_reduce: Option<bool>,
+    /// Training with pipeline stages: the input embedding counts as one layer of the pipeline
+    /// split, so the first stage holds one transformer layer fewer (Megatron-Core
+    /// `account_for_embedding_in_pipeline_split`). Default false.
+    #[serde(default)]
+    pub embedding_in_pipeline_split: Option<bool>,
+    /// Training with pipeline stages: the output head and its loss count as one layer of the
+    /// split, so the last stage holds one transformer layer fewer (Megatron-Core
+    /// `account_for_loss_in_pipeline_split`). Default false.
+    #[serde(default)]
+    pub loss_in_pipeline_split: Option<bool>,
     #[serde(default)]
     pub source: Option<String>,
     /// Communication the framework overlaps with compute beyond the gradient reduction

@@ -42,6 +42,17 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
             "pipeline `stages` are modelled for transformer inference only",
         ));
     }
+    let split_counted = m.embedding_in_pipeline_split || m.loss_in_pipeline_split;
+    if split_counted
+        && !matches!(
+            (&w.model, &w.task),
+            (Model::Transformer(_), Task::Training(_))
+        )
+    {
+        return Err(Reason::unsupported(
+            "counting the embedding or the loss in the pipeline split is modelled for transformer training only",
+        ));
+    }
     match (&w.model, &w.task) {
         (Model::Transformer(t), Task::Training(tr)) => {
             training::transformer_training(sys, t, tr, m)

@@ -372,12 +372,50 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
     if let Some(r) = &m.regions {
         check_regions(cx, m, r);
     }
+    check_split(cx, m);
     if let Some(z) = m.zero {
         if z > 3 {
             cx.error(
                 "zero",
                 format!("ZeRO stage {z} does not exist"),
                 Some("stages are 0 (none), 1 (optimizer state), 2 (+ gradients), 3 (+ weights, = FSDP)".into()),
+            );
+        }
+    }
+}
+
+/// Counting the embedding or the loss in the pipeline split balances a uniform split of the
+/// layers over `pp` stages: it has nothing to count beside `stages` (which place the embedding on
+/// the first stage and the head on the last themselves) or `regions` (one wafer, no pipeline of
+/// devices).
+fn check_split(cx: &mut Ctx, m: &MappingSpec) {
+    for (f, on) in [
+        ("embedding_in_pipeline_split", m.embedding_in_pipeline_split),
+        ("loss_in_pipeline_split", m.loss_in_pipeline_split),
+    ] {
+        if on != Some(true) {
+            continue;
+        }
+        let beside = if m.stages.is_some() {
+            Some((
+                "stages",
+                "a pipeline written stage by stage places the embedding on its first stage and the head on its last itself (a last stage of `layers: 0` holds only the head)",
+            ))
+        } else if m.regions.is_some() {
+            Some((
+                "regions",
+                "`regions` places the whole model on one wafer's cores: there is no pipeline split",
+            ))
+        } else {
+            None
+        };
+        if let Some((other, why)) = beside {
+            cx.error(
+                f,
+                format!("`{f}` cannot be given beside `{other}`"),
+                Some(format!(
+                    "{why}; leave `{f}` out, or give `pp` instead of `{other}`"
+                )),
             );
         }
     }

@@ -5,7 +5,7 @@ use super::Shape;
 use crate::model::mapping::Recompute;
 use crate::model::precision::Precision;
 
-/// Parameters and model state per device (the stage with the LM head).
+/// Parameters and model state per device of one stage class.
 pub(super) struct State {
     /// Parameters held by one device before ZeRO sharding.
     pub params_local: f64,
@@ -43,11 +43,12 @@ pub(super) fn state(d: &Shape) -> State {
     let expert_layer = experts
         .map(|e| t.layer_mix(t.ffn_params(e.ffn) * e.count as f64, 0.0))
         .unwrap_or(0.0);
-    // The last stage holds the output head; with one stage it holds the input embedding too.
-    let embed = if m.pp == 1 {
-        t.embedding_params()
-    } else {
-        (t.vocab * t.hidden) as f64
+    // The last stage holds the output head, the first the input embedding (vocab × hidden
+    // each); one stage holds both, as one table where they are tied.
+    let table = (t.vocab * t.hidden) as f64;
+    let embed = match (d.embedding, d.head) {
+        (true, true) => t.embedding_params(),
+        (e, h) => table * (e as u8 + h as u8) as f64,
     };
     let params_local = l * (dense_layer / tpf + expert_layer / (tpf * m.ep as f64)) + embed / tpf;
     let trainable_local = match tr.lora {
@@ -144,5 +145,7 @@ pub(super) fn activations(d: &Shape) -> f64 {
         1.0
     };
     let in_flight = d.micro_batches.min(pp as f64) * interleave_factor;
-    per_layer * l * in_flight + d.logits
+    // The stage with the head also holds a micro-batch's logits. Every stage class is charged
+    // the first stage's micro-batches in flight (the most), as the one stage was.
+    per_layer * l * in_flight + if d.head { d.logits } else { 0.0 }
 }

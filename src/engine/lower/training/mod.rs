@@ -43,8 +43,12 @@ struct Shape<'a> {
     /// Width of the keys (and of the values): kv heads × head dimension.
     kvd: f64,
     tpf: f64,
-    /// Layers on one pipeline stage.
+    /// Layers on the pipeline stage this shape describes.
     l: f64,
+    /// That stage holds the input embedding (the first stage, or the only one) and the output
+    /// head with its loss (the last stage, or the only one).
+    embedding: bool,
+    head: bool,
     micro_batches: f64,
     /// Sequence parallelism in effect (sp with tp > 1), and what it splits the replicated
     /// activations by.
@@ -66,8 +70,14 @@ struct Shape<'a> {
 }
 
 impl<'a> Shape<'a> {
-    fn new(sys: &System, t: &'a Transformer, tr: &'a Training, m: &'a Mapping) -> Self {
-        let (tp, pp, cp, dp) = (m.tp, m.pp, m.cp, m.dp);
+    fn new(
+        sys: &System,
+        t: &'a Transformer,
+        tr: &'a Training,
+        m: &'a Mapping,
+        stage: StageClass,
+    ) -> Self {
+        let (tp, cp, dp) = (m.tp, m.cp, m.dp);
         let prec = run_precision(sys, tr.compute);
         let p = prec.index();
         let ab = tr.activations.bytes();
@@ -99,7 +109,9 @@ impl<'a> Shape<'a> {
             qd: t.q_dim() as f64,
             kvd: (t.kv_heads * t.head_dim()) as f64,
             tpf,
-            l: t.layers.div_ceil(pp) as f64,
+            l: stage.layers as f64,
+            embedding: stage.embedding,
+            head: stage.head,
             micro_batches: (tr.global_batch / (dp * m.micro_batch)) as f64,
             sp,
             act_shard: if sp { tpf } else { 1.0 },
@@ -111,6 +123,95 @@ impl<'a> Shape<'a> {
             dpn: (dp * cp) as f64,
         }
     }
+}
+
+/// What one class of identical pipeline stages holds: its transformer layers, and whether it
+/// holds the input embedding and the output head with its loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StageClass {
+    layers: u64,
+    embedding: bool,
+    head: bool,
+}
+
+/// The units the pipeline split shares out over the stages: the layers, and the embedding and
+/// the loss where the mapping counts them (only with more than one stage: a single stage holds
+/// everything whatever is counted).
+fn split_units(t: &Transformer, m: &Mapping) -> u64 {
+    let counted = if m.pp > 1 {
+        m.embedding_in_pipeline_split as u64 + m.loss_in_pipeline_split as u64
+    } else {
+        0
+    };
+    t.layers + counted
+}
+
+/// The stage classes of the pipeline, in order, with how many stages each stands for.
+///
+/// Without the embedding or the loss counted in the split, one class: the stage with the LM head,
+/// `ceil(layers / pp)` layers (the stage that bounds the pipeline; with one stage it holds the
+/// embedding too). That is the model since the beginning: the other stages, holding no more
+/// layers and no head, are taken as no slower and no larger.
+///
+/// With either counted (Megatron-Core `account_for_embedding_in_pipeline_split` /
+/// `account_for_loss_in_pipeline_split`, `get_num_layers_to_build`), the units U = layers +
+/// counted are split evenly, `n = U / pp` per stage (`check` asks, as Megatron-Core does, that
+/// pp × interleave divide U; interleaving splits each stage's n into `interleave` chunks and
+/// leaves the per-stage counts as they are), and the embedding (the loss) takes the place of a
+/// layer on the first (last) virtual stage: the first stage holds the embedding and n − 1 layers
+/// when the embedding is counted (n otherwise), the last stage n − 1 layers and the head when the
+/// loss is counted (n otherwise), the pp − 2 stages between them n layers each. Three classes,
+/// so that the slowest stage bounds the pipeline and each stage's footprint is placed on its own
+/// (a middle stage of n layers may be slower than the last of n − 1 layers and the head).
+///
+/// No class holds more than ceil(layers / pp) layers: with k units counted and pp | layers + k,
+/// n = (layers + k) / pp ≤ ceil(layers / pp) when k < pp; when k = pp = 2, n − 1 = layers / 2
+/// and both stages (first and last) hold n − 1.
+fn stage_classes(t: &Transformer, m: &Mapping) -> Vec<(&'static str, StageClass, u64)> {
+    let pp = m.pp;
+    let (e, l) = (m.embedding_in_pipeline_split, m.loss_in_pipeline_split);
+    if pp <= 1 || !(e || l) {
+        return vec![(
+            "all",
+            StageClass {
+                layers: t.layers.div_ceil(pp.max(1)),
+                embedding: pp <= 1,
+                head: true,
+            },
+            1,
+        )];
+    }
+    let n = split_units(t, m) / pp;
+    let mut out = vec![(
+        "first stage",
+        StageClass {
+            layers: n - e as u64,
+            embedding: true,
+            head: false,
+        },
+        1,
+    )];
+    if pp > 2 {
+        out.push((
+            "middle stages",
+            StageClass {
+                layers: n,
+                embedding: false,
+                head: false,
+            },
+            pp - 2,
+        ));
+    }
+    out.push((
+        "last stage",
+        StageClass {
+            layers: n - l as u64,
+            embedding: false,
+            head: true,
+        },
+        1,
+    ));
+    out
 }
 
 /// Why `m` cannot run `t` under `tr`, if it cannot.
@@ -128,10 +229,25 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping) -> Result<(), Reason> {
             t.kv_heads
         )));
     }
-    if pp * v > t.layers {
+    let units = split_units(t, m);
+    if units == t.layers {
+        if pp * v > t.layers {
+            return Err(Reason::mapping(format!(
+                "pp {pp} × interleave {v} exceeds {} layers",
+                t.layers
+            )));
+        }
+    } else if !units.is_multiple_of(pp * v) {
+        // Megatron-Core's rule for a split that counts the embedding or the loss
+        // (TransformerConfig.__post_init__): the units divide evenly over the virtual stages.
         return Err(Reason::mapping(format!(
-            "pp {pp} × interleave {v} exceeds {} layers",
-            t.layers
+            "pp {pp} × interleave {v} does not divide {} layers + {} counted in the pipeline split = {units}",
+            t.layers,
+            match (m.embedding_in_pipeline_split, m.loss_in_pipeline_split) {
+                (true, true) => "embedding and loss",
+                (true, false) => "embedding",
+                _ => "loss",
+            }
         )));
     }
     if !tr.seq.is_multiple_of(cp) {
@@ -189,22 +305,44 @@ pub(super) fn transformer_training(
     m: &Mapping,
 ) -> Result<Program, Reason> {
     check(t, tr, m)?;
-    let d = Shape::new(sys, t, tr, m);
-    let state = memory::state(&d);
-    let footprint = Footprint {
-        weights: state.weights,
-        gradients: state.gradients,
-        optimizer: state.optimizer,
-        activations: memory::activations(&d),
-        kv_cache: 0.0,
-    };
+    let classes = stage_classes(t, m);
+    // One class: the program as it always was (no stage list: all devices run that stage).
+    // More: each class's operators and collectives in turn, on its dp × tp × cp devices per stage.
+    let per_stage = (m.devices() / m.pp.max(1)) as f64;
     let mut b = Builder::default();
-    ops::build(&mut b, &d, &state);
-    comms::build(&mut b, sys, &d, &state);
-    mesh::build(&mut b, sys, &d);
-    if stream::streams(sys, &footprint, m.devices()) {
-        stream::apply(&mut b, &d, &state);
+    let mut stages = Vec::new();
+    let mut footprint = Footprint::default();
+    for &(name, class, repeat) in &classes {
+        let (o0, c0) = (b.ops.len(), b.comms.len());
+        let d = Shape::new(sys, t, tr, m, class);
+        let fp = stage(&mut b, sys, &d);
+        if fp.total() > footprint.total() || stages.is_empty() {
+            footprint = fp;
+        }
+        stages.push(Stage {
+            name: name.into(),
+            ops: o0..b.ops.len(),
+            comms: c0..b.comms.len(),
+            repeat: repeat as f64,
+            devices: per_stage,
+            footprint: fp,
+        });
     }
+    if classes.len() == 1 {
+        stages.clear();
+    }
+    // The figures of the step (micro-batches, precision, backward factor) are every stage's.
+    let d = Shape::new(
+        sys,
+        t,
+        tr,
+        m,
+        StageClass {
+            layers: 0,
+            embedding: false,
+            head: false,
+        },
+    );
 
     let tokens = (tr.global_batch * tr.seq) as f64;
     let fwd_tok = t.forward_flops_per_token(tr.seq, tr.flash_attention && t.causal);
@@ -217,7 +355,7 @@ pub(super) fn transformer_training(
     let mut program = Program {
         ops: b.ops,
         comms: b.comms,
-        stages: Vec::new(),
+        stages,
         micro_batches: d.micro_batches,
         bubble: pipeline_bubble(m.pp, d.micro_batches, m.interleave),
         footprint,
@@ -230,4 +368,28 @@ pub(super) fn transformer_training(
     };
     comms::overlap_communication(&mut program, m.overlap);
     Ok(program)
+}
+
+/// One stage class's operators and collectives, appended to `b`, and its footprint per device. Where the stage's state does not fit its devices and the system
+/// has a weight store, it streams its weights (`stream`).
+fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
+    let m = d.m;
+    let state = memory::state(d);
+    let footprint = Footprint {
+        weights: state.weights,
+        gradients: state.gradients,
+        optimizer: state.optimizer,
+        activations: memory::activations(d),
+        kv_cache: 0.0,
+    };
+    let mut own = Builder::default();
+    ops::build(&mut own, d, &state);
+    comms::build(&mut own, sys, d, &state);
+    mesh::build(&mut own, sys, d);
+    if stream::streams(sys, &footprint, m.devices()) {
+        stream::apply(&mut own, d, &state);
+    }
+    b.ops.append(&mut own.ops);
+    b.comms.append(&mut own.comms);
+    footprint
 }

@@ -283,8 +283,8 @@ impl LayerOp {
     }
 }
 
-/// Every operator of the stage with the LM head, in program order: the layers forward, backward,
-/// the LoRA adapters, the recomputation, the head, the optimizer update.
+/// Every operator of one stage class, in program order: the layers forward, backward, the LoRA
+/// adapters, the recomputation, the head (on the stage that holds it), the optimizer update.
 pub(super) fn build(b: &mut Builder, d: &Shape, state: &State) {
     let layer = layer(d);
     for o in &layer {
@@ -309,7 +309,9 @@ pub(super) fn build(b: &mut Builder, d: &Shape, state: &State) {
         }
         _ => {}
     }
-    head(b, d);
+    if d.head {
+        head(b, d);
+    }
     optimizer(b, d, state);
 }
 
