@@ -512,3 +512,24 @@ fn the_search_tries_micro_batches_beyond_eight() {
     }
     assert_eq!(auto.mapping.as_ref().map(|m| m.micro_batch), Some(96));
 }
+
+#[test]
+fn the_search_tries_the_split_that_counts_embedding_and_loss() {
+    // The auto search split the layers uniformly only, so a layout Megatron-Bridge runs (Llama
+    // 3.1 405B: 126 layers + embedding + loss = 128 units over the virtual stages) was never
+    // among its candidates. It now also tries the counted split wherever Megatron-Core's rule
+    // allows it, and only there.
+    let sys = system("architectures/gb200-cluster.ron", &Disk);
+    let w = workload("workloads/llama3.1-405b-pretrain.ron");
+    let all = tessera::engine::search::candidates(&sys, &w, 512);
+    let counted: Vec<_> = all
+        .iter()
+        .filter(|m| m.embedding_in_pipeline_split || m.loss_in_pipeline_split)
+        .collect();
+    assert!(!counted.is_empty());
+    for m in &counted {
+        assert!(m.embedding_in_pipeline_split && m.loss_in_pipeline_split);
+        assert!(m.pp > 1 && (126 + 2) % (m.pp * m.interleave) == 0, "{m:?}");
+    }
+    assert!(counted.iter().any(|m| m.pp == 16 && m.interleave == 2));
+}

@@ -118,8 +118,17 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                         let per_pipe = tr.global_batch / dp;
                         for mb in micro_batches(per_pipe) {
                             let vs: &[u64] = if pp > 1 { &[1, 2, 3, 4] } else { &[1] };
-                            for &v in vs {
-                                if pp * v > t.layers {
+                            // the uniform split of the layers, and where Megatron-Core's rule
+                            // allows it (layers + 2 a multiple of pp × v), the split that counts
+                            // the embedding and the loss as a layer each
+                            let splits = vs.iter().flat_map(|&v| [(v, false), (v, true)]);
+                            for (v, counted) in splits {
+                                let legal = if counted {
+                                    pp > 1 && (t.layers + 2).is_multiple_of(pp * v)
+                                } else {
+                                    pp * v <= t.layers
+                                };
+                                if !legal {
                                     continue;
                                 }
                                 for rc in [Recompute::None, Recompute::Selective, Recompute::Full] {
@@ -145,10 +154,8 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 interleave: v,
                                                 recompute: rc,
                                                 overlap_grad_reduce: true,
-                                                // the uniform split of layers (the search
-                                                // does not count the embedding or the loss)
-                                                embedding_in_pipeline_split: false,
-                                                loss_in_pipeline_split: false,
+                                                embedding_in_pipeline_split: counted,
+                                                loss_in_pipeline_split: counted,
                                                 overlap,
                                                 order: base.order,
                                                 placement: base.placement,
