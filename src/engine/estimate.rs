@@ -26,6 +26,10 @@ pub struct MappingReport {
     /// Inference pipelines: the stages per model instance (runs of equal stages), when the
     /// mapping places layers stage by stage.
     pub stages: Option<String>,
+    /// Training pipelines: the input embedding and the loss each counted as a layer when the
+    /// layers are split over the stages (Megatron-Core's asymmetric split).
+    pub embedding_in_pipeline_split: bool,
+    pub loss_in_pipeline_split: bool,
 }
 
 impl From<&Mapping> for MappingReport {
@@ -42,6 +46,8 @@ impl From<&Mapping> for MappingReport {
             interleave: m.interleave,
             recompute: m.recompute,
             stages: (m.placement.n > 0).then(|| m.placement.describe()),
+            embedding_in_pipeline_split: m.embedding_in_pipeline_split,
+            loss_in_pipeline_split: m.loss_in_pipeline_split,
         }
     }
 }
