@@ -323,11 +323,11 @@ proptest! {
     }
 }
 
-#[test]
-fn moe_decode_reads_only_the_experts_its_tokens_touch() {
+/// Mixtral 8x7B (8 experts, top-2) served in BF16: 1,024-token prompts, 256 generated tokens,
+/// `batch` requests per instance.
+fn mixtral_serving(batch: u64) -> Workload {
     use tessera::model::precision::Precision;
     use tessera::model::workload::Inference;
-    let (s, _) = inputs();
     let mut w = load_workload("workloads/mixtral-8x7b-pretrain.ron", &CrateFs)
         .value
         .expect("workload");
@@ -335,7 +335,7 @@ fn moe_decode_reads_only_the_experts_its_tokens_touch() {
     w.task = Task::Inference(Inference {
         prompt: 1024,
         output: 256,
-        batch: 1,
+        batch,
         weights: Precision::Bf16,
         compute: Precision::Bf16,
         kv_cache: Precision::Bf16,
@@ -344,6 +344,13 @@ fn moe_decode_reads_only_the_experts_its_tokens_touch() {
         load: Load::default(),
         speculative: None,
     });
+    w
+}
+
+#[test]
+fn moe_decode_reads_only_the_experts_its_tokens_touch() {
+    let (s, _) = inputs();
+    let w = mixtral_serving(1);
     let p = lower::lower(&s, &w, &tp8(), 8).expect("lowers");
     let (h, kv, ffn) = (4096.0, 1024.0, 14336.0);
     let attn = 2.0 * h * h + 2.0 * h * kv;
@@ -381,25 +388,8 @@ fn expert_parallel_instances_share_their_experts() {
     // sharing their experts (ep 8: one expert of each layer per GPU), hand-checked: what a GPU
     // holds and reads, and the dispatch and combine all-to-alls of every layer.
     use tessera::engine::program::{CollKind, Role};
-    use tessera::model::precision::Precision;
-    use tessera::model::workload::Inference;
     let (s, _) = inputs();
-    let mut w = load_workload("workloads/mixtral-8x7b-pretrain.ron", &CrateFs)
-        .value
-        .expect("workload");
-    w.mapping = None;
-    w.task = Task::Inference(Inference {
-        prompt: 1024,
-        output: 256,
-        batch: 4,
-        weights: Precision::Bf16,
-        compute: Precision::Bf16,
-        kv_cache: Precision::Bf16,
-        activations: Precision::Bf16,
-        flash_attention: true,
-        load: Load::default(),
-        speculative: None,
-    });
+    let w = mixtral_serving(4);
     let one = |ep: u64| Mapping {
         dp: 8,
         ep,
@@ -515,13 +505,19 @@ fn speculative_decoding_verifies_the_drafts_in_one_pass() {
     assert_eq!((b.flops, b.act_bytes), (2.0 * a.flops, a.act_bytes));
     // the draft: one layer of the model's and its head, once a round
     let layer = op(&p0, "decode: layer matmuls");
-    let draft = op(&p1, "decode: draft layers");
+    let draft = op(&p1, "decode: draft layer matmuls");
     assert_eq!(
         (draft.flops, draft.weight_bytes),
         (layer.flops, layer.weight_bytes)
     );
     assert!((draft.count - 1.0 / 1.85).abs() < 1e-12);
-    assert!((op(&p1, "decode: draft head").count - 1.0 / 1.85).abs() < 1e-12);
+    assert!((op(&p1, "decode: draft lm head").count - 1.0 / 1.85).abs() < 1e-12);
+    let ew = op(&p0, "decode: elementwise");
+    let draft_ew = op(&p1, "decode: draft elementwise");
+    assert_eq!(
+        (draft_ew.flops, draft_ew.act_bytes),
+        (ew.flops, ew.act_bytes)
+    );
     // it holds the draft layer's weights and KV cache beside the head
     assert!(p1.footprint.weights > p0.footprint.weights);
     assert!(p1.footprint.kv_cache > p0.footprint.kv_cache);

@@ -234,7 +234,7 @@ pub fn kv_tokens(batch: f64, prompt: f64, output: f64) -> f64 {
 /// (E / ep)(1 − (1 − k/E)^(ep × tokens)) of its experts on average: k for one token without
 /// expert parallelism, all of its share for a long prompt. With a dense/MoE mix: the mean over
 /// the layers (as [`Transformer::layer_ffn_params`]).
-pub fn layer_read(t: &Transformer, tokens: f64, ep: u64) -> f64 {
+fn layer_read(t: &Transformer, tokens: f64, ep: u64) -> f64 {
     match &t.experts {
         Some(e) if e.count > 0 => {
             let (n, k, ep) = (
@@ -257,7 +257,7 @@ pub fn layer_read(t: &Transformer, tokens: f64, ep: u64) -> f64 {
 /// Parameters of one layer one device holds (before tensor parallelism splits them) where `ep`
 /// instances share their experts: attention, the router and the shared experts whole, E / ep of
 /// the routed experts (the mean over a dense/MoE mix). Without expert parallelism, the layer.
-pub fn layer_held(t: &Transformer, ep: u64) -> f64 {
+fn layer_held(t: &Transformer, ep: u64) -> f64 {
     match &t.experts {
         Some(e) if e.count > 0 => {
             let share = e.count as f64 / ep.max(1) as f64;
@@ -592,138 +592,109 @@ fn build(
         // prompt-alone program; the output head gives the first token from prefill's region
         let dec = c.decode && (!prefill_only || c.prefill);
         let head = c.head && (dec || (prefill_only && c.prefill));
-        if c.layers > 0 && dec {
-            // decode: one token for each request of a micro-batch
-            b.op(Op {
-                name: "decode: layer matmuls".into(),
-                matrix: true,
-                precision: p,
-                flops: 2.0 * layer_active / d * vt,
-                weight_bytes: layer_read(t, vt, ep) / d * wb,
-                act_bytes: 4.0 * vt * h * ab,
-                count: l,
-                section: mbs,
-                phase,
-            });
-            b.op(Op {
-                name: "decode: attention over KV cache".into(),
-                matrix: true,
-                precision: p,
-                flops: 4.0 * vt * ctx * qd / d,
-                weight_bytes: 0.0,
-                act_bytes: mbatch * ctx * 2.0 * kvd / d * kvb,
-                count: l,
-                section: mbs,
-                phase,
-            });
-            b.op(Op {
-                name: "decode: elementwise".into(),
-                matrix: false,
-                precision: vecp,
-                flops: 10.0 * vt * h,
-                weight_bytes: 0.0,
-                act_bytes: 12.0 * vt * h * ab,
-                count: l,
-                section: mbs,
-                phase,
-            });
-            b.comm(Collective {
-                name: "tp all-reduce".into(),
-                role: Role::TensorParallel,
-                kind: CollKind::AllReduce,
-                bytes: vt * h * ab,
-                group: g_tp,
-                count: 2.0 * l,
-                section: mbs,
-                overlap: Overlap::None,
-            });
-            if ep > 1 {
-                b.comm(Collective {
-                    name: "ep all-to-all".into(),
-                    role: Role::ExpertAllToAll,
-                    kind: CollKind::AllToAll,
-                    bytes: routed * vt * h * ab / d,
-                    group: g_ep,
-                    count: 2.0 * l * t.moe_fraction(),
-                    section: mbs,
-                    overlap: Overlap::None,
-                });
-            }
-        }
-        if head {
-            b.op(Op {
-                name: "decode: lm head".into(),
-                matrix: true,
-                precision: p,
-                flops: 2.0 * vt * h * vocab / d,
-                weight_bytes: h * vocab / d * wb,
-                act_bytes: vt * vocab / d * 4.0,
-                count: 1.0,
-                section: mbs,
-                phase,
-            });
-            // the vocabulary-split head picks each request's token across its devices
-            b.comm(Collective {
-                name: "lm head: token all-reduce".into(),
-                role: Role::TensorParallel,
-                kind: CollKind::AllReduce,
-                bytes: vt * 8.0,
-                group: g_tp,
-                count: 1.0,
-                section: mbs,
-                overlap: Overlap::None,
-            });
-        }
-        // the draft, beside the output head (an EAGLE head, a multi-token-prediction module, or
-        // Medusa's heads alone): γ passes of one token per request, each through its layers and
-        // the head
-        if let (Some(sp), true) = (spec, head && dec) {
-            let (g, dl) = (sp.tokens as f64, sp.draft_layers as f64);
-            if sp.draft_layers > 0 {
+        // One decode pass: `tokens` tokens per micro-batch through `layers` layer passes (the
+        // KV cache of its `mbatch` requests read once for all their tokens) and `heads` passes
+        // of the output head. The model's own pass carries its drafted tokens and its next one
+        // (`vt`); a draft (an EAGLE head, a multi-token-prediction module: layers of the model's
+        // shape; Medusa's heads alone) runs γ passes of one token per request beside the head.
+        let pass = |b: &mut Builder, draft: bool, tokens: f64, layers: f64, heads: f64| {
+            let pick =
+                |model: &'static str, of_draft: &'static str| if draft { of_draft } else { model };
+            if layers > 0.0 {
                 b.op(Op {
-                    name: "decode: draft layers".into(),
+                    name: pick("decode: layer matmuls", "decode: draft layer matmuls").into(),
                     matrix: true,
                     precision: p,
-                    flops: 2.0 * layer_active / d * mbatch,
-                    weight_bytes: layer_read(t, mbatch, ep) / d * wb,
-                    act_bytes: 4.0 * mbatch * h * ab,
-                    count: g * dl,
+                    flops: 2.0 * layer_active / d * tokens,
+                    weight_bytes: layer_read(t, tokens, ep) / d * wb,
+                    act_bytes: 4.0 * tokens * h * ab,
+                    count: layers,
                     section: mbs,
                     phase,
                 });
                 b.op(Op {
-                    name: "decode: draft attention".into(),
+                    name: pick(
+                        "decode: attention over KV cache",
+                        "decode: draft attention over KV cache",
+                    )
+                    .into(),
                     matrix: true,
                     precision: p,
-                    flops: 4.0 * mbatch * ctx * qd / d,
+                    flops: 4.0 * tokens * ctx * qd / d,
                     weight_bytes: 0.0,
                     act_bytes: mbatch * ctx * 2.0 * kvd / d * kvb,
-                    count: g * dl,
+                    count: layers,
+                    section: mbs,
+                    phase,
+                });
+                b.op(Op {
+                    name: pick("decode: elementwise", "decode: draft elementwise").into(),
+                    matrix: false,
+                    precision: vecp,
+                    flops: 10.0 * tokens * h,
+                    weight_bytes: 0.0,
+                    act_bytes: 12.0 * tokens * h * ab,
+                    count: layers,
                     section: mbs,
                     phase,
                 });
                 b.comm(Collective {
-                    name: "draft: tp all-reduce".into(),
+                    name: pick("tp all-reduce", "draft tp all-reduce").into(),
                     role: Role::TensorParallel,
                     kind: CollKind::AllReduce,
-                    bytes: mbatch * h * ab,
+                    bytes: tokens * h * ab,
                     group: g_tp,
-                    count: 2.0 * g * dl,
+                    count: 2.0 * layers,
+                    section: mbs,
+                    overlap: Overlap::None,
+                });
+                if ep > 1 {
+                    b.comm(Collective {
+                        name: pick("ep all-to-all", "draft ep all-to-all").into(),
+                        role: Role::ExpertAllToAll,
+                        kind: CollKind::AllToAll,
+                        bytes: routed * tokens * h * ab / d,
+                        group: g_ep,
+                        count: 2.0 * layers * t.moe_fraction(),
+                        section: mbs,
+                        overlap: Overlap::None,
+                    });
+                }
+            }
+            if heads > 0.0 {
+                b.op(Op {
+                    name: pick("decode: lm head", "decode: draft lm head").into(),
+                    matrix: true,
+                    precision: p,
+                    flops: 2.0 * tokens * h * vocab / d,
+                    weight_bytes: h * vocab / d * wb,
+                    act_bytes: tokens * vocab / d * 4.0,
+                    count: heads,
+                    section: mbs,
+                    phase,
+                });
+                // the vocabulary-split head picks each request's token across its devices
+                b.comm(Collective {
+                    name: pick(
+                        "lm head: token all-reduce",
+                        "draft lm head: token all-reduce",
+                    )
+                    .into(),
+                    role: Role::TensorParallel,
+                    kind: CollKind::AllReduce,
+                    bytes: tokens * 8.0,
+                    group: g_tp,
+                    count: heads,
                     section: mbs,
                     overlap: Overlap::None,
                 });
             }
-            b.op(Op {
-                name: "decode: draft head".into(),
-                matrix: true,
-                precision: p,
-                flops: 2.0 * mbatch * h * vocab / d,
-                weight_bytes: h * vocab / d * wb,
-                act_bytes: mbatch * vocab / d * 4.0,
-                count: g,
-                section: mbs,
-                phase,
-            });
+        };
+        let layer_passes = if c.layers > 0 && dec { l } else { 0.0 };
+        pass(&mut b, false, vt, layer_passes, f64::from(u8::from(head)));
+        if let (Some(sp), true) = (spec, head && dec) {
+            let g = sp.tokens as f64;
+            pass(&mut b, true, mbatch, g * sp.draft_layers as f64, g);
         }
         let bytes = vt * if c.head { back_bytes } else { h * ab };
         for (name, count, group) in [

@@ -370,8 +370,9 @@ pub(super) fn transformer_training(
     Ok(program)
 }
 
-/// One stage class's operators and collectives, appended to `b`, and its footprint per device. Where the stage's state does not fit its devices and the system
-/// has a weight store, it streams its weights (`stream`).
+/// One stage class's operators and collectives, appended to `b`, and its footprint per device.
+/// Where the stage's state does not fit its devices and the system has a weight store, it streams
+/// its weights (`stream`).
 fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
     let m = d.m;
     let state = memory::state(d);
