@@ -559,6 +559,7 @@ fn two_stage_program(micro_batches: f64) -> Program {
                 repeat: 3.0,
                 devices: 1.0,
                 footprint: fp(3.35e9),
+                pool: false,
             },
             Stage {
                 name: "head".into(),
@@ -567,6 +568,7 @@ fn two_stage_program(micro_batches: f64) -> Program {
                 repeat: 1.0,
                 devices: 2.0,
                 footprint: fp(90e9),
+                pool: false,
             },
         ],
         micro_batches,
@@ -895,4 +897,77 @@ proptest! {
         prop_assert!(e1.feasible);
         prop_assert!(e1.step_time <= e0.step_time * (1.0 + 1e-12), "{} > {}", e1.step_time, e0.step_time);
     }
+}
+
+/// [`two_stage_program`] with a concurrent prefill pool (disaggregated serving) beside its
+/// pipeline: one stage class of 2 devices outside the chain whose round's work reads
+/// `pool_bytes` of weights (on the 3.35 TB/s HBM) and sends `kv_bytes` to the decode side over
+/// NVLink (450 GB/s per direction), hidden behind the pool's own compute.
+fn pooled_program(micro_batches: f64, pool_bytes: f64, kv_bytes: f64) -> Program {
+    let mut p = two_stage_program(micro_batches);
+    p.ops.push(Op {
+        name: "pool prefill".into(),
+        matrix: true,
+        precision: Precision::Bf16.index(),
+        flops: 0.0,
+        weight_bytes: pool_bytes,
+        act_bytes: 0.0,
+        count: 1.0,
+        section: Section::Step,
+        phase: Phase::Forward,
+    });
+    p.comms.push(Comm {
+        section: Section::Step,
+        overlap: Overlap::Compute,
+        role: Role::KvTransfer,
+        ..comm(CollKind::SendRecv, kv_bytes, 2.0, 1.0)
+    });
+    p.stages.push(Stage {
+        name: "pool".into(),
+        ops: 2..3,
+        comms: 0..1,
+        repeat: 1.0,
+        devices: 2.0,
+        footprint: Footprint {
+            weights: 10e9,
+            ..Footprint::default()
+        },
+        pool: true,
+    });
+    p.devices = 7.0;
+    p
+}
+
+#[test]
+fn a_concurrent_pool_bounds_the_round_beside_the_pipeline() {
+    let mut m = h100();
+    m[t::HBM_CAPACITY] = 100e9;
+    // a send between two devices of a domain: its bytes once over 450 GB/s
+    let (t_kv, _, _) = collective(&comm(CollKind::SendRecv, 4.5e9, 2.0, 1.0), &m);
+    assert_relative_eq!(t_kv, 10e-3, max_relative = 1e-12);
+    // 8 micro-batches: the pipeline's round is 8 × 2 ms = 16 ms. The pool reads 33.5 GB (10 ms)
+    // and sends 4.5 GB (10 ms, hidden behind its 10 ms): 10 ms < 16 ms, the round stays 16 ms;
+    // the pool is not in the chain (1 micro-batch: 3 × 1 + 2 = 5 ms, not 5 + 10).
+    let e = eval(&pooled_program(8.0, 33.5e9, 4.5e9), &m);
+    assert!(e.feasible);
+    assert_relative_eq!(e.step_time, 16e-3, max_relative = 1e-12);
+    // power: the pipeline's 5 devices and the pool's 2, idle at 100 W (no energy figures)
+    assert_relative_eq!(e.average_power, 700.0, max_relative = 1e-12);
+    let e = eval(&pooled_program(1.0, 3.35e9, 0.0), &m);
+    assert_relative_eq!(e.step_time, 5e-3, max_relative = 1e-12);
+    // The pool reads 67 GB (20 ms): the round waits for it, 20 ms, all of it memory time.
+    let e = eval(&pooled_program(8.0, 67e9, 0.0), &m);
+    assert_relative_eq!(e.step_time, 20e-3, max_relative = 1e-12);
+    assert_relative_eq!(e.breakdown.memory, 20e-3, max_relative = 1e-12);
+    assert_relative_eq!(e.breakdown.total(), e.step_time, max_relative = 1e-12);
+    // 10 ms of reads and a 22.5 GB send (50 ms): 40 ms of it exposed, the round 50 ms.
+    let e = eval(&pooled_program(8.0, 33.5e9, 22.5e9), &m);
+    assert_relative_eq!(e.step_time, 50e-3, max_relative = 1e-12);
+    assert_relative_eq!(e.breakdown.communication, 40e-3, max_relative = 1e-12);
+    // the pool holds its own memory: 110 GB does not fit 100 GB
+    let mut p = pooled_program(8.0, 33.5e9, 0.0);
+    p.stages[2].footprint.weights = 110e9;
+    let e = eval(&p, &m);
+    assert!(!e.feasible);
+    assert_eq!(e.needed_bytes, 110e9);
 }

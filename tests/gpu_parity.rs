@@ -196,6 +196,24 @@ fn plans() -> Vec<Plan> {
             ],
             "LatinHypercube(points: 500, seed: 9)",
         ),
+        // disaggregated serving: a concurrent prefill pool beside the decode instance, the
+        // round the longer of the two (the pool's work per round or the decode round: both
+        // bind across this space), its KV-cache sends hidden behind the pool's compute
+        plan_of(
+            "dgx-h100",
+            "llama3-70b-serving",
+            &format!(
+                "{}/workloads/mappings/dgx-h100-llama3-70b-disaggregated.ron",
+                std::env::current_dir().unwrap().to_string_lossy()
+            ),
+            &[
+                ("hbm.bandwidth", "\"1 TB/s .. 8 TB/s\""),
+                ("device.peak.fp8", "\"0.3 PFLOP/s .. 4 PFLOP/s log\""),
+                ("scale_up.bandwidth", "\"20 GB/s .. 2 TB/s log\""),
+                ("device.tdp", "\"300 W .. 1000 W\""),
+            ],
+            "Random(points: 400, seed: 29)",
+        ),
         // a wafer: one region of the mesh per layer, chained, every matrix-vector product
         // reduced across its region (mesh collectives on the mesh slots)
         plan_of(

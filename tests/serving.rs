@@ -559,3 +559,144 @@ proptest! {
         prop_assert!(tpot(hi) <= tpot(lo) * (1.0 + 1e-12), "{lo} → {}, {hi} → {}", tpot(lo), tpot(hi));
     }
 }
+
+// Disaggregated serving (issue 13: "prefill … on a separate pool (disaggregated), as a mapping
+// choice"): a prefill pool beside the decode instances.
+
+const LLAMA70B: &str = "workloads/llama3-70b-serving.ron";
+
+/// Llama 3 70B (FP8, 2048 in / 256 out) on a DGX H100, `batch` requests per decode instance.
+fn inputs_70b(batch: u64) -> (System, Workload) {
+    let s = load_system(DGX, &CrateFs).value.expect("system");
+    let mut w = load_workload(LLAMA70B, &CrateFs).value.expect("workload");
+    if let Task::Inference(inf) = &mut w.task {
+        inf.batch = batch;
+    }
+    (s, w)
+}
+
+/// TP `tp` × `dp` decode instances, and a prefill pool of `instances` × TP `pool_tp`.
+fn pooled(tp: u64, dp: u64, instances: u64, pool_tp: u64) -> Mapping {
+    Mapping {
+        tp,
+        dp,
+        sp: tp > 1,
+        micro_batch: 0,
+        pool: tessera::model::mapping::Pool {
+            instances,
+            tp: pool_tp,
+        },
+        ..Mapping::single()
+    }
+}
+
+/// The round, its evaluation and its serving figures.
+fn serve_at(
+    s: &System,
+    w: &Workload,
+    m: &Mapping,
+) -> (
+    tessera::engine::program::Program,
+    tessera::engine::program::Eval,
+    serve::Serving,
+) {
+    let n = m.devices();
+    let p = lower::lower(s, w, m, n).expect("lowers");
+    let mach = lower::machine(s, n);
+    let e = cpu::eval(&p, &mach);
+    assert!(e.feasible, "{m:?}: {:?}", e.reason());
+    let sv = serve::figures(s, w, m, n, &e, &mach).expect("serving figures");
+    (p, e, sv)
+}
+
+#[test]
+fn a_disaggregated_round_has_no_prefill_in_its_decode_stages() {
+    let (s, w) = inputs_70b(32);
+    let m = pooled(4, 1, 1, 4);
+    let (p, _, sv) = serve_at(&s, &w, &m);
+    assert!(sv.disaggregated);
+    let pool = p
+        .stages
+        .iter()
+        .position(|st| st.pool)
+        .expect("a pool stage");
+    assert_eq!(p.stages.iter().filter(|st| st.pool).count(), 1);
+    assert_eq!(p.stages[pool].devices, 4.0);
+    assert_eq!(p.devices, 8.0);
+    for (k, st) in p.stages.iter().enumerate() {
+        let prefill_ops = p.ops[st.ops.clone()]
+            .iter()
+            .filter(|o| o.name.starts_with("prefill"))
+            .count();
+        if k == pool {
+            // the pool's work per round: all in the step section, its KV cache sent
+            assert!(prefill_ops > 0);
+            assert!(p.ops[st.ops.clone()]
+                .iter()
+                .all(|o| o.section == Section::Step));
+            assert!(p.comms[st.comms.clone()]
+                .iter()
+                .any(|c| c.name.contains("kv cache")));
+        } else {
+            assert_eq!(prefill_ops, 0, "{}", st.name);
+        }
+    }
+    // the pool's prompts per round: 32 requests / 256 output tokens = 1/8 per round; the pool's
+    // ops are the one-prompt prefill program's × 1/8
+    let one = lower::lower_prefill(&s, &w, &m, 8).unwrap();
+    let mm = &p.ops[p.stages[pool].ops.clone()][0];
+    assert_eq!(one.ops[0].name, mm.name);
+    assert!((mm.count - one.ops[0].count / 8.0).abs() < 1e-12);
+    // TTFT is the pool's prefill with its KV transfer, no decode round added
+    assert_eq!(sv.ttft_s, sv.prefill_s);
+    let mach = lower::machine(&s, 8);
+    assert!((sv.prefill_s - cpu::eval(&one, &mach).step_time).abs() < 1e-15);
+}
+
+#[test]
+fn an_interleaved_mappings_figures_are_unchanged_by_the_pool_code() {
+    // the same decode instance without a pool: the prefill interleaved (its TTFT adds (B-1)/B of
+    // a round), and the pool-free round is faster than or equal to the pooled one's decode
+    let (s, w) = inputs_70b(32);
+    let m = Mapping {
+        pool: Default::default(),
+        ..pooled(4, 2, 0, 1)
+    };
+    let (p, e, sv) = serve_at(&s, &w, &m);
+    assert!(!sv.disaggregated);
+    assert!(p.stages.iter().all(|st| !st.pool));
+    let want = serve::ttft(sv.prefill_s, e.step_time, 32.0);
+    assert!((sv.ttft_s - want).abs() <= 1e-12 * want);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Disaggregated: the time to first token does not grow with the decode batch (it is the
+    /// pool's prefill alone), the system's throughput never exceeds the pool's prefill capacity
+    /// (instances / prefill time prompts per second, × output tokens) nor the decode instances'
+    /// interleave-free round rate, and another pool instance never lowers the throughput.
+    #[test]
+    fn a_prefill_pool_bounds_throughput_and_keeps_ttft_off_the_rounds(
+        b in 1u64..=96,
+        instances in 1u64..=3,
+    ) {
+        let (s, w1) = inputs_70b(b);
+        let (_, w2) = inputs_70b(2 * b);
+        let m = pooled(4, 1, instances, 1);
+        let (p, e, sv) = serve_at(&s, &w1, &m);
+        let (_, _, sv2) = serve_at(&s, &w2, &m);
+        prop_assert!(sv2.ttft_s <= sv.ttft_s * (1.0 + 1e-12));
+        let capacity = instances as f64 / sv.prefill_s * 256.0;
+        prop_assert!(e.throughput <= capacity * (1.0 + 1e-9), "{} > {}", e.throughput, capacity);
+        // the decode instance alone (the round without its pool stage)
+        let mut dec = p.clone();
+        dec.stages.retain(|st| !st.pool);
+        let e_dec = cpu::eval(&dec, &lower::machine(&s, m.devices()));
+        prop_assert!(e.throughput <= e_dec.throughput * (1.0 + 1e-9));
+        let more = pooled(4, 1, instances + 1, 1);
+        let (_, e_more, _) = serve_at(&s, &w1, &more);
+        prop_assert!(e_more.throughput >= e.throughput * (1.0 - 1e-9),
+            "{} instances: {} < {}", instances + 1, e_more.throughput, e.throughput);
+    }
+}

@@ -63,6 +63,8 @@ class Estimate:
     tpot_p99_s: Optional[float]
     arrival_rate_per_s: Optional[float]
     utilization: Optional[float]
+    disaggregated: Optional[bool]
+    prefill_pool_devices: Optional[int]
     def __init__(self, d: Dict[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
 

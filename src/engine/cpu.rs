@@ -352,6 +352,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             repeat: 1.0,
             devices: p.devices,
             footprint: p.footprint,
+            pool: false,
         }];
         &implicit
     } else {
@@ -446,9 +447,19 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     // The round: micro-batches × the slowest stage (plus the bubble), or the chain of all stages
     // when it is longer (fewer micro-batches in flight than stages); the step section is bounded
     // by its slowest stage.
+    // A concurrent pool stays out of it: its time per round (micro-batch section × micro-batches
+    // and its step section) bounds the round beside it.
     let (mut k_mb, mut t_max, mut chain) = (0, f64::NEG_INFINITY, 0.0);
     let (mut k_st, mut t_st) = (0, f64::NEG_INFINITY);
+    let (mut k_pool, mut t_pool) = (None, f64::NEG_INFINITY);
     for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
+        if st.pool {
+            let t = p.micro_batches * e.br[0].total() + e.br[1].total();
+            if t > t_pool {
+                (k_pool, t_pool) = (Some(k), t);
+            }
+            continue;
+        }
         let t_mb = e.br[0].total();
         if t_mb > t_max {
             (k_mb, t_max) = (k, t_mb);
@@ -460,7 +471,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         }
     }
     let pipelined = p.micro_batches * t_max + p.bubble * t_max;
-    let in_pipeline = pipelined >= chain;
+    let mut in_pipeline = pipelined >= chain;
     let mut total = if in_pipeline {
         let mut b = evs[k_mb].br[0].scale(p.micro_batches);
         b.bubble += p.bubble * t_max;
@@ -468,11 +479,21 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     } else {
         let mut b = Breakdown::default();
         for (e, st) in evs.iter().zip(stages.iter()) {
-            b.add(&e.br[0].scale(st.repeat));
+            if !st.pool {
+                b.add(&e.br[0].scale(st.repeat));
+            }
         }
         b
     };
     total.add(&evs[k_st].br[1]);
+    if let Some(k) = k_pool {
+        if t_pool > total.total() {
+            // the pool's work per round is longer: the round waits for it
+            total = evs[k].br[0].scale(p.micro_batches);
+            total.add(&evs[k].br[1]);
+            in_pipeline = false;
+        }
+    }
     let t_full = total.total();
     if !(t_full > 0.0 && t_full.is_finite()) {
         out.step_time = t_full;

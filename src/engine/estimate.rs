@@ -30,6 +30,9 @@ pub struct MappingReport {
     /// layers are split over the stages (Megatron-Core's asymmetric split).
     pub embedding_in_pipeline_split: bool,
     pub loss_in_pipeline_split: bool,
+    /// Transformer inference, disaggregated: the prefill pool (`None`: the prefill interleaved
+    /// into the decode rounds); `dp`, `tp`, `pp` are then the decode instances'.
+    pub prefill_pool: Option<crate::model::mapping::Pool>,
 }
 
 impl From<&Mapping> for MappingReport {
@@ -48,6 +51,7 @@ impl From<&Mapping> for MappingReport {
             stages: (m.placement.n > 0).then(|| m.placement.describe()),
             embedding_in_pipeline_split: m.embedding_in_pipeline_split,
             loss_in_pipeline_split: m.loss_in_pipeline_split,
+            prefill_pool: m.pool.any().then_some(m.pool),
         }
     }
 }
@@ -131,8 +135,15 @@ pub struct Estimate {
     pub tpot_p99_s: Option<f64>,
     /// Serving: requests arriving per second over the system (all instances).
     pub arrival_rate_per_s: Option<f64>,
-    /// Serving: the share of its time each instance's prefill works (≥ 1: saturated).
+    /// Serving: the share of its time each instance's prefill works (≥ 1: saturated);
+    /// disaggregated, each prefill pool instance's.
     pub utilization: Option<f64>,
+    /// Serving: the prefill runs on a separate pool (`mapping.prefill_pool`) rather than
+    /// interleaved into the decode rounds.
+    pub disaggregated: Option<bool>,
+    /// Serving, disaggregated: devices of the prefill pool (counted in `devices`, power and
+    /// energy).
+    pub prefill_pool_devices: Option<u64>,
 }
 
 impl Estimate {
@@ -191,6 +202,8 @@ impl Estimate {
             tpot_p99_s: None,
             arrival_rate_per_s: None,
             utilization: None,
+            disaggregated: None,
+            prefill_pool_devices: None,
         }
     }
 }
@@ -299,5 +312,7 @@ pub fn finish(
         tpot_p99_s: sv.map(|s| s.tail.tpot_s),
         arrival_rate_per_s: sv.map(|s| s.tail.arrival_rate_per_s * m.dp as f64),
         utilization: sv.map(|s| s.tail.utilization),
+        disaggregated: sv.map(|s| s.disaggregated),
+        prefill_pool_devices: sv.filter(|s| s.disaggregated).map(|_| m.pool.devices()),
     }
 }

@@ -98,6 +98,8 @@ pub enum Role {
     WeightGather,
     /// Expert-parallel token dispatch and combine.
     ExpertAllToAll,
+    /// Disaggregated serving: a prompt's KV cache from the prefill pool to its decode instance.
+    KvTransfer,
     /// A collective a graph workload states explicitly.
     Other,
 }
@@ -190,6 +192,16 @@ pub const MAX_STAGES: usize = 8;
 /// the longer of the pipelined time (micro-batches × the slowest stage, plus the bubble) and the
 /// chain (every stage once, one after the other: one micro-batch's way through the pipeline);
 /// the step section is bounded by its slowest stage (the stages work on it concurrently).
+///
+/// A stage class with `pool` set is a **concurrent pool** outside that chain (disaggregated
+/// serving's prefill pool): its devices work beside the pipeline on work of their own, which
+/// the pipeline's round waits for only where it is longer. Its time per round is its
+/// micro-batch section × micro-batches plus its step section (its collectives hide behind its
+/// own compute only); the round is the longer of the pipeline's round (as above, over the
+/// stages without `pool`, whose chain, slowest stage and step section it leaves out) and the
+/// slowest pool's time; where the pool's is longer, the round's breakdown is the pool's. Its
+/// devices count in power and energy with their own demand at the round's operating point, as
+/// any stage's. A program has at least one stage without `pool`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Stage {
     pub name: Name,
@@ -198,6 +210,8 @@ pub struct Stage {
     pub repeat: f64,
     pub devices: f64,
     pub footprint: Footprint,
+    /// A concurrent pool outside the pipeline's chain (see above).
+    pub pool: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -238,6 +252,7 @@ impl Program {
                 repeat: 1.0,
                 devices: self.devices,
                 footprint: self.footprint,
+                pool: false,
             }])
         } else {
             Cow::Borrowed(&self.stages)

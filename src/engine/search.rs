@@ -4,7 +4,7 @@
 use super::program::Eval;
 use super::reason::Reason;
 use super::{cpu, lower, serve, Objective};
-use crate::model::mapping::{Mapping, Placement, Recompute};
+use crate::model::mapping::{Mapping, Placement, Pool, Recompute};
 use crate::model::serving::Concurrency;
 use crate::model::system::System;
 use crate::model::workload::{Model, Task, Workload};
@@ -161,6 +161,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 placement: base.placement,
                                                 batch: 0,
                                                 regions: base.regions,
+                                                pool: base.pool,
                                             });
                                         }
                                     }
@@ -172,54 +173,54 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
             }
         }
         (Model::Transformer(t), Task::Inference(inf)) => {
-            // Per-layer pipelines: for each tensor-parallel width and number of model instances
-            // (dp), every depth of layer stages the instance's devices allow, with the output
-            // head on the last layer stage or on the devices left over; a few micro-batch sizes
-            // (0: the batch split evenly over the stages); for a mixture of experts, every
-            // power-of-two group of instances that may share its experts.
-            // (a stage may span domains: its all-reduces then cross the scale-out network)
-            for tp in pow2_upto(n.min(t.heads))
+            out = inference_candidates(t, inf, n, base);
+            // Disaggregated serving: a prefill pool, its instances of the widest tensor-parallel
+            // width that fits a scale-up domain and divides the heads and the pool (and of half
+            // that), beside the decode instances' candidates on the rest (their default
+            // micro-batch split)
+            // (not on a device with a mesh of cores, whose phases take core `regions` instead;
+            // a pool instance whose devices cannot hold the weights is not tried)
+            let dom = sys.scale_up_size().max(1);
+            let mesh = sys
+                .device
+                .mesh
+                .as_ref()
+                .is_some_and(|ms| ms.dims.iter().product::<u64>() > 1);
+            let mach = super::machine::machine(sys, n);
+            let cap = mach[super::table::HBM_CAPACITY].max(mach[super::table::SRAM_CAPACITY]);
+            let fits = |tp: u64| t.params() * inf.weights.bytes() / tp as f64 <= cap;
+            // pools of a power of two of devices, or of all but a power of two (the decode
+            // instances a power of two: prompt-heavy loads want the larger pool)
+            let mut pools: Vec<u64> = pow2_upto(n.saturating_sub(1))
                 .into_iter()
-                .filter(|tp| t.heads % tp == 0)
-            {
-                for dp in divisors(n) {
-                    let per = n / dp;
-                    if per < tp {
-                        continue;
-                    }
-                    for s in 1..=(per / tp).min(t.layers) {
-                        let head = per - s * tp;
-                        if head > (4 * tp).max(per / 4) {
-                            continue;
-                        }
-                        let placement = Placement::balanced(t.layers, s, tp, head);
-                        let stages = placement.stages();
-                        let even = inf.batch.div_ceil(stages);
-                        let mut mbs = vec![0, 1, inf.batch];
-                        mbs.retain(|&b| b == 0 || (b != even && b <= inf.batch));
-                        mbs.dedup();
-                        // expert parallelism: `ep` of the instances share their experts
-                        let eps: Vec<u64> = match &t.experts {
-                            Some(e) => pow2_upto(dp.min(e.count))
-                                .into_iter()
-                                .filter(|x| dp.is_multiple_of(*x) && e.count.is_multiple_of(*x))
-                                .collect(),
-                            None => vec![1],
-                        };
-                        for mb in mbs {
-                            for &ep in &eps {
-                                out.push(Mapping {
-                                    dp,
-                                    tp,
-                                    pp: stages,
-                                    ep,
-                                    micro_batch: mb,
-                                    placement,
-                                    ..base
-                                });
-                            }
-                        }
-                    }
+                .flat_map(|k| [k, n - k])
+                .filter(|&k| n >= 2 && k < n && !mesh)
+                .collect();
+            pools.sort_unstable();
+            pools.dedup();
+            for pool in pools {
+                let widths: Vec<u64> = pow2_upto(pool.min(dom).min(t.heads))
+                    .into_iter()
+                    .filter(|tp| t.heads.is_multiple_of(*tp) && pool.is_multiple_of(*tp))
+                    .rev()
+                    .take(2)
+                    .filter(|&tp| fits(tp))
+                    .collect();
+                if widths.is_empty() {
+                    continue;
+                }
+                let decode = inference_candidates(t, inf, n - pool, base);
+                for tp in widths {
+                    let p = Pool {
+                        instances: pool / tp,
+                        tp,
+                    };
+                    out.extend(
+                        decode
+                            .iter()
+                            .filter(|c| c.micro_batch == 0)
+                            .map(|c| Mapping { pool: p, ..*c }),
+                    );
                 }
             }
         }
@@ -237,6 +238,67 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
             }
         }
         _ => out.push(Mapping { dp: n, ..base }),
+    }
+    out
+}
+
+/// The interleaved serving candidates of transformer inference on `n` devices.
+fn inference_candidates(
+    t: &crate::model::workload::Transformer,
+    inf: &crate::model::workload::Inference,
+    n: u64,
+    base: Mapping,
+) -> Vec<Mapping> {
+    let mut out = Vec::new();
+    // Per-layer pipelines: for each tensor-parallel width and number of model instances
+    // (dp), every depth of layer stages the instance's devices allow, with the output
+    // head on the last layer stage or on the devices left over; a few micro-batch sizes
+    // (0: the batch split evenly over the stages); for a mixture of experts, every
+    // power-of-two group of instances that may share its experts.
+    // (a stage may span domains: its all-reduces then cross the scale-out network)
+    for tp in pow2_upto(n.min(t.heads))
+        .into_iter()
+        .filter(|tp| t.heads.is_multiple_of(*tp))
+    {
+        for dp in divisors(n) {
+            let per = n / dp;
+            if per < tp {
+                continue;
+            }
+            for s in 1..=(per / tp).min(t.layers) {
+                let head = per - s * tp;
+                if head > (4 * tp).max(per / 4) {
+                    continue;
+                }
+                let placement = Placement::balanced(t.layers, s, tp, head);
+                let stages = placement.stages();
+                let even = inf.batch.div_ceil(stages);
+                let mut mbs = vec![0, 1, inf.batch];
+                mbs.retain(|&b| b == 0 || (b != even && b <= inf.batch));
+                mbs.dedup();
+                // expert parallelism: `ep` of the instances share their experts
+                let eps: Vec<u64> = match &t.experts {
+                    Some(e) => pow2_upto(dp.min(e.count))
+                        .into_iter()
+                        .filter(|x| dp.is_multiple_of(*x) && e.count.is_multiple_of(*x))
+                        .collect(),
+                    None => vec![1],
+                };
+                for mb in mbs {
+                    for &ep in &eps {
+                        out.push(Mapping {
+                            dp,
+                            tp,
+                            pp: stages,
+                            ep,
+                            micro_batch: mb,
+                            placement,
+                            ..base
+                        });
+                    }
+                }
+            }
+        }
     }
     out
 }

@@ -35,8 +35,12 @@ pub struct Serving {
     pub user_tokens_per_s: f64,
     /// Output tokens per second over the system.
     pub system_tokens_per_s: f64,
-    /// One prompt's prefill alone on its instance (s).
+    /// One prompt's prefill alone on its instance (s); disaggregated, on a prefill pool's
+    /// instance with its KV cache's transfer to the decode instance.
     pub prefill_s: f64,
+    /// The prompts' prefill runs on a separate pool of devices ([`Mapping::pool`]) rather than
+    /// interleaved into the decode rounds.
+    pub disaggregated: bool,
     /// The same run with requests arriving at random (Poisson) at the same mean rate: see
     /// [`tail`]. At the 99th percentile, or the target's own percentile where it states one.
     pub tail: Tail,
@@ -56,7 +60,7 @@ pub struct Tail {
     /// Requests arriving per second on each model instance.
     pub arrival_rate_per_s: f64,
     /// The share of its time each instance's prefill works (arrival rate × service time; ≥ 1:
-    /// saturated).
+    /// saturated); disaggregated, each prefill pool instance's.
     pub utilization: f64,
 }
 
@@ -124,13 +128,36 @@ pub fn tail(
     output: u64,
     q: f64,
 ) -> Tail {
+    tail_on(prefill_s, stages, tpot_s, slope, batch, output, q, None)
+}
+
+/// [`tail`], the prefill interleaved (`pool: None`) or on a prefill pool of `pool` instances
+/// per decode instance (disaggregated, [`Mapping::pool`]). Disaggregated, the prompts queue for
+/// the pool's instances: each pool instance an M/D/1 server of the prompts a share 1 / `pool`
+/// of a decode instance's arrivals brings it (the pool's instances share the arrivals evenly),
+/// each held for the prefill alone on it (`prefill_s`, one stage); and the rounds carry no
+/// prefill share (c = 0 above), their spread only the requests in flight's.
+#[allow(clippy::too_many_arguments)]
+pub fn tail_on(
+    prefill_s: f64,
+    stages: u64,
+    tpot_s: f64,
+    slope: f64,
+    batch: f64,
+    output: u64,
+    q: f64,
+    pool: Option<f64>,
+) -> Tail {
     let b = batch.max(1.0);
     let out = output.max(1) as f64;
     let lambda = b / (out * tpot_s);
-    let s = prefill_s / stages.max(1) as f64;
-    let rho = lambda * s;
-    let ttft_q = ttft(prefill_s, tpot_s, b) + md1_wait(lambda, s, q);
-    let c = s / out;
+    let (server_rate, s) = match pool {
+        Some(r) => (lambda / r.max(f64::MIN_POSITIVE), prefill_s),
+        None => (lambda, prefill_s / stages.max(1) as f64),
+    };
+    let rho = server_rate * s;
+    let ttft_q = ttft_on(prefill_s, tpot_s, b, pool.is_some()) + md1_wait(server_rate, s, q);
+    let c = if pool.is_some() { 0.0 } else { s / out };
     let d1 = (slope - c).max(0.0);
     let var = b * (2.0 * d1 * d1 / 3.0 + d1 * c + c * c);
     let tpot_q = tpot_s + normal_quantile(q).max(0.0) * var.sqrt();
@@ -186,7 +213,7 @@ pub fn tail_of(
     let prefill_s = prefill_time(sys, w, m, n, mach);
     let out = inference(w).map(|i| i.output).unwrap_or(1);
     let slope = round_slope(sys, w, m, n, e.step_time, mach);
-    tail(
+    tail_on(
         prefill_s,
         m.pp,
         e.step_time,
@@ -194,7 +221,15 @@ pub fn tail_of(
         batch_of(w, m) as f64,
         out,
         q,
+        pool_share(m),
     )
+}
+
+/// A disaggregated mapping's prefill pool instances per decode instance (`None`: interleaved).
+pub fn pool_share(m: &Mapping) -> Option<f64> {
+    m.pool
+        .any()
+        .then(|| m.pool.instances as f64 / m.dp.max(1) as f64)
 }
 
 /// Time to first token in steady-state continuous batching with the prefill interleaved into
@@ -202,8 +237,20 @@ pub fn tail_of(
 /// decode of the other requests in flight it shares its round with, (B − 1)/B of a round
 /// (`tpot_s`; B requests per instance). One request alone: its prefill. No queueing delay (the
 /// joins evenly spaced; [`tail`] adds the wait of requests arriving at random). The one place
-/// the two programs' times combine.
+/// the two programs' times combine (with [`ttft_on`]).
 pub fn ttft(prefill_s: f64, tpot_s: f64, batch: f64) -> f64 {
+    ttft_on(prefill_s, tpot_s, batch, false)
+}
+
+/// [`ttft`], the prefill interleaved (`pooled` false) or disaggregated (`pooled`: on a prefill
+/// pool's instance, `prefill_s` then being that prefill and its KV cache's transfer to the
+/// decode instance): the first token comes from the pool's prefill (its output head), and the
+/// decode instance's rounds do not hold it up, so it is `prefill_s` alone (the phases apart, as
+/// DistServe, arXiv 2401.09670, and Splitwise, arXiv 2311.18677, run them).
+pub fn ttft_on(prefill_s: f64, tpot_s: f64, batch: f64, pooled: bool) -> f64 {
+    if pooled {
+        return prefill_s;
+    }
     let b = batch.max(1.0);
     prefill_s + tpot_s * (b - 1.0) / b
 }
@@ -306,11 +353,12 @@ pub fn figures(
         concurrency: b * m.dp,
         prompt_tokens: inf.prompt,
         output_tokens: inf.output,
-        ttft_s: ttft(prefill_s, tpot, b as f64),
+        ttft_s: ttft_on(prefill_s, tpot, b as f64, m.pool.any()),
         tpot_s: tpot,
         user_tokens_per_s: 1.0 / tpot,
         system_tokens_per_s: e.throughput,
         prefill_s,
+        disaggregated: m.pool.any(),
         tail: tail_of(sys, w, m, n, e, mach, q),
     })
 }
@@ -417,10 +465,11 @@ pub fn violation(
         return slo.violation(t.ttft_s, t.tpot_s);
     }
     let ttft_v = if slo.ttft_s.is_some() {
-        ttft(
+        ttft_on(
             prefill_time(sys, w, m, n, mach),
             tpot,
             batch_of(w, m) as f64,
+            m.pool.any(),
         )
     } else {
         0.0

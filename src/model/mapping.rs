@@ -47,6 +47,8 @@ pub struct MappingPlan {
     pub stages: Option<Vec<(u64, u64)>>,
     /// Core regions of the phases on a wafer, as written.
     pub regions: Regions,
+    /// The prefill pool of disaggregated serving, as written (none: interleaved).
+    pub pool: Pool,
 }
 
 impl From<&MappingSpec> for MappingPlan {
@@ -78,7 +80,36 @@ impl From<&MappingSpec> for MappingPlan {
                     decode: r.decode.map(|x| x.cores),
                 })
                 .unwrap_or_default(),
+            pool: s
+                .prefill_pool
+                .map(|p| Pool {
+                    instances: p.instances,
+                    tp: p.tp.max(1),
+                })
+                .unwrap_or_default(),
         }
+    }
+}
+
+/// Disaggregated serving's prefill pool (DistServe, Zhong et al., OSDI 2024, arXiv 2401.09670;
+/// Splitwise, Patel et al., ISCA 2024, arXiv 2311.18677): `instances` prefill instances of `tp`
+/// tensor-parallel devices each, apart from the mapping's decode instances. They only prefill:
+/// each prompt of a request that joins runs on one of them, and its KV cache goes to the decode
+/// instance that serves the request, which only decodes. `instances == 0`: no pool (the prefill
+/// interleaved into the decode rounds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Pool {
+    pub instances: u64,
+    pub tp: u64,
+}
+
+impl Pool {
+    pub fn any(&self) -> bool {
+        self.instances > 0
+    }
+    /// Devices of the pool (0 without one).
+    pub fn devices(&self) -> u64 {
+        self.instances * self.tp.max(1)
     }
 }
 
@@ -258,6 +289,10 @@ pub struct Mapping {
     pub batch: u64,
     /// Inference on a wafer: the core regions of prefill and decode (default: automatic).
     pub regions: Regions,
+    /// Transformer inference: the prefill pool of disaggregated serving (default: none, the
+    /// prefill interleaved). Its devices come beside the decode instances' ([`Mapping::devices`]
+    /// counts both; [`Mapping::decode_devices`] the decode instances' alone).
+    pub pool: Pool,
 }
 
 /// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
@@ -289,7 +324,13 @@ impl ExtraOverlap {
 }
 
 impl Mapping {
+    /// Devices the mapping uses: its instances', and its prefill pool's.
     pub fn devices(&self) -> u64 {
+        self.decode_devices() + self.pool.devices()
+    }
+
+    /// Devices of the mapping's own instances (without a prefill pool's).
+    pub fn decode_devices(&self) -> u64 {
         if self.placement.n > 0 {
             self.dp * self.placement.devices() * self.cp
         } else {
@@ -318,6 +359,7 @@ impl Mapping {
             placement: Placement::default(),
             batch: 0,
             regions: Regions::default(),
+            pool: Pool::default(),
         }
     }
 
@@ -365,6 +407,15 @@ impl Mapping {
             (spec.tp.unwrap_or(1).max(1), spec.pp.unwrap_or(1).max(1))
         };
         let cp = spec.cp.unwrap_or(1).max(1);
+        // a prefill pool takes its devices first; the instances fill the rest
+        let pooled = spec.pool.devices();
+        if pooled > 0 && pooled >= devices {
+            return Err(format!(
+                "the prefill pool's {pooled} devices ({} instances × tp {}) leave none of {devices} for decode",
+                spec.pool.instances, spec.pool.tp
+            ));
+        }
+        let devices = devices - pooled;
         let inner = if placement.n > 0 {
             placement.devices().max(1) * cp
         } else {
@@ -418,15 +469,16 @@ impl Mapping {
             placement,
             batch: 0,
             regions: spec.regions,
+            pool: spec.pool,
         };
-        if m.devices() != devices {
+        if m.decode_devices() != devices {
             return Err(format!(
                 "dp × tp × pp × cp = {} × {} × {} × {} = {} devices, but {} are available",
                 m.dp,
                 m.tp,
                 m.pp,
                 m.cp,
-                m.devices(),
+                m.decode_devices(),
                 devices
             ));
         }

@@ -70,9 +70,25 @@ pub struct MappingSpec {
     /// counts). A phase left out keeps the automatic placement (the wafer shared out by weights).
     #[serde(default)]
     pub regions: Option<RegionsSpec>,
+    /// Transformer inference, disaggregated serving (DistServe, Splitwise): a separate pool of
+    /// `instances` prefill instances of `tp` devices each (one pipeline stage) that only
+    /// prefill the prompts and send each prompt's KV cache to a decode instance; the mapping's
+    /// own instances then only decode. Absent: the prompts' prefill is interleaved into the
+    /// decode rounds.
+    #[serde(default)]
+    pub prefill_pool: Option<PoolSpec>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+}
+
+/// A prefill pool: `instances` instances of `tp` tensor-parallel devices.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename = "PrefillPool")]
+pub struct PoolSpec {
+    pub instances: u64,
+    #[serde(default = "one")]
+    pub tp: u64,
 }
 
 /// The core regions of the two phases of serving on a wafer.

@@ -20,7 +20,7 @@
 use super::{domain_size, place_group, run_precision, vector_precision, Builder, Collective};
 use crate::engine::program::*;
 use crate::engine::reason::{Reason, RegionShortfall};
-use crate::model::mapping::{Mapping, Placement};
+use crate::model::mapping::{Mapping, Placement, Pool, Regions};
 use crate::model::system::System;
 use crate::model::workload::{Inference, Transformer};
 
@@ -286,6 +286,9 @@ pub(super) fn transformer_prefill(
     inf: &Inference,
     m: &Mapping,
 ) -> Result<Program, Reason> {
+    if m.pool.any() {
+        return pool_prefill(sys, t, inf, m);
+    }
     build(sys, t, inf, m, Mode::Prefill)
 }
 
@@ -342,7 +345,9 @@ fn build(
             )));
         }
     }
-    let n = m.devices();
+    // the decode instances' devices (a prefill pool's stage is built apart: `pool_stage`)
+    let n = m.decode_devices();
+    let pooled = m.pool.any() && !prefill_only;
     let dom = domain_size(sys, n);
     let prec = run_precision(sys, inf.compute);
     let p = prec.index();
@@ -470,7 +475,8 @@ fn build(
             side: 0.0,
             sends: [0.0, 0.0, in_dom, across],
             decode: m.regions.decode.is_none(),
-            prefill: m.regions.prefill.is_none(),
+            // with a prefill pool the instances only decode
+            prefill: m.regions.prefill.is_none() && !pooled,
             region: (0.0, 0.0),
         };
         if !base.decode && !base.prefill {
@@ -937,7 +943,21 @@ fn build(
             repeat: c.repeat as f64,
             devices: d * dp,
             footprint,
+            pool: false,
         });
+    }
+    if pooled {
+        let st = pool_stage(sys, t, inf, m, batch, &mut b)?;
+        if out_stages.len() >= MAX_STAGES {
+            return Err(Reason::unsupported(format!(
+                "a prefill pool beside {} stage classes: a program holds at most {MAX_STAGES}",
+                out_stages.len()
+            )));
+        }
+        if st.footprint.total() > biggest.total() {
+            biggest = st.footprint;
+        }
+        out_stages.push(st);
     }
     debug_assert!(out_stages.len() <= MAX_STAGES);
     let (tokens_per_round, ctx) = if prefill_only {
@@ -954,11 +974,129 @@ fn build(
         micro_batches,
         bubble: 0.0,
         footprint: biggest,
-        devices: n as f64,
+        devices: m.devices() as f64,
         units_per_step: tokens_per_round,
         unit: "tokens",
         model_flops_per_step: model_flops,
         mfu_precision: prec.index(),
         steps: None,
+    })
+}
+
+/// The mapping of a prefill pool's instances: `instances` model instances, each one stage of the
+/// pool's `tp` devices, running only prompts.
+fn pool_mapping(m: &Mapping) -> Mapping {
+    Mapping {
+        dp: m.pool.instances.max(1),
+        tp: m.pool.tp.max(1),
+        pp: 1,
+        ep: 1,
+        cp: 1,
+        micro_batch: 0,
+        placement: Placement::default(),
+        batch: 0,
+        regions: Regions::default(),
+        pool: Pool::default(),
+        ..*m
+    }
+}
+
+/// One prompt alone on a prefill pool's instance (disaggregated serving, [`Mapping::pool`]):
+/// its prefill by the same builder as an instance's own ([`Mode::Prefill`] under
+/// [`pool_mapping`]), and its KV cache sent to the decode instance that serves the request, layer
+/// by layer while the next layers compute (DistServe §4, Splitwise §4.2: the transfer overlaps
+/// the prefill; `Overlap::Compute`). Each pool device sends its share of the prompt's KV cache
+/// (all layers, its KV heads), each decode device receives its own: the fewer devices of the two
+/// sides bound it. Over the scale-up network where the decode instances and the pool fit one
+/// scale-up domain, else over the scale-out network.
+fn pool_prefill(
+    sys: &System,
+    t: &Transformer,
+    inf: &Inference,
+    m: &Mapping,
+) -> Result<Program, Reason> {
+    if sys
+        .device
+        .mesh
+        .as_ref()
+        .is_some_and(|ms| ms.dims.iter().product::<u64>() > 1)
+    {
+        return Err(Reason::unsupported(
+            "a prefill pool on a device with a mesh of cores: give the phases core `regions` instead",
+        ));
+    }
+    if m.regions.any() {
+        return Err(Reason::unsupported("a prefill pool beside core `regions`"));
+    }
+    let pm = pool_mapping(m);
+    let mut p = build(sys, t, inf, &pm, Mode::Prefill)?;
+    let kvd = (t.kv_heads * t.head_dim()) as f64;
+    let per_instance = (m.decode_devices() / m.dp.max(1)).max(1);
+    let sides = pm.tp.min(per_instance).max(1) as f64;
+    let bytes = inf.prompt as f64 * 2.0 * kvd * inf.kv_cache.bytes() * t.layers as f64 / sides;
+    let dom = sys.scale_up_size().max(1);
+    let group = if m.devices() <= dom {
+        place_group(sys, 2, 1, dom)
+    } else {
+        (1.0, 2.0, 1.0)
+    };
+    let mut b = Builder::default();
+    b.comm(Collective {
+        name: "prefill pool: kv cache to decode instance".into(),
+        role: Role::KvTransfer,
+        kind: CollKind::SendRecv,
+        bytes,
+        group,
+        count: 1.0,
+        section: Section::MicroBatch,
+        overlap: Overlap::Compute,
+    });
+    p.comms.extend(b.comms);
+    if let Some(last) = p.stages.last_mut() {
+        last.comms.end = p.comms.len();
+    }
+    Ok(p)
+}
+
+/// The prefill pool's stage class of a disaggregated round ([`Stage::pool`]): per round, the
+/// prompts of the requests that join (as many as finish: `batch` × dp / output over the system,
+/// speculative or not, the round being per output token), spread evenly over the pool's
+/// instances, each [`pool_prefill`]'s work (its KV transfer hidden behind the pool's compute);
+/// its devices the pool's, its footprint one prompt's prefill beside the weights.
+fn pool_stage(
+    sys: &System,
+    t: &Transformer,
+    inf: &Inference,
+    m: &Mapping,
+    batch: f64,
+    b: &mut Builder,
+) -> Result<Stage, Reason> {
+    let one = pool_prefill(sys, t, inf, m)?;
+    let per_round =
+        batch * m.dp as f64 / (inf.output.max(1) as f64 * m.pool.instances.max(1) as f64);
+    let (o0, c0) = (b.ops.len(), b.comms.len());
+    let stp = Section::Step;
+    b.ops.extend(one.ops.into_iter().map(|o| Op {
+        count: o.count * per_round,
+        section: stp,
+        ..o
+    }));
+    b.comms.extend(one.comms.into_iter().map(|c| Comm {
+        count: c.count * per_round,
+        section: stp,
+        ..c
+    }));
+    Ok(Stage {
+        name: format!(
+            "prefill pool: {} instance(s) of {} device(s)",
+            m.pool.instances, m.pool.tp
+        )
+        .into(),
+        ops: o0..b.ops.len(),
+        comms: c0..b.comms.len(),
+        repeat: 1.0,
+        devices: m.pool.devices() as f64,
+        footprint: one.footprint,
+        pool: true,
     })
 }

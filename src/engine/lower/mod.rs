@@ -37,6 +37,16 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
             m.cp
         )));
     }
+    if m.pool.any()
+        && !matches!(
+            (&w.model, &w.task),
+            (Model::Transformer(_), Task::Inference(_))
+        )
+    {
+        return Err(Reason::unsupported(
+            "a prefill pool (disaggregated serving) is modelled for transformer inference only",
+        ));
+    }
     if m.placement.n > 0 && !matches!(w.task, Task::Inference(_)) {
         return Err(Reason::unsupported(
             "pipeline `stages` are modelled for transformer inference only",

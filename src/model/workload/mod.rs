@@ -372,6 +372,9 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
     if let Some(r) = &m.regions {
         check_regions(cx, m, r);
     }
+    if let Some(p) = &m.prefill_pool {
+        check_pool(cx, m, p);
+    }
     check_split(cx, m);
     if let Some(z) = m.zero {
         if z > 3 {
@@ -460,6 +463,33 @@ fn check_regions(cx: &mut Ctx, m: &MappingSpec, r: &crate::spec::mapping::Region
         }
         cx.leave();
     }
+    cx.leave();
+}
+
+/// A prefill pool (disaggregated serving): at least one instance of at least one device, apart
+/// from a wafer's core regions (which split one wafer between the phases instead). That the
+/// workload is transformer inference and the system has the pool's devices beside the decode
+/// instances' is a property of the request: the lowering and the mapping's resolution report it
+/// as the design's infeasibility.
+fn check_pool(cx: &mut Ctx, m: &MappingSpec, p: &crate::spec::mapping::PoolSpec) {
+    if m.regions.is_some() {
+        cx.error(
+            "prefill_pool",
+            "`prefill_pool` cannot be given beside `regions`",
+            Some("`regions` splits one wafer's cores between prefill and decode; a prefill pool puts the prefill on devices of its own: give one of them".into()),
+        );
+    }
+    cx.enter_field("prefill_pool", None);
+    if p.instances == 0 {
+        cx.error(
+            "instances",
+            "the prefill pool has no instances",
+            Some("`prefill_pool: (instances: N, tp: T)` with N ≥ 1, or leave `prefill_pool` out to interleave the prefill into the decode rounds".into()),
+        );
+    } else {
+        cx.count("instances", p.instances);
+    }
+    cx.count("tp", p.tp);
     cx.leave();
 }
 

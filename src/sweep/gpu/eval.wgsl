@@ -111,6 +111,8 @@ fn evaluate(li: u32) -> Point {
     var dyn_s = array<f32, MAX_STAGES>();
     var flop_s = array<f32, MAX_STAGES>();
     var wt_s = array<u32, MAX_STAGES>();
+    var t_pool = -1.0;
+    var pool_comp = 0.0;
     let n_st = min(pr.n_stages, MAX_STAGES);
     for (var k = 0u; k < n_st; k++) {
         let st = read_StageRec(pr.stage_start + k * StageRec_RECS);
@@ -241,13 +243,22 @@ fn evaluate(li: u32) -> Point {
         wt_s[k] = wt;
         let b0 = vec4<f32>(comp[0], mem[0], comm[0], oth[0]);
         let t_mb = b0.x + b0.y + b0.z + b0.w;
+        let b1 = vec4<f32>(comp[1], mem[1], comm[1], oth[1]);
+        let ts = b1.x + b1.y + b1.z + b1.w;
+        if (st.pool != 0u) {
+            // a concurrent pool, outside the chain: its work per round bounds the round beside it
+            let tp = pr.micro_batches * t_mb + ts;
+            if (tp > t_pool) {
+                t_pool = tp;
+                pool_comp = pr.micro_batches * b0.x + b1.x;
+            }
+            continue;
+        }
         if (t_mb > t_max) {
             t_max = t_mb;
             best = b0;
         }
         chain += st.repeat * b0;
-        let b1 = vec4<f32>(comp[1], mem[1], comm[1], oth[1]);
-        let ts = b1.x + b1.y + b1.z + b1.w;
         if (ts > t_st) {
             t_st = ts;
             best_st = b1;
@@ -265,6 +276,11 @@ fn evaluate(li: u32) -> Point {
     } else {
         t_step = t_chain + t_st;
         clock_bound = chain.x + best_st.x;
+    }
+    if (t_pool > t_step) {
+        // the pool's work per round is longer: the round waits for it (its breakdown)
+        t_step = t_pool;
+        clock_bound = pool_comp;
     }
     if (bad || !(t_step > 0.0 && t_step < 3.0e38)) {
         return infeasible(REASON_NO_COMPUTE, head);

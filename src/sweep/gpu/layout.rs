@@ -210,7 +210,8 @@ gpu_record! {
         pad0: f32,
         pad1: f32,
         pad2: f32,
-        pad3: u32,
+        /// 1: a concurrent pool outside the pipeline's chain (`Stage::pool`).
+        pool: u32,
         pad4: u32,
         pad5: u32,
         pad6: u32,

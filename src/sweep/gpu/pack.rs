@@ -89,6 +89,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 state: f(fp.state()),
                 working: f(fp.working()),
                 total: f(fp.total()),
+                pool: u32::from(st.pool),
                 ..StageRec::default()
             };
             recs.extend_from_slice(rec.words());

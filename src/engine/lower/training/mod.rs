@@ -326,6 +326,7 @@ pub(super) fn transformer_training(
             repeat: repeat as f64,
             devices: per_stage,
             footprint: fp,
+            pool: false,
         });
     }
     if classes.len() == 1 {
