@@ -209,6 +209,7 @@ fn plans() -> Vec<Plan> {
             &[
                 ("hbm.bandwidth", "\"1 TB/s .. 8 TB/s\""),
                 ("device.peak.fp8", "\"0.3 PFLOP/s .. 4 PFLOP/s log\""),
+                ("hbm.capacity", "\"40 GB .. 200 GB\""),
                 ("scale_up.bandwidth", "\"20 GB/s .. 2 TB/s log\""),
                 ("device.tdp", "\"300 W .. 1000 W\""),
             ],

@@ -700,3 +700,39 @@ proptest! {
             "{} instances: {} < {}", instances + 1, e_more.throughput, e.throughput);
     }
 }
+
+/// The search may pick either: Llama 3.1 8B with long prompts and short outputs (8192 in / 128
+/// out, @assumed) on a DGX H100 picks a disaggregated mapping at a tight time per output token
+/// (the interleaved rounds carry the prompts' prefill, the pooled ones do not), and an
+/// interleaved one at a loose target and without one (every device works on both phases).
+#[test]
+fn the_search_picks_a_prefill_pool_only_where_the_target_asks_for_it() {
+    let (s, mut w) = inputs();
+    if let Task::Inference(inf) = &mut w.task {
+        inf.prompt = 8192;
+        inf.output = 128;
+    }
+    let pick = |slo: Option<&str>| {
+        let mut w = w.clone();
+        serve::set_load(
+            &mut w,
+            slo.map(|x| Slo::parse(x).unwrap()),
+            None,
+            Some(Concurrency::Max),
+        )
+        .unwrap();
+        let e = engine::estimate(&s, &w, &MappingChoice::Auto(Objective::Time), None);
+        assert!(e.feasible, "{slo:?}: {:?}", e.reason);
+        if slo.is_some() {
+            assert_eq!(e.slo_met, Some(true), "{slo:?}");
+        }
+        e
+    };
+    let tight = pick(Some("p99 ttft<=1s,tpot<=8ms"));
+    assert_eq!(tight.disaggregated, Some(true));
+    assert!(tight.mapping.unwrap().prefill_pool.is_some());
+    for slo in [None, Some("p99 ttft<=2s,tpot<=20ms")] {
+        let e = pick(slo);
+        assert_eq!(e.disaggregated, Some(false), "{slo:?}");
+    }
+}

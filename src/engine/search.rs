@@ -176,8 +176,8 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
             out = inference_candidates(t, inf, n, base);
             // Disaggregated serving: a prefill pool, its instances of the widest tensor-parallel
             // width that fits a scale-up domain and divides the heads and the pool (and of half
-            // that), beside the decode instances' candidates on the rest (their default
-            // micro-batch split)
+            // that), beside the decode instances' tensor-parallel candidates on the rest (one
+            // stage each, their default micro-batch split: the search stays fast)
             // (not on a device with a mesh of cores, whose phases take core `regions` instead;
             // a pool instance whose devices cannot hold the weights is not tried)
             let dom = sys.scale_up_size().max(1);
@@ -218,7 +218,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                     out.extend(
                         decode
                             .iter()
-                            .filter(|c| c.micro_batch == 0)
+                            .filter(|c| c.micro_batch == 0 && c.pp == 1)
                             .map(|c| Mapping { pool: p, ..*c }),
                     );
                 }
