@@ -1,7 +1,8 @@
 //! One estimate of Llama 3.1 405B training on 8,192 H100s (lowering + evaluation), and the full
 //! `--mapping auto` search for it. Targets: ≤ 10 µs per estimate, ≤ 0.1 s per search. And the
 //! per-layer inference pipeline (issue 11): evaluating IBM's 15-stage NorthPole layout, and the
-//! search over placements that finds it.
+//! search over placements that finds it. And a serving search at a latency target (issue 13:
+//! interleaved layouts and prefill pools).
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
@@ -82,6 +83,24 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("search/auto placement 3B on NorthPole-16", |b| {
         b.iter(|| black_box(search::search(&np, &gw, 16, Objective::Time).ranked.len()))
+    });
+
+    // serving at a latency target: every interleaved layout and every prefill pool (issue 13)
+    let dgx = tessera::model::system::load_system("architectures/dgx-h100.ron", &Disk)
+        .value
+        .expect("dgx-h100 loads");
+    let mut sw = tessera::model::workload::load_workload("workloads/llama3-70b-serving.ron", &Disk)
+        .value
+        .expect("llama3-70b-serving loads");
+    tessera::engine::serve::set_load(
+        &mut sw,
+        Some(tessera::model::serving::Slo::parse("p99 ttft<=1s,tpot<=8ms").unwrap()),
+        None,
+        Some(tessera::model::serving::Concurrency::Max),
+    )
+    .unwrap();
+    c.bench_function("search/serving 70B at a p99 target on DGX H100", |b| {
+        b.iter(|| black_box(search::search(&dgx, &sw, 8, Objective::Time).ranked.len()))
     });
 }
 
