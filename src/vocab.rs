@@ -83,3 +83,29 @@ impl PowerBoundary {
         self as u8 as f64
     }
 }
+
+/// How a serving stack launches a decoder layer's work in decode: the kernels, each paying the
+/// device's `kernel_overhead` once per launch.
+///
+/// - `Separate`: one kernel per operator, as an eager framework runs it (PyTorch eager,
+///   Hugging Face `generate`): two RMSNorms and two residual adds, the Q, K and V projections,
+///   rotary embedding, the KV-cache append, attention, the output projection, and the MLP's
+///   gate, up, activation-and-multiply and down (up, activation, down without a gate); a
+///   mixture-of-experts layer adds the router GEMM, top-k, token permutation and the weighted
+///   combine. 15 kernels per gated dense layer.
+/// - `Fused`: the kernels a serving engine launches (TensorRT-LLM, vLLM with its custom ops):
+///   residual add fused with the RMSNorm, one QKV GEMM, attention with rotary and the cache
+///   append inside it, the output projection, the gate and up projections as one GEMM with the
+///   SwiGLU in its epilogue, the down projection; a mixture-of-experts layer adds the router,
+///   a fused top-k-and-permute and the finalize (unpermute and weighted sum). 7 per dense layer.
+/// - `Compiled`: a compiler's whole-layer schedule on a statically scheduled or dataflow device
+///   (Groq, NorthPole, a wafer, XLA on a TPU): three steps per layer (its matrix products, its
+///   attention, its vector work), each paying the overhead once.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize, Default)]
+#[serde(rename_all(serialize = "lowercase"))]
+pub enum Kernels {
+    Separate,
+    #[default]
+    Fused,
+    Compiled,
+}

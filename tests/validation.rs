@@ -139,11 +139,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // pipeline split as their recipe does (the five gated rows moved from -5.9 / -0.3 / -3.9 /
     // +5.8 / +1.1 % to -1.4 / +4.5 / +2.0 / +12.3 / +6.6 %: the slowest stage no longer carries
     // the head), and two GB200 rows it made expressible or brought within tolerance joined
-    // (-3.5 %, -10.8 %): 4.7 % and 14.6 % over 75.
+    // (-3.5 %, -10.8 %): 4.7 % and 14.6 % over 75. Then a GPU decode layer paid its overhead
+    // once per kernel a serving engine launches (7 per dense layer, 10 with experts, where three
+    // steps per layer were costed): the 16 serving cases moved by -0.2 to -3.9 points (the 405B
+    // Offline on 8 B200 to +13.2 %), and the largest is GPT-3 energy (-14.3 %): 4.6 % and 14.3 %.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.047, "unfitted MAPE {mape} (target 0.08)");
-    assert!(max <= 0.147, "largest unfitted error {max} (target 0.20)");
+    assert!(mape <= 0.046, "unfitted MAPE {mape} (target 0.08)");
+    assert!(max <= 0.143, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
     // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted

@@ -30,6 +30,9 @@ pub struct MappingReport {
     /// layers are split over the stages (Megatron-Core's asymmetric split).
     pub embedding_in_pipeline_split: bool,
     pub loss_in_pipeline_split: bool,
+    /// Transformer inference: how the serving stack launches a decode layer (`separate`,
+    /// `fused`, `compiled`: the mapping's choice, else the device's; `vocab::Kernels`).
+    pub kernels: Option<crate::vocab::Kernels>,
 }
 
 impl From<&Mapping> for MappingReport {
@@ -48,6 +51,7 @@ impl From<&Mapping> for MappingReport {
             stages: (m.placement.n > 0).then(|| m.placement.describe()),
             embedding_in_pipeline_split: m.embedding_in_pipeline_split,
             loss_in_pipeline_split: m.loss_in_pipeline_split,
+            kernels: m.kernels,
         }
     }
 }
@@ -265,7 +269,10 @@ pub fn finish(
         breakdown_s: Some(b),
         bottleneck,
         bottleneck_detail: detail,
-        mapping: Some(m.into()),
+        mapping: Some(MappingReport {
+            kernels: sv.map(|_| m.kernels.unwrap_or(sys.device.efficiency.kernels)),
+            ..m.into()
+        }),
         devices,
         idle_devices: 0,
         scaling_efficiency: None,

@@ -161,6 +161,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 placement: base.placement,
                                                 batch: 0,
                                                 regions: base.regions,
+                                                kernels: base.kernels,
                                             });
                                         }
                                     }

@@ -2,7 +2,7 @@
 //! context parallelism, ZeRO stage, micro-batching, recomputation).
 
 use crate::spec::mapping::{MappingSpec, OverlapKind, RecomputeSpec};
-use crate::vocab::Dim;
+use crate::vocab::{Dim, Kernels};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -47,6 +47,8 @@ pub struct MappingPlan {
     pub stages: Option<Vec<(u64, u64)>>,
     /// Core regions of the phases on a wafer, as written.
     pub regions: Regions,
+    /// Inference: the serving stack's kernels, as written (`None`: the device's).
+    pub kernels: Option<Kernels>,
 }
 
 impl From<&MappingSpec> for MappingPlan {
@@ -78,6 +80,7 @@ impl From<&MappingSpec> for MappingPlan {
                     decode: r.decode.map(|x| x.cores),
                 })
                 .unwrap_or_default(),
+            kernels: s.kernels,
         }
     }
 }
@@ -258,6 +261,9 @@ pub struct Mapping {
     pub batch: u64,
     /// Inference on a wafer: the core regions of prefill and decode (default: automatic).
     pub regions: Regions,
+    /// Inference: how the serving stack launches a decoder layer (`None`: the device's
+    /// `efficiency.kernels`).
+    pub kernels: Option<Kernels>,
 }
 
 /// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
@@ -318,6 +324,7 @@ impl Mapping {
             placement: Placement::default(),
             batch: 0,
             regions: Regions::default(),
+            kernels: None,
         }
     }
 
@@ -418,6 +425,7 @@ impl Mapping {
             placement,
             batch: 0,
             regions: spec.regions,
+            kernels: spec.kernels,
         };
         if m.devices() != devices {
             return Err(format!(

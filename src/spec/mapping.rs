@@ -70,6 +70,10 @@ pub struct MappingSpec {
     /// counts). A phase left out keeps the automatic placement (the wafer shared out by weights).
     #[serde(default)]
     pub regions: Option<RegionsSpec>,
+    /// Inference: how the serving stack launches a decoder layer's work (`Separate`, `Fused`,
+    /// `Compiled`: see `vocab::Kernels`); by default the device's `efficiency.kernels`.
+    #[serde(default)]
+    pub kernels: Option<crate::vocab::Kernels>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,

@@ -23,6 +23,7 @@ use crate::engine::reason::{Reason, RegionShortfall};
 use crate::model::mapping::{Mapping, Placement};
 use crate::model::system::System;
 use crate::model::workload::{Inference, Transformer};
+use crate::vocab::Kernels;
 
 /// One class of identical stages as lowering builds it.
 #[derive(Clone, Copy, Debug)]
@@ -385,6 +386,8 @@ fn build(
     };
     let (mbs, stp) = (Section::MicroBatch, Section::Step);
     let phase = Phase::Forward;
+    // how the serving stack launches a decode layer: the mapping's choice, else the device's
+    let kernels = m.kernels.unwrap_or(sys.device.efficiency.kernels);
     // Expert parallelism sends each token to the devices of its top-k experts and back (a
     // dispatch and a combine all-to-all per layer with experts), each copy its hidden state; the
     // tensor-parallel ranks of an instance split their tokens' traffic between them.
@@ -600,7 +603,7 @@ fn build(
         let pass = |b: &mut Builder, draft: bool, tokens: f64, layers: f64, heads: f64| {
             let pick =
                 |model: &'static str, of_draft: &'static str| if draft { of_draft } else { model };
-            if layers > 0.0 {
+            if layers > 0.0 && kernels == Kernels::Compiled {
                 b.op(Op {
                     name: pick("decode: layer matmuls", "decode: draft layer matmuls").into(),
                     matrix: true,
@@ -638,6 +641,95 @@ fn build(
                     section: mbs,
                     phase,
                 });
+            }
+            if layers > 0.0 && kernels != Kernels::Compiled {
+                // A serving stack's kernels (`vocab::Kernels`): each op below is one kind of
+                // kernel launched `k` times per layer, each launch doing 1/k of its work (and
+                // paying the device's kernel overhead once).
+                let sep = kernels == Kernels::Separate;
+                let ffn_read = layer_read(t, tokens, ep) - t.attn_params();
+                let (qkv, o) = (h * (qd + 2.0 * kvd), qd * h);
+                let up_share = (ffn_mats - 1.0) / ffn_mats;
+                let gemm = |b: &mut Builder, name: Name, k: f64, active: f64, read: f64| {
+                    b.op(Op {
+                        name,
+                        matrix: true,
+                        precision: p,
+                        flops: 2.0 * active / d * tokens / k,
+                        weight_bytes: read / d * wb / k,
+                        act_bytes: tokens * h * ab / k,
+                        count: layers * k,
+                        section: mbs,
+                        phase,
+                    });
+                };
+                // Q, K, V (three GEMMs, or one), the output projection, the MLP's up and gate
+                // (two GEMMs, or one with the activation in its epilogue), its down projection
+                gemm(
+                    b,
+                    pick("decode: qkv projection", "decode: draft qkv projection").into(),
+                    if sep { 3.0 } else { 1.0 },
+                    qkv,
+                    qkv,
+                );
+                gemm(
+                    b,
+                    pick(
+                        "decode: output projection",
+                        "decode: draft output projection",
+                    )
+                    .into(),
+                    1.0,
+                    o,
+                    o,
+                );
+                gemm(
+                    b,
+                    pick("decode: mlp up", "decode: draft mlp up").into(),
+                    if sep { ffn_mats - 1.0 } else { 1.0 },
+                    t.layer_ffn_active() * up_share,
+                    ffn_read * up_share,
+                );
+                gemm(
+                    b,
+                    pick("decode: mlp down", "decode: draft mlp down").into(),
+                    1.0,
+                    t.layer_ffn_active() / ffn_mats,
+                    ffn_read / ffn_mats,
+                );
+                b.op(Op {
+                    name: pick(
+                        "decode: attention over KV cache",
+                        "decode: draft attention over KV cache",
+                    )
+                    .into(),
+                    matrix: true,
+                    precision: p,
+                    flops: 4.0 * tokens * ctx * qd / d,
+                    weight_bytes: 0.0,
+                    act_bytes: mbatch * ctx * 2.0 * kvd / d * kvb,
+                    count: layers,
+                    section: mbs,
+                    phase,
+                });
+                // vector kernels: two residual-add + RMSNorm (fused), else the norms, the
+                // adds, rotary, the cache append and the activation apart; a layer with
+                // experts adds its routing kernels (the router GEMM's FLOPs are the MLP's)
+                let (vector, routing) = if sep { (7.0, 4.0) } else { (2.0, 3.0) };
+                let k = vector + routing * t.moe_fraction();
+                b.op(Op {
+                    name: pick("decode: elementwise", "decode: draft elementwise").into(),
+                    matrix: false,
+                    precision: vecp,
+                    flops: 10.0 * tokens * h / k,
+                    weight_bytes: 0.0,
+                    act_bytes: 12.0 * tokens * h * ab / k,
+                    count: layers * k,
+                    section: mbs,
+                    phase,
+                });
+            }
+            if layers > 0.0 {
                 b.comm(Collective {
                     name: pick("tp all-reduce", "draft tp all-reduce").into(),
                     role: Role::TensorParallel,
