@@ -142,11 +142,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // (-3.5 %, -10.8 %): 4.7 % and 14.6 % over 75. Then a GPU decode layer paid its overhead
     // once per kernel a serving engine launches (7 per dense layer, 10 with experts, where three
     // steps per layer were costed): the 16 serving cases moved by -0.2 to -3.9 points (the 405B
-    // Offline on 8 B200 to +13.2 %), and the largest is GPT-3 energy (-14.3 %): 4.6 % and 14.3 %.
+    // Offline on 8 B200 to +13.2 %): 4.6 % and 14.3 % (GPT-3 energy). Then the prompt's prefill
+    // launched the same kernels and paid the layer's vector work it had left out (norms, adds,
+    // rotary, activations): the serving cases moved by a further -0.6 to -4.9 points, the 405B
+    // Offline on 8 B200 to +8.3 %, on 8 H200 (a 9,400-token prompt) to -14.95 %: 4.5 % and 15.0 %.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.046, "unfitted MAPE {mape} (target 0.08)");
-    assert!(max <= 0.143, "largest unfitted error {max} (target 0.20)");
+    assert!(mape <= 0.045, "unfitted MAPE {mape} (target 0.08)");
+    assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
     // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted
