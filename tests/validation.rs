@@ -146,9 +146,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // launched the same kernels and paid the layer's vector work it had left out (norms, adds,
     // rotary, activations): the serving cases moved by a further -0.6 to -4.9 points, the 405B
     // Offline on 8 B200 to +8.3 %, on 8 H200 (a 9,400-token prompt) to -14.95 %: 4.5 % and 15.0 %.
+    // Then the low-precision training runs paid their scaling recipe's quantization passes
+    // (`vocab::Scaling`: FP8-CS current scaling, MXFP8, NVFP4): the twelve gated Megatron-Bridge
+    // rows with a recipe moved by -1.5 to -7.6 points (mean error 5.2 % to 4.1 %), and Llama 3 8B
+    // FP8-MX on 8 GB200, a known gap for that reason alone (+15.4 %), joined at +10.2 %: 4.2 % over
+    // 76, the largest unchanged.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.045, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.043, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
