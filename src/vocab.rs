@@ -83,3 +83,74 @@ impl PowerBoundary {
         self as u8 as f64
     }
 }
+
+/// How a serving stack launches a decoder layer's work in decode: the kernels, each paying the
+/// device's `kernel_overhead` once per launch.
+///
+/// - `Separate`: one kernel per operator, as an eager framework runs it (PyTorch eager,
+///   Hugging Face `generate`): two RMSNorms and two residual adds, the Q, K and V projections,
+///   rotary embedding, the KV-cache append, attention, the output projection, and the MLP's
+///   gate, up, activation-and-multiply and down (up, activation, down without a gate); a
+///   mixture-of-experts layer adds the router GEMM, top-k, token permutation and the weighted
+///   combine. 15 kernels per gated dense layer.
+/// - `Fused`: the kernels a serving engine launches (TensorRT-LLM, vLLM with its custom ops):
+///   residual add fused with the RMSNorm, one QKV GEMM, attention with rotary and the cache
+///   append inside it, the output projection, the gate and up projections as one GEMM with the
+///   SwiGLU in its epilogue, the down projection; a mixture-of-experts layer adds the router,
+///   a fused top-k-and-permute and the finalize (unpermute and weighted sum). 7 per dense layer.
+/// - `Compiled`: a compiler's whole-layer schedule on a statically scheduled or dataflow device
+///   (Groq, NorthPole, a wafer, XLA on a TPU): three steps per layer (its matrix products, its
+///   attention, its vector work), each paying the overhead once.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize, Default)]
+#[serde(rename_all(serialize = "lowercase"))]
+pub enum Kernels {
+    Separate,
+    #[default]
+    Fused,
+    Compiled,
+}
+
+/// How a training run scales the operands of its 8-bit-or-narrower GEMMs, and so what
+/// quantization work it does beside them (`engine::lower::training::ops`).
+///
+/// - `Delayed`: one scale per tensor from the amax history of earlier steps (Transformer
+///   Engine's delayed scaling, NVIDIA's MLPerf FP8 recipe): the cast is fused into the kernel
+///   that produces the tensor, no pass of its own.
+/// - `Current`: one scale per tensor from the tensor's own amax (Transformer Engine's current
+///   scaling, Megatron-Bridge's FP8-CS): an amax pass reads the tensor, then a cast-transpose
+///   reads it again and writes the FP8 copy and its transpose (the backward's GEMMs take the
+///   other layout).
+/// - `Mxfp8`: OCP microscaling, one 8-bit power-of-two scale (E8M0) per 32 elements: each
+///   tensor is read once and written twice, scaled along rows and along columns (the forward
+///   and the weight-gradient GEMMs block it along different dimensions), each copy with its
+///   scales.
+/// - `Nvfp4`: NVIDIA's FP4, one E4M3 scale per 16 elements (and one FP32 scale per tensor): as
+///   MXFP8, at half a byte per element and a byte of scale per 16. Its random Hadamard
+///   transform of the weight-gradient inputs runs on the matrix engines inside the cast (not
+///   costed).
+///
+/// Each quantizing pass is a memory-bound vector kernel over the GEMMs' inputs in the forward
+/// (the activations each linear layer reads), their output gradients in the backward, and the
+/// weights once per step.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize, Default)]
+#[serde(rename_all(serialize = "lowercase"))]
+pub enum Scaling {
+    #[default]
+    Delayed,
+    Current,
+    Mxfp8,
+    Nvfp4,
+}
+
+impl Scaling {
+    /// Bytes moved per element quantized from a `source`-byte tensor (the amax read, the
+    /// reads and the writes of the copies with their scales); 0 for delayed scaling.
+    pub fn bytes_per_element(self, source: f64) -> f64 {
+        match self {
+            Scaling::Delayed => 0.0,
+            Scaling::Current => 2.0 * source + 2.0,
+            Scaling::Mxfp8 => source + 2.0 * (1.0 + 1.0 / 32.0),
+            Scaling::Nvfp4 => source + 2.0 * (0.5 + 1.0 / 16.0),
+        }
+    }
+}

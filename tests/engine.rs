@@ -971,3 +971,94 @@ fn a_concurrent_pool_bounds_the_round_beside_the_pipeline() {
     assert!(!e.feasible);
     assert_eq!(e.needed_bytes, 110e9);
 }
+
+const FP8_WORKLOAD: &str = r#"Workload(
+    version: 1, name: "gpt-like 13B in fp8", source: "t", sources: { "t": "test fixture" },
+    model: Transformer(layers: 40, hidden: 5120, heads: 40, vocab: 51200),
+    task: Training(seq_len: 2048, global_batch: 64, target: Tokens(1e9), precision: (compute: "fp8")),
+)"#;
+
+fn with_scaling(w: &Workload, s: tessera::vocab::Scaling) -> Workload {
+    let mut w = w.clone();
+    if let tessera::model::workload::Task::Training(tr) = &mut w.task {
+        tr.scaling = s;
+    }
+    w
+}
+
+#[test]
+fn block_scaling_quantizes_every_gemm_operand_once_each_way() {
+    // MXFP8 (one E8M0 scale per 32 elements), hand-checked on one device at micro-batch 1: each
+    // element of a GEMM input is read once in BF16 and written twice in FP8 (along rows and
+    // along columns) with a scale byte per 32: 2 + 2 × (1 + 1/32) = 4.0625 bytes.
+    use tessera::vocab::Scaling;
+    let (sys, w) = fixtures_with(FP8_WORKLOAD);
+    let tessera::model::workload::Model::Transformer(t) = &w.model else {
+        panic!()
+    };
+    let (h, ffn, tok) = (5120.0, t.ffn as f64, 2048.0);
+    let m = Mapping {
+        zero: 1,
+        micro_batch: 1,
+        ..Mapping::single()
+    };
+    let p = lower(&sys, &with_scaling(&w, Scaling::Mxfp8), &m, 1).expect("lowers");
+    let op = |name: &str, phase: Phase| {
+        p.ops
+            .iter()
+            .find(|o| o.name == name && o.phase == phase)
+            .unwrap_or_else(|| panic!("{name}"))
+            .clone()
+    };
+    let per = 2.0 + 2.0 * (1.0 + 1.0 / 32.0);
+    // forward: the normed hidden state into QKV and into the MLP, the context into the output
+    // projection, the activation into the down projection; once per layer of the stage
+    let fwd = op("quantize gemm operands", Phase::Forward);
+    let inputs = tok * (2.0 * h + h + ffn);
+    assert_relative_eq!(fwd.act_bytes, inputs * per, max_relative = 1e-12);
+    assert_eq!(fwd.count, 40.0);
+    // backward: the gradients of the outputs of QKV (h + 2 × h: multi-head), the output
+    // projection and the down projection (h each), the up projection (ffn; no gate)
+    let bwd = op("quantize gemm operands", Phase::Backward);
+    let grads = tok * (2.0 * h + 3.0 * h + ffn);
+    assert_relative_eq!(bwd.act_bytes, grads * per, max_relative = 1e-12);
+    // the weights once per step, each of the device's parameters once each way
+    let wq = op("quantize weights", Phase::Update);
+    assert_eq!(wq.section, Section::Step);
+    assert_relative_eq!(wq.weight_bytes, wq.flops * per, max_relative = 1e-12);
+    // NVFP4: half a byte per element and a scale per 16; current per-tensor scaling: an amax
+    // read, then a cast-transpose (read, two FP8 writes); delayed: no pass at all
+    assert_eq!(
+        Scaling::Nvfp4.bytes_per_element(2.0),
+        2.0 + 2.0 * (0.5 + 1.0 / 16.0)
+    );
+    assert_eq!(Scaling::Current.bytes_per_element(2.0), 6.0);
+    let none = |p: &Program| p.ops.iter().all(|o| !o.name.starts_with("quantize"));
+    assert!(none(
+        &lower(&sys, &with_scaling(&w, Scaling::Delayed), &m, 1).expect("lowers")
+    ));
+    // nor for a BF16 run, whatever its recipe says
+    let (_, bf16) = fixtures();
+    assert!(none(
+        &lower(&sys, &with_scaling(&bf16, Scaling::Mxfp8), &m, 1).expect("lowers")
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    /// Quantization work never makes a step faster: every scaling recipe's step is at least the
+    /// delayed-scaling step's, on any layout.
+    #[test]
+    fn quantization_work_never_speeds_a_step(tp_log in 0u32..3, mb_log in 0u32..3, pick in 0usize..3) {
+        use tessera::vocab::Scaling;
+        let (sys, w) = fixtures_with(FP8_WORKLOAD);
+        let tp = 1u64 << tp_log;
+        let mut big = sys.clone();
+        big.devices = 8;
+        let m = Mapping { tp, sp: tp > 1, micro_batch: 1 << mb_log, zero: 1, dp: 8 / tp, ..Mapping::single() };
+        let mach = machine(&big, 8);
+        let step = |s: Scaling| eval(&lower(&big, &with_scaling(&w, s), &m, 8).expect("lowers"), &mach).step_time;
+        let s = [Scaling::Current, Scaling::Mxfp8, Scaling::Nvfp4][pick];
+        prop_assert!(step(s) >= step(Scaling::Delayed));
+    }
+}

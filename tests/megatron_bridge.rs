@@ -95,3 +95,34 @@ fn each_row_maps_as_published() {
         assert_eq!(zero, if fsdp > 0 { 3 } else { 1 }, "{}", p.display());
     }
 }
+
+#[test]
+fn each_row_runs_the_scaling_recipe_of_its_precision_column() {
+    // The summary's precision column names the recipe: FP8-CS is per-tensor current scaling,
+    // MXFP8 and FP8-MX are MXFP8 blocks, NVFP4 NVIDIA's FP4 blocks; BF16 and plain FP8 rows
+    // state none (delayed per-tensor scaling, the default).
+    for (p, text) in cases() {
+        let src = &text[text.find("\"mbridge-perf\":").unwrap()..];
+        let row = &src[..src.find('\n').unwrap()];
+        let want = if row.contains("| FP8-CS |") {
+            Some("Current")
+        } else if row.contains("| MXFP8 |") || row.contains("| FP8-MX |") {
+            Some("Mxfp8")
+        } else if row.contains("| NVFP4 |") {
+            Some("Nvfp4")
+        } else {
+            None
+        };
+        let run = &text[text
+            .find("run: (")
+            .unwrap_or_else(|| panic!("{p:?}: no run"))..];
+        let run = &run[..run.find(')').unwrap()];
+        match want {
+            Some(s) => assert!(
+                run.contains(&format!("scaling: {s}")),
+                "{p:?}: its row says {s}, its run {run}"
+            ),
+            None => assert!(!run.contains("scaling:"), "{p:?}: {run}"),
+        }
+    }
+}

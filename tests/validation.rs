@@ -139,11 +139,22 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // pipeline split as their recipe does (the five gated rows moved from -5.9 / -0.3 / -3.9 /
     // +5.8 / +1.1 % to -1.4 / +4.5 / +2.0 / +12.3 / +6.6 %: the slowest stage no longer carries
     // the head), and two GB200 rows it made expressible or brought within tolerance joined
-    // (-3.5 %, -10.8 %): 4.7 % and 14.6 % over 75.
+    // (-3.5 %, -10.8 %): 4.7 % and 14.6 % over 75. Then a GPU decode layer paid its overhead
+    // once per kernel a serving engine launches (7 per dense layer, 10 with experts, where three
+    // steps per layer were costed): the 16 serving cases moved by -0.2 to -3.9 points (the 405B
+    // Offline on 8 B200 to +13.2 %): 4.6 % and 14.3 % (GPT-3 energy). Then the prompt's prefill
+    // launched the same kernels and paid the layer's vector work it had left out (norms, adds,
+    // rotary, activations): the serving cases moved by a further -0.6 to -4.9 points, the 405B
+    // Offline on 8 B200 to +8.3 %, on 8 H200 (a 9,400-token prompt) to -14.95 %: 4.5 % and 15.0 %.
+    // Then the low-precision training runs paid their scaling recipe's quantization passes
+    // (`vocab::Scaling`: FP8-CS current scaling, MXFP8, NVFP4): the twelve gated Megatron-Bridge
+    // rows with a recipe moved by -1.5 to -7.6 points (mean error 5.2 % to 4.1 %), and Llama 3 8B
+    // FP8-MX on 8 GB200, a known gap for that reason alone (+15.4 %), joined at +10.2 %: 4.2 % over
+    // 76, the largest unchanged.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.047, "unfitted MAPE {mape} (target 0.08)");
-    assert!(max <= 0.147, "largest unfitted error {max} (target 0.20)");
+    assert!(mape <= 0.043, "unfitted MAPE {mape} (target 0.08)");
+    assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
     // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted

@@ -33,6 +33,9 @@ pub struct MappingReport {
     /// Transformer inference, disaggregated: the prefill pool (`None`: the prefill interleaved
     /// into the decode rounds); `dp`, `tp`, `pp` are then the decode instances'.
     pub prefill_pool: Option<crate::model::mapping::Pool>,
+    /// Transformer inference: how the serving stack launches a decode layer (`separate`,
+    /// `fused`, `compiled`: the mapping's choice, else the device's; `vocab::Kernels`).
+    pub kernels: Option<crate::vocab::Kernels>,
 }
 
 impl From<&Mapping> for MappingReport {
@@ -52,6 +55,7 @@ impl From<&Mapping> for MappingReport {
             embedding_in_pipeline_split: m.embedding_in_pipeline_split,
             loss_in_pipeline_split: m.loss_in_pipeline_split,
             prefill_pool: m.pool.any().then_some(m.pool),
+            kernels: m.kernels,
         }
     }
 }
@@ -278,7 +282,10 @@ pub fn finish(
         breakdown_s: Some(b),
         bottleneck,
         bottleneck_detail: detail,
-        mapping: Some(m.into()),
+        mapping: Some(MappingReport {
+            kernels: sv.map(|_| m.kernels.unwrap_or(sys.device.efficiency.kernels)),
+            ..m.into()
+        }),
         devices,
         idle_devices: 0,
         scaling_efficiency: None,

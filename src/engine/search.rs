@@ -162,6 +162,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 batch: 0,
                                                 regions: base.regions,
                                                 pool: base.pool,
+                                                kernels: base.kernels,
                                             });
                                         }
                                     }

@@ -2,7 +2,7 @@
 //! context parallelism, ZeRO stage, micro-batching, recomputation).
 
 use crate::spec::mapping::{MappingSpec, OverlapKind, RecomputeSpec};
-use crate::vocab::Dim;
+use crate::vocab::{Dim, Kernels};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,6 +49,8 @@ pub struct MappingPlan {
     pub regions: Regions,
     /// The prefill pool of disaggregated serving, as written (none: interleaved).
     pub pool: Pool,
+    /// Inference: the serving stack's kernels, as written (`None`: the device's).
+    pub kernels: Option<Kernels>,
 }
 
 impl From<&MappingSpec> for MappingPlan {
@@ -87,6 +89,7 @@ impl From<&MappingSpec> for MappingPlan {
                     tp: p.tp.max(1),
                 })
                 .unwrap_or_default(),
+            kernels: s.kernels,
         }
     }
 }
@@ -293,6 +296,9 @@ pub struct Mapping {
     /// prefill interleaved). Its devices come beside the decode instances' ([`Mapping::devices`]
     /// counts both; [`Mapping::decode_devices`] the decode instances' alone).
     pub pool: Pool,
+    /// Inference: how the serving stack launches a decoder layer (`None`: the device's
+    /// `efficiency.kernels`).
+    pub kernels: Option<Kernels>,
 }
 
 /// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
@@ -360,6 +366,7 @@ impl Mapping {
             batch: 0,
             regions: Regions::default(),
             pool: Pool::default(),
+            kernels: None,
         }
     }
 
@@ -470,6 +477,7 @@ impl Mapping {
             batch: 0,
             regions: spec.regions,
             pool: spec.pool,
+            kernels: spec.kernels,
         };
         if m.decode_devices() != devices {
             return Err(format!(

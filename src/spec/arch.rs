@@ -245,6 +245,11 @@ pub struct EfficiencySpec {
     /// Fraction of peak reached with FP8 (or lower) GEMMs relative to `matmul`, when it differs.
     #[serde(default)]
     pub low_precision_matmul: Option<Q>,
+    /// How serving on this device launches a decoder layer by default (`Fused`, a serving
+    /// engine's kernels, unless given; `Compiled` for statically scheduled and dataflow
+    /// devices): what `kernel_overhead` is paid per. A mapping's `kernels` overrides it.
+    #[serde(default)]
+    pub kernels: Option<crate::vocab::Kernels>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -77,6 +77,10 @@ pub struct MappingSpec {
     /// decode rounds.
     #[serde(default)]
     pub prefill_pool: Option<PoolSpec>,
+    /// Inference: how the serving stack launches a decoder layer's work (`Separate`, `Fused`,
+    /// `Compiled`: see `vocab::Kernels`); by default the device's `efficiency.kernels`.
+    #[serde(default)]
+    pub kernels: Option<crate::vocab::Kernels>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,

@@ -113,6 +113,10 @@ pub struct RunConditions {
     /// workload file's (NVIDIA's `FP8_ACT=1` keeps them in `fp8`).
     #[serde(default)]
     pub activations: Option<String>,
+    /// How the published run scales its low-precision GEMMs' operands, where its recipe differs
+    /// from the workload file's (Megatron-Bridge's FP8-CS: `Current`; MXFP8: `Mxfp8`).
+    #[serde(default)]
+    pub scaling: Option<crate::vocab::Scaling>,
     /// Quality evaluations inside the timed run (forward passes over the evaluation set).
     #[serde(default)]
     pub evaluation: Option<EvaluationSpec>,

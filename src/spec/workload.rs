@@ -249,6 +249,10 @@ pub struct PrecisionSpec {
     /// Format of activations kept for the backward pass.
     #[serde(default = "bf16")]
     pub activations: String,
+    /// How the 8-bit-or-narrower GEMMs' operands are scaled (`Delayed`, `Current`, `Mxfp8`,
+    /// `Nvfp4`; `vocab::Scaling`): the quantization work beside the GEMMs. Default `Delayed`.
+    #[serde(default)]
+    pub scaling: Option<crate::vocab::Scaling>,
 }
 
 impl Default for PrecisionSpec {
@@ -259,6 +263,7 @@ impl Default for PrecisionSpec {
             gradients: bf16(),
             optimizer_bytes: 12.0,
             activations: bf16(),
+            scaling: None,
         }
     }
 }

@@ -441,12 +441,13 @@ fn apply_run(w: &mut Workload, run: Option<&RunConditions>) -> Result<(), String
         && run.target.is_none()
         && run.activations.is_none()
         && run.compute.is_none()
+        && run.scaling.is_none()
     {
         return Ok(());
     }
     let Task::Training(t) = &mut w.task else {
         return Err(
-            "`global_batch`, `target`, `compute` and `activations` apply to training workloads"
+            "`global_batch`, `target`, `compute`, `activations` and `scaling` apply to training workloads"
                 .into(),
         );
     };
@@ -463,6 +464,9 @@ fn apply_run(w: &mut Workload, run: Option<&RunConditions>) -> Result<(), String
     }
     if let Some(c) = &run.compute {
         t.compute = parse("compute", c)?;
+    }
+    if let Some(s) = run.scaling {
+        t.scaling = s;
     }
     if let Some(gb) = run.global_batch {
         if gb == 0 {

@@ -23,6 +23,7 @@ use crate::engine::reason::{Reason, RegionShortfall};
 use crate::model::mapping::{Mapping, Placement, Pool, Regions};
 use crate::model::system::System;
 use crate::model::workload::{Inference, Transformer};
+use crate::vocab::Kernels;
 
 /// One class of identical stages as lowering builds it.
 #[derive(Clone, Copy, Debug)]
@@ -390,6 +391,8 @@ fn build(
     };
     let (mbs, stp) = (Section::MicroBatch, Section::Step);
     let phase = Phase::Forward;
+    // how the serving stack launches a decode layer: the mapping's choice, else the device's
+    let kernels = m.kernels.unwrap_or(sys.device.efficiency.kernels);
     // Expert parallelism sends each token to the devices of its top-k experts and back (a
     // dispatch and a combine all-to-all per layer with experts), each copy its hidden state; the
     // tensor-parallel ranks of an instance split their tokens' traffic between them.
@@ -603,21 +606,102 @@ fn build(
         // of the output head. The model's own pass carries its drafted tokens and its next one
         // (`vt`); a draft (an EAGLE head, a multi-token-prediction module: layers of the model's
         // shape; Medusa's heads alone) runs γ passes of one token per request beside the head.
+        // The matrix products and vector work of `layers` passes of `tokens` tokens through a
+        // layer (`count` occurrences per section), as the serving stack launches them
+        // (`vocab::Kernels`): each op below is one kind of kernel launched `k` times per layer,
+        // each launch doing 1/k of its work and paying the device's kernel overhead once.
+        // `Compiled`: one step of all the layer's matrix products, one of its vector work.
+        // Names: [matrix products, qkv, output projection, mlp up, mlp down, elementwise].
+        let work = |b: &mut Builder,
+                    names: [&'static str; 6],
+                    tokens: f64,
+                    count: f64,
+                    section: Section| {
+            let gemm = |b: &mut Builder, name: &'static str, k: f64, active: f64, read: f64| {
+                b.op(Op {
+                    name: name.into(),
+                    matrix: true,
+                    precision: p,
+                    flops: 2.0 * active / d * tokens / k,
+                    weight_bytes: read / d * wb / k,
+                    act_bytes: tokens * h * ab / k,
+                    count: count * k,
+                    section,
+                    phase,
+                });
+            };
+            let read = layer_read(t, tokens, ep);
+            let sep = kernels == Kernels::Separate;
+            if kernels == Kernels::Compiled {
+                b.op(Op {
+                    name: names[0].into(),
+                    matrix: true,
+                    precision: p,
+                    flops: 2.0 * layer_active / d * tokens,
+                    weight_bytes: read / d * wb,
+                    act_bytes: 4.0 * tokens * h * ab,
+                    count,
+                    section,
+                    phase,
+                });
+            } else {
+                // Q, K, V (three GEMMs, or one), the output projection, the MLP's up and gate
+                // (two GEMMs, or one with the activation in its epilogue), its down projection
+                let ffn_read = read - t.attn_params();
+                let (qkv, o) = (h * (qd + 2.0 * kvd), qd * h);
+                let up_share = (ffn_mats - 1.0) / ffn_mats;
+                let active = t.layer_ffn_active();
+                gemm(b, names[1], if sep { 3.0 } else { 1.0 }, qkv, qkv);
+                gemm(b, names[2], 1.0, o, o);
+                let up_k = if sep { ffn_mats - 1.0 } else { 1.0 };
+                gemm(b, names[3], up_k, active * up_share, ffn_read * up_share);
+                gemm(b, names[4], 1.0, active / ffn_mats, ffn_read / ffn_mats);
+            }
+            // vector kernels: two residual-add + RMSNorm (fused), else the norms, the adds,
+            // rotary, the cache append and the activation apart; a layer with experts adds
+            // its routing kernels (the router GEMM's FLOPs are the MLP's); compiled, one step
+            let (vector, routing) = match kernels {
+                Kernels::Separate => (7.0, 4.0),
+                Kernels::Fused => (2.0, 3.0),
+                Kernels::Compiled => (1.0, 0.0),
+            };
+            let k = vector + routing * t.moe_fraction();
+            b.op(Op {
+                name: names[5].into(),
+                matrix: false,
+                precision: vecp,
+                flops: 10.0 * tokens * h / k,
+                weight_bytes: 0.0,
+                act_bytes: 12.0 * tokens * h * ab / k,
+                count: count * k,
+                section,
+                phase,
+            });
+        };
         let pass = |b: &mut Builder, draft: bool, tokens: f64, layers: f64, heads: f64| {
             let pick =
                 |model: &'static str, of_draft: &'static str| if draft { of_draft } else { model };
             if layers > 0.0 {
-                b.op(Op {
-                    name: pick("decode: layer matmuls", "decode: draft layer matmuls").into(),
-                    matrix: true,
-                    precision: p,
-                    flops: 2.0 * layer_active / d * tokens,
-                    weight_bytes: layer_read(t, tokens, ep) / d * wb,
-                    act_bytes: 4.0 * tokens * h * ab,
-                    count: layers,
-                    section: mbs,
-                    phase,
-                });
+                let names = if draft {
+                    [
+                        "decode: draft layer matmuls",
+                        "decode: draft qkv projection",
+                        "decode: draft output projection",
+                        "decode: draft mlp up",
+                        "decode: draft mlp down",
+                        "decode: draft elementwise",
+                    ]
+                } else {
+                    [
+                        "decode: layer matmuls",
+                        "decode: qkv projection",
+                        "decode: output projection",
+                        "decode: mlp up",
+                        "decode: mlp down",
+                        "decode: elementwise",
+                    ]
+                };
+                work(b, names, tokens, layers, mbs);
                 b.op(Op {
                     name: pick(
                         "decode: attention over KV cache",
@@ -633,17 +717,8 @@ fn build(
                     section: mbs,
                     phase,
                 });
-                b.op(Op {
-                    name: pick("decode: elementwise", "decode: draft elementwise").into(),
-                    matrix: false,
-                    precision: vecp,
-                    flops: 10.0 * tokens * h,
-                    weight_bytes: 0.0,
-                    act_bytes: 12.0 * tokens * h * ab,
-                    count: layers,
-                    section: mbs,
-                    phase,
-                });
+            }
+            if layers > 0.0 {
                 b.comm(Collective {
                     name: pick("tp all-reduce", "draft tp all-reduce").into(),
                     role: Role::TensorParallel,
@@ -816,17 +891,21 @@ fn build(
             }
         }
         if c.layers > 0 && c.prefill {
-            b.op(Op {
-                name: "prefill: layer matmuls".into(),
-                matrix: true,
-                precision: p,
-                flops: 2.0 * layer_active / d * ptok,
-                weight_bytes: layer_read(t, ptok, ep) / d * wb,
-                act_bytes: 4.0 * ptok * h * ab,
-                count: l * amort,
-                section: stp,
-                phase,
-            });
+            // the prompt's tokens through the layer's kernels, as the round's
+            work(
+                &mut b,
+                [
+                    "prefill: layer matmuls",
+                    "prefill: qkv projection",
+                    "prefill: output projection",
+                    "prefill: mlp up",
+                    "prefill: mlp down",
+                    "prefill: elementwise",
+                ],
+                ptok,
+                l * amort,
+                stp,
+            );
             b.op(Op {
                 name: "prefill: attention".into(),
                 matrix: true,

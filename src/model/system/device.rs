@@ -197,6 +197,7 @@ pub(super) fn lower_device(
             memory: memory_eff?,
             network: network?,
             kernel_overhead: overhead.unwrap_or(0.0),
+            kernels: e.kernels.unwrap_or_default(),
         },
         energy_per_flop,
         energy_per_flop_derived: derived,

@@ -216,6 +216,8 @@ pub struct Efficiency {
     pub memory: f64,
     pub network: f64,
     pub kernel_overhead: f64,
+    /// How serving launches a decoder layer by default on this device.
+    pub kernels: crate::vocab::Kernels,
 }
 
 #[derive(Debug, Clone, Serialize)]

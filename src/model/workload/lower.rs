@@ -289,6 +289,7 @@ fn lower_training(cx: &mut Ctx, t: &TrainingSpec, model: Option<&Model>) -> Opti
         gradients,
         optimizer_bytes: p.optimizer_bytes,
         activations,
+        scaling: p.scaling.unwrap_or_default(),
         target,
         lora,
         flash_attention: t.flash_attention,

@@ -137,6 +137,8 @@ pub struct Training {
     pub gradients: Precision,
     pub optimizer_bytes: f64,
     pub activations: Precision,
+    /// How the low-precision GEMMs' operands are scaled (their quantization work).
+    pub scaling: crate::vocab::Scaling,
     pub target: Option<Target>,
     pub lora: Option<Lora>,
     pub flash_attention: bool,

@@ -60,7 +60,7 @@ struct LayerOp {
 }
 
 /// The forward operators of one layer, in program order.
-fn layer(d: &Shape) -> [LayerOp; 6] {
+fn layer(d: &Shape) -> [LayerOp; 7] {
     let Shape {
         t,
         tr,
@@ -144,6 +144,28 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
     let elem_bwd_bytes =
         (11.0 * tok * h / act_shard + (1.0 + 2.0 * act_in) * tok * ffn_inner / tpf) * ab;
     let elem_flops = 10.0 * tok * h / act_shard + 4.0 * tok * ffn_inner / tpf;
+    // Quantization of the low-precision GEMMs' operands (`vocab::Scaling`: nothing for delayed
+    // per-tensor scaling, whose cast is fused): in the forward the inputs each linear layer reads
+    // (the normed hidden state into QKV and into the MLP, once per routed copy with experts; the
+    // context into the output projection; the activation into the MLP's down projection), in
+    // the backward the gradients of their outputs; each element costs the pass's bytes
+    // (`Scaling::bytes_per_element` of its `ab`-byte source) and an amax compare.
+    let quant = if tr.compute.bytes() <= 1.0 {
+        tr.scaling.bytes_per_element(ab)
+    } else {
+        0.0
+    };
+    let copies = experts.map_or(1.0, |e| t.layer_mix((e.top_k + e.shared) as f64, 1.0));
+    let q_in = if quant > 0.0 {
+        tok * ((1.0 + copies) * h / act_shard + (qd + ffn_inner) / tpf)
+    } else {
+        0.0
+    };
+    let q_grad = if quant > 0.0 {
+        tok * ((1.0 + copies) * h / act_shard + (qd + 2.0 * kvd + act_in * ffn_inner) / tpf)
+    } else {
+        0.0
+    };
     [
         LayerOp {
             name: "qkv projection",
@@ -219,6 +241,22 @@ fn layer(d: &Shape) -> [LayerOp; 6] {
                 full: "recompute: ffn",
                 selective: None,
                 act_bytes: Some(x + 2.0 * tok * ffn_inner / tpf * ab),
+            },
+        },
+        LayerOp {
+            name: "quantize gemm operands",
+            matrix: false,
+            precision: vecp,
+            flops: q_in,
+            weight_bytes: 0.0,
+            act_bytes: q_in * quant,
+            backward: Backward::Elementwise {
+                act_bytes: q_grad * quant,
+            },
+            redo: Redo {
+                full: "recompute: quantize gemm operands",
+                selective: None,
+                act_bytes: None,
             },
         },
         LayerOp {
@@ -403,4 +441,24 @@ fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
         section: Section::Step,
         phase: Phase::Update,
     });
+    // the updated weights quantized for the next step's GEMMs, once per step (`vocab::Scaling`;
+    // none for delayed per-tensor scaling)
+    let quant = if d.tr.compute.bytes() <= 1.0 {
+        d.tr.scaling.bytes_per_element(d.wb)
+    } else {
+        0.0
+    };
+    if quant > 0.0 {
+        b.op(Op {
+            name: "quantize weights".into(),
+            matrix: false,
+            precision: d.vecp,
+            flops: state.params_local,
+            weight_bytes: state.params_local * quant,
+            act_bytes: 0.0,
+            count: 1.0,
+            section: Section::Step,
+            phase: Phase::Update,
+        });
+    }
 }
