@@ -155,3 +155,58 @@ proptest! {
         prop_assert!(fast.step_time <= base.step_time * (1.0 + 1e-12));
     }
 }
+
+fn given_dp1() -> MappingChoice {
+    MappingChoice::Given(MappingPlan {
+        dp: Some(1),
+        ..MappingPlan::default()
+    })
+}
+
+/// A host transfer in a graph workload costs its bytes over the system's link to the host's
+/// memory (`weight_store`) plus that link's latency, by hand: 838,860,800 B / 6.68 GB/s + 10 us
+/// (architectures/upmem-pim.ron; network efficiency 1.0 there).
+#[test]
+fn a_host_transfer_costs_its_bytes_over_the_host_link() {
+    let (s, w) = load(
+        "architectures/upmem-pim.ron",
+        "workloads/prim-va-cpu-dpu-upmem.ron",
+    );
+    let e = engine::estimate(&s, &w, &given_dp1(), Some(1));
+    assert!(e.feasible, "{:?}", e.reason);
+    let want = 838_860_800.0 / 6.68e9 + 10e-6;
+    let got = e.step_time_s.unwrap();
+    assert!((got / want - 1.0).abs() < 1e-9, "{got} s against {want} s");
+}
+
+/// Without a host link a host transfer is an infeasible design with its reason, not an error.
+#[test]
+fn a_host_transfer_without_a_host_link_is_unsupported() {
+    let (s, w) = load(
+        "architectures/northpole-16.ron",
+        "workloads/prim-va-cpu-dpu-upmem.ron",
+    );
+    let e = engine::estimate(&s, &w, &given_dp1(), Some(1));
+    assert!(!e.feasible);
+    assert_eq!(e.reason_code, Some("unsupported"), "{:?}", e.reason);
+}
+
+/// The VA kernel on one DIMM by hand: 6 instructions per element at 16 chips x 8 DPUs x
+/// 350 MHz = 29.96 ms of pipeline against 12 B per element at 128 x 0.7 GB/s x 0.90 =
+/// 33.29 ms of MRAM traffic: memory-bound, plus the 50 us launch.
+#[test]
+fn the_va_kernel_is_bound_by_the_mram_bandwidth() {
+    let (s, w) = load(
+        "architectures/upmem-pim.ron",
+        "workloads/prim-va-kernel-upmem.ron",
+    );
+    let e = engine::estimate(&s, &w, &given_dp1(), Some(1));
+    assert!(e.feasible, "{:?}", e.reason);
+    let n = 223_696_256.0;
+    let compute = n * 6.0 / (16.0 * 8.0 * 350e6);
+    let memory = n * 12.0 / (128.0 * 0.7e9 * 0.90);
+    assert!(memory > compute);
+    let want = memory + 50e-6;
+    let got = e.step_time_s.unwrap();
+    assert!((got / want - 1.0).abs() < 1e-9, "{got} s against {want} s");
+}

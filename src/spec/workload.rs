@@ -140,6 +140,10 @@ pub enum OpSpec {
         flops_per_element: Option<f64>,
         #[serde(default)]
         precision: Option<String>,
+        /// Bytes read and written per element ("12 B" for `c[i] = a[i] + b[i]` on 4-byte
+        /// integers); default one read and one write at the precision.
+        #[serde(default)]
+        bytes_per_element: Option<Q>,
         #[serde(default)]
         count: Option<u64>,
     },
@@ -168,6 +172,14 @@ pub enum OpSpec {
         bytes: Q,
         /// Devices taking part.
         group: u64,
+        #[serde(default)]
+        count: Option<u64>,
+    },
+    /// `bytes` per device moved between the device and the host's memory over the system's
+    /// host link (its `weight_store`): the CPU-to-DIMM and DIMM-to-CPU copies a processing-in-
+    /// memory run needs around its kernel.
+    HostTransfer {
+        bytes: Q,
         #[serde(default)]
         count: Option<u64>,
     },

@@ -1,5 +1,6 @@
 //! Operator-graph workloads: the operators and collectives a file states, taken as written (run
-//! at the device's nearest precision, collectives placed on the topology).
+//! at the device's nearest precision, collectives placed on the topology, host transfers on the
+//! link to the host's memory).
 
 use super::{domain_size, place_group, run_precision, Builder, Collective, Reason};
 use crate::engine::program::*;
@@ -82,6 +83,16 @@ pub(super) fn graph_run(
                     overlap: Overlap::None,
                 });
             }
+            GraphOp::HostTransfer { bytes, count } => {
+                if sys.weight_store.is_none() {
+                    return Err(Reason::unsupported(
+                        "a host transfer, but the system declares no host link (`weight_store`)",
+                    ));
+                }
+                if *count > 0.0 && *bytes > 0.0 {
+                    b.comms.push(host_transfer(*bytes, *count));
+                }
+            }
         }
     }
     Ok(Program {
@@ -102,4 +113,28 @@ pub(super) fn graph_run(
         mfu_precision: mfu_p.index(),
         steps: r.steps,
     })
+}
+
+/// A copy of `bytes` per device between the device and the host's memory: one transfer over the
+/// link to the system's external store (`weight_store`: MemoryX for a Cerebras system, the host's
+/// DDR4 behind a PIM DIMM's channel), its latency plus `bytes` over its bandwidth, each device on
+/// its own link. The same coefficients a weight stream puts on that link, so both evaluators
+/// already interpret it.
+fn host_transfer(bytes: f64, count: f64) -> Comm {
+    Comm {
+        name: "host transfer".into(),
+        role: Role::Other,
+        kind: CollKind::SendRecv,
+        bytes,
+        inner: 1.0,
+        outer: 1.0,
+        count,
+        section: Section::MicroBatch,
+        overlap: Overlap::None,
+        weight_stream: true,
+        inner_share: 1.0,
+        mesh: 0.0,
+        coeffs: Default::default(),
+    }
+    .with_coeffs()
 }

@@ -1,5 +1,5 @@
-//! Operator-graph workloads: each matmul, convolution, elementwise, attention, embedding or
-//! collective operator lowered to its FLOPs and bytes.
+//! Operator-graph workloads: each matmul, convolution, elementwise, attention, embedding,
+//! collective or host-transfer operator lowered to its FLOPs and bytes.
 
 use super::{ConvLayer, GraphOp};
 use crate::model::precision::Precision;
@@ -74,15 +74,20 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
                 elements,
                 flops_per_element,
                 precision: p,
+                bytes_per_element,
                 count,
             } => {
                 let p = prec(cx, p);
-                Some(GraphOp::Compute {
+                let per = match bytes_per_element {
+                    Some(q) => cx.non_negative("bytes_per_element", q, D::Bytes),
+                    None => Some(2.0 * p.bytes()),
+                };
+                per.map(|per| GraphOp::Compute {
                     name: "elementwise".into(),
                     matrix: false,
                     flops: *elements as f64 * flops_per_element.unwrap_or(1.0),
                     weight_bytes: 0.0,
-                    act_bytes: 2.0 * *elements as f64 * p.bytes(),
+                    act_bytes: *elements as f64 * per,
                     precision: p,
                     count: cnt(count),
                 })
@@ -144,6 +149,13 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
                     }),
                     _ => None,
                 }
+            }
+            OpSpec::HostTransfer { bytes, count } => {
+                cx.non_negative("bytes", bytes, D::Bytes)
+                    .map(|b| GraphOp::HostTransfer {
+                        bytes: b,
+                        count: cnt(count),
+                    })
             }
         };
         cx.leave();

@@ -119,6 +119,8 @@ pub enum GraphOp {
         group: u64,
         count: f64,
     },
+    /// Bytes per device between the device and the host's memory, over the host link.
+    HostTransfer { bytes: f64, count: f64 },
 }
 
 #[derive(Debug, Clone, Serialize)]
