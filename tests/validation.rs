@@ -144,7 +144,7 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // steps per layer were costed): the 16 serving cases moved by -0.2 to -3.9 points (the 405B
     // Offline on 8 B200 to +13.2 %): 4.6 % and 14.3 % (GPT-3 energy). Then the prompt's prefill
     // launched the same kernels and paid the layer's vector work it had left out (norms, adds,
-    // rotary, activations): the serving cases moved by a further -0.6 to -4.9 points, the 405B
+    // rotary, activations): the serving cases moved by a further -1.1 to -4.9 points, the 405B
     // Offline on 8 B200 to +8.3 %, on 8 H200 (a 9,400-token prompt) to -14.95 %: 4.5 % and 15.0 %.
     // Then the low-precision training runs paid their scaling recipe's quantization passes
     // (`vocab::Scaling`: FP8-CS current scaling, MXFP8, NVFP4): the twelve gated Megatron-Bridge
