@@ -150,10 +150,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // (`vocab::Scaling`: FP8-CS current scaling, MXFP8, NVFP4): the twelve gated Megatron-Bridge
     // rows with a recipe moved by -1.5 to -7.6 points (mean error 5.2 % to 4.1 %), and Llama 3 8B
     // FP8-MX on 8 GB200, a known gap for that reason alone (+15.4 %), joined at +10.2 %: 4.2 % over
-    // 76, the largest unchanged.
+    // 76, the largest unchanged. Then the Llama 2 70B workloads took the MLPerf dataset's mean
+    // prompt (222 tokens, sourced) for the assumed 512 that kept all 19 of its known gaps at -15 to
+    // -49 %: 14 joined the gate (-14.2 to +12.6 %), five stay known gaps with their reasons, and the
+    // B200 interactive case, gated at -1.3 % on the assumed prompt, left it (+57.5 %: its p99 limits
+    // meet the length spread the model leaves out): 4.6 % over 89, the largest unchanged.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.043, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.046, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
