@@ -182,11 +182,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
             // (not on a device with a mesh of cores, whose phases take core `regions` instead;
             // a pool instance whose devices cannot hold the weights is not tried)
             let dom = sys.scale_up_size().max(1);
-            let mesh = sys
-                .device
-                .mesh
-                .as_ref()
-                .is_some_and(|ms| ms.dims.iter().product::<u64>() > 1);
+            let mesh = sys.device.has_mesh();
             let mach = super::machine::machine(sys, n);
             let cap = mach[super::table::HBM_CAPACITY].max(mach[super::table::SRAM_CAPACITY]);
             let fits = |tp: u64| t.params() * inf.weights.bytes() / tp as f64 <= cap;

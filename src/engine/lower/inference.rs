@@ -601,11 +601,6 @@ fn build(
         // prompt-alone program; the output head gives the first token from prefill's region
         let dec = c.decode && (!prefill_only || c.prefill);
         let head = c.head && (dec || (prefill_only && c.prefill));
-        // One decode pass: `tokens` tokens per micro-batch through `layers` layer passes (the
-        // KV cache of its `mbatch` requests read once for all their tokens) and `heads` passes
-        // of the output head. The model's own pass carries its drafted tokens and its next one
-        // (`vt`); a draft (an EAGLE head, a multi-token-prediction module: layers of the model's
-        // shape; Medusa's heads alone) runs γ passes of one token per request beside the head.
         // The matrix products and vector work of `layers` passes of `tokens` tokens through a
         // layer (`count` occurrences per section), as the serving stack launches them
         // (`vocab::Kernels`): each op below is one kind of kernel launched `k` times per layer,
@@ -678,6 +673,11 @@ fn build(
                 phase,
             });
         };
+        // One decode pass: `tokens` tokens per micro-batch through `layers` layer passes (the
+        // KV cache of its `mbatch` requests read once for all their tokens) and `heads` passes
+        // of the output head. The model's own pass carries its drafted tokens and its next one
+        // (`vt`); a draft (an EAGLE head, a multi-token-prediction module: layers of the model's
+        // shape; Medusa's heads alone) runs γ passes of one token per request beside the head.
         let pass = |b: &mut Builder, draft: bool, tokens: f64, layers: f64, heads: f64| {
             let pick =
                 |model: &'static str, of_draft: &'static str| if draft { of_draft } else { model };
@@ -717,8 +717,6 @@ fn build(
                     section: mbs,
                     phase,
                 });
-            }
-            if layers > 0.0 {
                 b.comm(Collective {
                     name: pick("tp all-reduce", "draft tp all-reduce").into(),
                     role: Role::TensorParallel,
@@ -1094,12 +1092,7 @@ fn pool_prefill(
     inf: &Inference,
     m: &Mapping,
 ) -> Result<Program, Reason> {
-    if sys
-        .device
-        .mesh
-        .as_ref()
-        .is_some_and(|ms| ms.dims.iter().product::<u64>() > 1)
-    {
+    if sys.device.has_mesh() {
         return Err(Reason::unsupported(
             "a prefill pool on a device with a mesh of cores: give the phases core `regions` instead",
         ));

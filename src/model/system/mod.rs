@@ -445,6 +445,13 @@ impl System {
 }
 
 impl Device {
+    /// The device is a mesh of more than one core (a wafer, a tile of cores), whose serving
+    /// phases take core `regions` rather than pools of devices.
+    pub fn has_mesh(&self) -> bool {
+        self.mesh
+            .as_ref()
+            .is_some_and(|ms| ms.dims.iter().product::<u64>() > 1)
+    }
     /// Matrix peak for precision `p`, falling back to the nearest supported format.
     pub fn matmul_rate(&self, p: Precision) -> (f64, Precision) {
         for f in p.fallbacks() {
