@@ -102,6 +102,7 @@ const EXPECT: &[(&str, &str, &str, &str)] = &[
     ("mesh-dims-empty", "tests/bad/mesh-dims-empty.ron", "22:40", "mesh `dims` must be non-empty"),
     ("mesh-dims-not-cores", "tests/bad/mesh-dims-not-cores.ron", "22:40", "multiply to 899100, but the die has 900000 cores"),
     ("mapping-kernels-misspelt", "tests/bad/mapping-kernels-misspelt.ron", "6:14", "unknown variant `Fuzed` for `Kernels`"),
+    ("host-link-shared-by-zero", "tests/bad/host-link-shared-by-zero.ron", "26:104", "`shared_by` is 0: a link is shared by at least one device"),
     ("mapping-region-zero", "tests/bad/mapping-region-zero.ron", "6:25", "the decode region has 0 × 360 cores"),
     ("mapping-pool-no-instances", "tests/bad/mapping-pool-no-instances.ron", "6:31", "the prefill pool has no instances"),
     ("mapping-split-beside-stages", "tests/bad/mapping-split-beside-stages.ron", "6:29", "`loss_in_pipeline_split` cannot be given beside `stages`"),

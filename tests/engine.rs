@@ -107,6 +107,7 @@ fn comm(kind: CollKind, bytes: f64, inner: f64, outer: f64) -> Comm {
         section: Section::MicroBatch,
         overlap: Overlap::None,
         weight_stream: false,
+        host: false,
         inner_share: 1.0,
         mesh: 0.0,
         coeffs: Default::default(),

@@ -230,6 +230,25 @@ fn plans() -> Vec<Plan> {
             ],
             "Random(points: 300, seed: 17)",
         ),
+        // activations offloaded to host memory over the host link: the copies out behind the
+        // forward compute and back behind the backward's, exposed where the link is slow; over
+        // host memory infeasible
+        plan_of(
+            "gb200-nvl72",
+            "mbridge-llama3-70b",
+            &format!(
+                "{}/workloads/mappings/mbridge-llama3-70b-fsdp-offload.ron",
+                std::env::current_dir().unwrap().to_string_lossy()
+            ),
+            &[
+                ("devices", "[64]"),
+                ("machine.host_bandwidth", "\"5 GB/s .. 500 GB/s log\""),
+                ("machine.host_capacity", "\"50 GB .. 400 GB\""),
+                ("device.memory.HBM3e.capacity", "\"150 GB .. 300 GB\""),
+                ("device.peak.bf16", "\"0.5 PFLOP/s .. 10 PFLOP/s log\""),
+            ],
+            "Random(points: 400, seed: 31)",
+        ),
         // near-memory inference: a per-layer pipeline of stage classes that differ (layer
         // stages, a head stage on its own devices), pipelined or chained rounds, SRAM placement
         plan_of(

@@ -154,7 +154,10 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // prompt (222 tokens, sourced) for the assumed 512 that kept all 19 of its known gaps at -15 to
     // -49 %: 14 joined the gate (-14.2 to +12.6 %), five stay known gaps with their reasons, and the
     // B200 interactive case, gated at -1.3 % on the assumed prompt, left it (+57.5 %: its p99 limits
-    // meet the length spread the model leaves out): 4.6 % over 89, the largest unchanged.
+    // meet the length spread the model leaves out): 4.6 % over 89, the largest unchanged. Then
+    // activations offloaded to host memory (Megatron-Bridge's cpu_offloading_num_layers) let the
+    // two Llama 3 70B FSDP layouts on GB200 and GB300, known gaps as "does not fit", join the
+    // gate at -1.1 % and +10.4 %: 4.6 % over 91, the largest unchanged.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
     assert!(mape <= 0.046, "unfitted MAPE {mape} (target 0.08)");

@@ -39,6 +39,7 @@ class Estimate:
     scaling_efficiency: Optional[float]
     placement: Optional[str]
     memory_per_device_bytes: Optional[float]
+    host_memory_per_device_bytes: Optional[float]
     perf_per_watt: Optional[float]
     energy_per_unit_j: Optional[float]
     latency_per_token_s: Optional[float]

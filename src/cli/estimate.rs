@@ -179,6 +179,12 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
             "memory per device".into(),
             si(e.memory_per_device_bytes, "B"),
         ));
+        if let Some(h) = e.host_memory_per_device_bytes.filter(|h| *h > 0.0) {
+            r.push((
+                "host memory per device".into(),
+                format!("{} (offloaded activations)", si(Some(h), "B")),
+            ));
+        }
         r.push(("placement".into(), e.placement.clone().unwrap_or_default()));
     }
     if let Some(s) = e.scaling_efficiency {

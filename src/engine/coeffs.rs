@@ -111,6 +111,10 @@ impl Coeffs {
             k.ext = link(1.0, s);
             return k;
         }
+        if c.host {
+            k.host = link(1.0, s);
+            return k;
+        }
         if c.mesh > 0.0 {
             k.mesh = Coeffs::mesh(c.kind, c.mesh, s);
             return k;

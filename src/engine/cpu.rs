@@ -27,11 +27,13 @@ pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
     let t_out = link(out, m[t::OUT_BANDWIDTH] * net, m[t::OUT_LATENCY]);
     let t_ext = link(&k.ext, m[t::EXT_BANDWIDTH] * net, m[t::EXT_LATENCY]);
     let t_mesh = link(&k.mesh, m[t::MESH_LINK_BANDWIDTH], m[t::MESH_HOP_LATENCY]);
+    let t_host = link(&k.host, m[t::HOST_BANDWIDTH] * net, m[t::HOST_LATENCY]);
     let t = if k.overlapped {
         t_up.max(t_out)
     } else {
         t_up + t_out + t_ext
-    } + t_mesh;
+    } + t_mesh
+        + t_host;
     (t, up.bytes, out.bytes)
 }
 
@@ -133,8 +135,12 @@ fn tier_energy(k: Tier, m: &Machine) -> f64 {
 }
 
 /// Place model state and working data in the fastest tier they fit (SRAM, then main memory),
-/// else state in the weight store and working data in that tier; `None` if nothing holds them.
+/// else state in the weight store and working data in that tier; `None` if nothing holds them,
+/// or if the activations offloaded to host memory exceed it.
 pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
+    if f.offloaded > m[t::HOST_CAPACITY] {
+        return None;
+    }
     let (s, w) = (f.state(), f.working());
     let ext = m[t::EXT_CAPACITY];
     for k in [Tier::Sram, Tier::Hbm] {
@@ -337,6 +343,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         throttle: 1.0,
         device_power: 0.0,
         demand_power: 0.0,
+        host_memory: false,
     };
     if let Some(tr) = trace.as_deref_mut() {
         tr.clear();
@@ -365,6 +372,11 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         let Some((wt, at)) = place(&st.footprint, m) else {
             out.reason_code = REASON_MEMORY;
             out.needed_bytes = st.footprint.total();
+            if st.footprint.offloaded > m[t::HOST_CAPACITY] {
+                (out.needed_bytes, out.available_bytes) =
+                    (st.footprint.offloaded, m[t::HOST_CAPACITY]);
+                out.host_memory = true;
+            }
             return out;
         };
         if k == 0 {
@@ -375,7 +387,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         // sections: [micro-batch, step]
         let mut br = [Breakdown::default(); 2];
         let mut busy = [0.0f64; 2];
-        let mut bwd_mb = 0.0;
+        let (mut fwd_mb, mut bwd_mb) = (0.0, 0.0);
         // dynamic energy per device per step at full clock: of the FLOPs (scales with voltage²
         // when the clock throttles), and of memory and link traffic (does not)
         let mut flop_energy = 0.0;
@@ -413,6 +425,9 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             if s == 0 && op.phase == Phase::Backward {
                 bwd_mb += t;
             }
+            if s == 0 && op.phase == Phase::Forward {
+                fwd_mb += t;
+            }
             let mult = if s == 0 { mb_mult } else { 1.0 };
             if let Some(tr) = trace.as_deref_mut() {
                 tr[i] = t * mult;
@@ -429,6 +444,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                 Overlap::None => t,
                 Overlap::Backward => (t - bwd_mb).max(0.0),
                 Overlap::Compute => (t - busy[s]).max(0.0),
+                Overlap::Forward => (t - fwd_mb).max(0.0),
             };
             br[s].communication += exposed;
             let mult = if s == 0 { mb_mult } else { 1.0 };

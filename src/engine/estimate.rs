@@ -36,6 +36,9 @@ pub struct MappingReport {
     /// Transformer inference: how the serving stack launches a decode layer (`separate`,
     /// `fused`, `compiled`: the mapping's choice, else the device's; `vocab::Kernels`).
     pub kernels: Option<crate::vocab::Kernels>,
+    /// Training: transformer layers per pipeline stage whose activations are offloaded to the
+    /// node's host memory (0: none).
+    pub offload_activation_layers: u64,
 }
 
 impl From<&Mapping> for MappingReport {
@@ -56,6 +59,7 @@ impl From<&Mapping> for MappingReport {
             loss_in_pipeline_split: m.loss_in_pipeline_split,
             prefill_pool: m.pool.any().then_some(m.pool),
             kernels: m.kernels,
+            offload_activation_layers: m.offload_activation_layers,
         }
     }
 }
@@ -93,6 +97,8 @@ pub struct Estimate {
     /// Where model state and working data live (sram, hbm, external).
     pub placement: Option<String>,
     pub memory_per_device_bytes: Option<f64>,
+    /// Activations each device keeps in its node's host memory (offloaded); 0 without offload.
+    pub host_memory_per_device_bytes: Option<f64>,
     pub perf_per_watt: Option<f64>,
     /// Energy per unit of work (J per token or sample), facility included.
     pub energy_per_unit_j: Option<f64>,
@@ -182,6 +188,7 @@ impl Estimate {
             scaling_efficiency: None,
             placement: None,
             memory_per_device_bytes: None,
+            host_memory_per_device_bytes: None,
             perf_per_watt: None,
             latency_per_token_s: None,
             energy_per_unit_j: None,
@@ -295,6 +302,7 @@ pub fn finish(
             tier(e.working_tier)
         )),
         memory_per_device_bytes: Some(p.footprint.total()),
+        host_memory_per_device_bytes: Some(p.footprint.offloaded),
         perf_per_watt: Some(e.throughput / e.average_power),
         energy_per_unit_j: Some(e.average_power / e.throughput),
         latency_per_token_s: matches!(w.task, Task::Inference(_)).then_some(e.step_time),

@@ -55,6 +55,11 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
         m[t::EXT_BANDWIDTH] = w.bandwidth;
         m[t::EXT_LATENCY] = w.latency;
     }
+    if let Some(h) = &sys.node.host_link {
+        m[t::HOST_CAPACITY] = sys.node.host_capacity();
+        m[t::HOST_BANDWIDTH] = h.bandwidth;
+        m[t::HOST_LATENCY] = h.latency;
+    }
     if let Some(mesh) = &d.mesh {
         m[t::MESH_X] = mesh.dims.first().copied().unwrap_or(0) as f64;
         m[t::MESH_Y] = mesh.dims.get(1).copied().unwrap_or(1) as f64;

@@ -74,6 +74,9 @@ pub enum Overlap {
     Backward = 1,
     /// Behind all compute of the section (prefetched weight gathers).
     Compute = 2,
+    /// Behind the forward compute of the micro-batch (activations copied to host memory while
+    /// the next layers run).
+    Forward = 3,
 }
 
 /// What a collective is for: policies (which collectives a framework overlaps) read this, never
@@ -100,6 +103,8 @@ pub enum Role {
     ExpertAllToAll,
     /// Disaggregated serving: a prompt's KV cache from the prefill pool to its decode instance.
     KvTransfer,
+    /// Activations copied to host memory in the forward pass and back before their backward.
+    ActivationOffload,
     /// A collective a graph workload states explicitly.
     Other,
 }
@@ -120,6 +125,9 @@ pub struct Comm {
     pub overlap: Overlap,
     /// Goes to the external weight store rather than to peers.
     pub weight_stream: bool,
+    /// Goes to the node's host memory over the device's host link (activation offload): its
+    /// coefficients are on [`Coeffs::host`] only.
+    pub host: bool,
     /// Fraction of the device's scale-up bandwidth the ranks inside a domain can use: 1 through
     /// switches; on a 3D torus, the share of its dimensions the group spans; on a full mesh, the
     /// share of the links that lead to other members of the group.
@@ -156,6 +164,8 @@ pub struct Coeffs {
     /// through the busiest link of the critical path / the mesh link bandwidth (no network
     /// efficiency: a core's router moves one word per cycle in hardware).
     pub mesh: Link,
+    /// Over the device's link to its node's host memory (`HOST_BANDWIDTH`, `HOST_LATENCY`).
+    pub host: Link,
     pub overlapped: bool,
 }
 
@@ -167,6 +177,9 @@ pub struct Footprint {
     pub optimizer: f64,
     pub activations: f64,
     pub kv_cache: f64,
+    /// Activations offloaded to the node's host memory (`HOST_CAPACITY`): not on the device, so
+    /// in none of the totals below.
+    pub offloaded: f64,
 }
 
 impl Footprint {
@@ -332,11 +345,24 @@ pub struct Eval {
     pub device_power: f64,
     /// Power one device would draw at full clock (W): above its limit where throttled.
     pub demand_power: f64,
+    /// The memory that did not fit is the host's (offloaded activations): `needed_bytes` and
+    /// `available_bytes` are then its figures.
+    pub host_memory: bool,
 }
 
 impl Eval {
     /// Why the point is infeasible (`None` when feasible).
     pub fn reason(&self) -> Option<super::reason::Reason> {
-        super::reason::Reason::of_point(self.reason_code, self.needed_bytes, self.available_bytes)
+        use super::reason::Reason;
+        match Reason::of_point(self.reason_code, self.needed_bytes, self.available_bytes) {
+            Some(Reason::Memory {
+                needed, available, ..
+            }) => Some(Reason::Memory {
+                needed,
+                available,
+                host: self.host_memory,
+            }),
+            r => r,
+        }
     }
 }

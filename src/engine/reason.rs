@@ -23,8 +23,13 @@ pub enum Reason {
         tried: usize,
         most_often: Option<(String, usize)>,
     },
-    /// Model state and working data fit in no memory tier (bytes per device).
-    Memory { needed: f64, available: f64 },
+    /// Model state and working data fit in no memory tier (bytes per device); with `host`, the
+    /// activations offloaded to host memory exceed each device's share of it.
+    Memory {
+        needed: f64,
+        available: f64,
+        host: bool,
+    },
     /// No compute rate for a number format the work needs, or a zero bandwidth where data must
     /// move.
     NoCompute,
@@ -152,7 +157,11 @@ impl Reason {
     pub fn of_point(code: u8, needed: f64, available: f64) -> Option<Reason> {
         match code {
             point::OK => None,
-            point::MEMORY => Some(Reason::Memory { needed, available }),
+            point::MEMORY => Some(Reason::Memory {
+                needed,
+                available,
+                host: false,
+            }),
             point::POWER_CAP => Some(Reason::PowerCap {
                 needed,
                 cap: available,
@@ -191,9 +200,14 @@ impl std::fmt::Display for Reason {
                 ),
                 None => f.write_str("no mapping to try"),
             },
-            Reason::Memory { needed, available } => write!(
+            Reason::Memory {
+                needed,
+                available,
+                host,
+            } => write!(
                 f,
-                "does not fit in memory: needs {} per device, {} available",
+                "does not fit in {}memory: needs {} per device, {} available",
+                if *host { "host " } else { "" },
                 fmt_si(*needed, "B"),
                 fmt_si(*available, "B")
             ),
@@ -252,6 +266,7 @@ mod tests {
             Reason::Memory {
                 needed: 2.0,
                 available: 1.0,
+                host: false,
             },
             Reason::NoCompute,
             Reason::PowerBudget,

@@ -163,6 +163,8 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 regions: base.regions,
                                                 pool: base.pool,
                                                 kernels: base.kernels,
+                                                // offload is written, not searched
+                                                offload_activation_layers: 0,
                                             });
                                         }
                                     }

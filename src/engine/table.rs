@@ -127,6 +127,12 @@ machine_table! {
         "Weight-store bandwidth per device (B/s).";
     EXT_LATENCY [1] "ext_latency", Time, Model, true, ["weight_store.latency"],
         "Weight-store latency (s).";
+    HOST_CAPACITY [1] "host_capacity", Bytes, Model, true, [],
+        "Host memory per device: the node's memory shared by its devices (B); activations offloaded to host memory must fit it.";
+    HOST_BANDWIDTH [1] "host_bandwidth", Bandwidth, Model, true, [],
+        "Each device's link to host memory, per direction (NVLink-C2C, PCIe), bounded by its share of the host memory's bandwidth (B/s).";
+    HOST_LATENCY [1] "host_latency", Time, Model, true, [],
+        "Latency of one transfer over that link (s).";
     UP_BANDWIDTH [1] "up_bandwidth", Bandwidth, Model, true, ["scale_up.bandwidth"],
         "Scale-up bandwidth per device, per direction (B/s); a file counting both directions is halved.";
     UP_LATENCY [1] "up_latency", Time, Model, true, ["scale_up.latency"],

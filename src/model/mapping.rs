@@ -51,6 +51,7 @@ pub struct MappingPlan {
     pub pool: Pool,
     /// Inference: the serving stack's kernels, as written (`None`: the device's).
     pub kernels: Option<Kernels>,
+    pub offload_activation_layers: Option<u64>,
 }
 
 impl From<&MappingSpec> for MappingPlan {
@@ -90,6 +91,7 @@ impl From<&MappingSpec> for MappingPlan {
                 })
                 .unwrap_or_default(),
             kernels: s.kernels,
+            offload_activation_layers: s.offload_activation_layers,
         }
     }
 }
@@ -299,6 +301,9 @@ pub struct Mapping {
     /// Inference: how the serving stack launches a decoder layer (`None`: the device's
     /// `efficiency.kernels`).
     pub kernels: Option<Kernels>,
+    /// Training: transformer layers per pipeline stage whose activations are offloaded to the
+    /// node's host memory (0: none).
+    pub offload_activation_layers: u64,
 }
 
 /// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
@@ -367,6 +372,7 @@ impl Mapping {
             regions: Regions::default(),
             pool: Pool::default(),
             kernels: None,
+            offload_activation_layers: 0,
         }
     }
 
@@ -478,6 +484,7 @@ impl Mapping {
             regions: spec.regions,
             pool: spec.pool,
             kernels: spec.kernels,
+            offload_activation_layers: spec.offload_activation_layers.unwrap_or(0),
         };
         if m.decode_devices() != devices {
             return Err(format!(

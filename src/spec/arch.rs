@@ -271,6 +271,10 @@ pub struct NodeSpec {
     /// Node-attached memory (host DRAM, Grace LPDDR).
     #[serde(default)]
     pub memory: Vec<MemorySpec>,
+    /// The link between each device and that host memory (NVLink-C2C, PCIe): what activations
+    /// offloaded to host memory cross.
+    #[serde(default)]
+    pub host_link: Option<HostLinkSpec>,
     /// Fans, storage, power conversion, board: power beyond devices, host and NICs.
     #[serde(default)]
     pub other_power: Option<Q>,
@@ -280,6 +284,24 @@ pub struct NodeSpec {
     /// The node's rated maximum power; the sum of its parts may not exceed it.
     #[serde(default)]
     pub power_limit: Option<Q>,
+}
+
+/// A device's link to the node's host memory.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostLinkSpec {
+    pub name: String,
+    /// The link's bandwidth as published (`counted` says whether it adds both directions).
+    pub bandwidth: Q,
+    pub counted: Counted,
+    /// Devices that share one such link (two B200 on a GB200 superchip's NVLink-C2C); 1 where
+    /// absent.
+    #[serde(default)]
+    pub shared_by: Option<u32>,
+    #[serde(default)]
+    pub latency: Option<Q>,
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -81,6 +81,12 @@ pub struct MappingSpec {
     /// `Compiled`: see `vocab::Kernels`); by default the device's `efficiency.kernels`.
     #[serde(default)]
     pub kernels: Option<crate::vocab::Kernels>,
+    /// Training: the activations of this many transformer layers of each pipeline stage go to
+    /// the node's host memory over the device's host link in the forward pass and come back
+    /// before their backward (Megatron-Core `cpu_offloading_num_layers` with
+    /// `cpu_offloading_activations`). Default 0.
+    #[serde(default)]
+    pub offload_activation_layers: Option<u64>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,

@@ -22,7 +22,7 @@ use crate::units::Dimension;
 use crate::vocab::MemoryKind;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).
-pub const MAPPING_AXES: [&str; 10] = [
+pub const MAPPING_AXES: [&str; 11] = [
     "dp",
     "tp",
     "pp",
@@ -33,6 +33,7 @@ pub const MAPPING_AXES: [&str; 10] = [
     "zero",
     "recompute",
     "sp",
+    "offload_activation_layers",
 ];
 
 /// What a machine path resolves to.
@@ -882,6 +883,7 @@ pub fn set_mapping(s: &mut crate::model::mapping::MappingPlan, field: &str, v: &
         ("zero", MapVal::Count(c)) => s.zero = Some((*c).min(255) as u8),
         ("recompute", MapVal::Recompute(r)) => s.recompute = Some(*r),
         ("sp", MapVal::Bool(b)) => s.sp = Some(*b),
+        ("offload_activation_layers", MapVal::Count(c)) => s.offload_activation_layers = Some(*c),
         _ => {}
     }
 }

@@ -146,6 +146,7 @@ pub(super) fn cnn_training(
             optimizer: params * tr.optimizer_bytes,
             activations: act,
             kv_cache: 0.0,
+            offloaded: 0.0,
         },
         devices: dp as f64,
         units_per_step: samples,

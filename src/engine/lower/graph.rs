@@ -132,6 +132,7 @@ fn host_transfer(bytes: f64, count: f64) -> Comm {
         section: Section::MicroBatch,
         overlap: Overlap::None,
         weight_stream: true,
+        host: false,
         inner_share: 1.0,
         mesh: 0.0,
         coeffs: Default::default(),

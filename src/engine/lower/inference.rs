@@ -992,6 +992,7 @@ fn build(
             optimizer: 0.0,
             activations,
             kv_cache,
+            offloaded: 0.0,
         };
         if footprint.total() > biggest.total() {
             biggest = footprint;

@@ -52,6 +52,16 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
             "pipeline `stages` are modelled for transformer inference only",
         ));
     }
+    if m.offload_activation_layers > 0
+        && !matches!(
+            (&w.model, &w.task),
+            (Model::Transformer(_), Task::Training(_))
+        )
+    {
+        return Err(Reason::unsupported(
+            "offloading activations to host memory is modelled for transformer training only",
+        ));
+    }
     let split_counted = m.embedding_in_pipeline_split || m.loss_in_pipeline_split;
     if split_counted
         && !matches!(
@@ -259,6 +269,7 @@ impl Builder {
                 section: c.section,
                 overlap: c.overlap,
                 weight_stream: false,
+                host: false,
                 inner_share: 1.0,
                 mesh: cores,
                 coeffs: Default::default(),
@@ -285,6 +296,7 @@ impl Builder {
                 section: c.section,
                 overlap: c.overlap,
                 weight_stream: false,
+                host: false,
                 inner_share: g.2,
                 mesh: 0.0,
                 coeffs: Default::default(),

@@ -2,7 +2,7 @@
 //! checks, the node, the scale-up and scale-out networks, and the memory levels every part shares.
 
 use super::device::{check_version, lower_device, lower_memory};
-use super::{Node, ScaleOut, ScaleUp, System, WeightStore};
+use super::{HostLink, Node, ScaleOut, ScaleUp, System, WeightStore};
 use crate::diag::Path;
 use crate::model::Ctx;
 use crate::spec::arch::*;
@@ -359,6 +359,39 @@ pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
         cx.leave();
         cx.leave();
     }
+    let host_link = s.host_link.as_ref().and_then(|h| {
+        cx.enter_field("host_link", h.source.as_ref());
+        let bw = cx.positive("bandwidth", &h.bandwidth, D::Bandwidth);
+        let lat = h
+            .latency
+            .as_ref()
+            .and_then(|q| cx.non_negative("latency", q, D::Time));
+        let shared = h.shared_by.unwrap_or(1);
+        if shared == 0 {
+            cx.error(
+                "shared_by",
+                "`shared_by` is 0: a link is shared by at least one device".to_string(),
+                Some("write the devices that share one link (1 if each has its own)".into()),
+            );
+        }
+        cx.leave();
+        let per_dir = match h.counted {
+            Counted::BothDirections => bw? / 2.0,
+            Counted::PerDirection => bw?,
+        } / shared.max(1) as f64;
+        // The device's share of the host memory's bandwidth bounds what its link can carry.
+        let n = s.devices.max(1) as f64;
+        let mem_bw: f64 = memory.iter().map(|l| l.bandwidth).sum::<f64>() / n;
+        Some(HostLink {
+            name: h.name.clone(),
+            bandwidth: if mem_bw > 0.0 {
+                per_dir.min(mem_bw)
+            } else {
+                per_dir
+            },
+            latency: lat.unwrap_or(0.0),
+        })
+    });
     cx.leave();
     Some(Node {
         name: s.name.clone(),
@@ -372,6 +405,7 @@ pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
         nic_running,
         other_running: other_run.or(other).unwrap_or(0.0),
         memory,
+        host_link,
         power_limit: limit,
     })
 }

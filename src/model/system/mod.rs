@@ -262,7 +262,26 @@ pub struct Node {
     pub nic_running: f64,
     pub other_running: f64,
     pub memory: Vec<MemLevel>,
+    /// Each device's link to that memory, if the file declares one.
+    pub host_link: Option<HostLink>,
     pub power_limit: Option<f64>,
+}
+
+/// A device's link to its node's host memory (where activations are offloaded).
+#[derive(Debug, Clone, Serialize)]
+pub struct HostLink {
+    pub name: String,
+    /// Per device, per direction: the link's share, bounded by the device's share of the host
+    /// memory's bandwidth.
+    pub bandwidth: f64,
+    pub latency: f64,
+}
+
+impl Node {
+    /// Host memory per device (B): the node's memory shared evenly by its devices.
+    pub fn host_capacity(&self) -> f64 {
+        self.memory.iter().map(|l| l.capacity).sum::<f64>() / self.devices.max(1) as f64
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

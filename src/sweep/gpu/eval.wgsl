@@ -118,6 +118,9 @@ fn evaluate(li: u32) -> Point {
         let st = read_StageRec(pr.stage_start + k * StageRec_RECS);
         // Placement (`cpu::place`): the fastest tier that holds everything, else state in the
         // weight store and working data in that tier.
+        if (st.offloaded > X[F_HOST_CAPACITY]) {
+            return infeasible(REASON_MEMORY, X[F_HOST_CAPACITY] - st.offloaded);
+        }
         var wt = TIER_NONE;
         var at = TIER_NONE;
         for (var q = 0u; q < TIER_EXTERNAL && wt == TIER_NONE; q++) {
@@ -148,6 +151,7 @@ fn evaluate(li: u32) -> Point {
         var busy = array<f32, 2>(0.0, 0.0);
         var mult = array<f32, 2>(pr.micro_batches, 1.0);
         var bwd_mb = 0.0;
+        var fwd_mb = 0.0;
         var flop_energy = 0.0;
         var dyn_energy = 0.0;
         for (var i = 0u; i < st.n_ops; i++) {
@@ -206,6 +210,9 @@ fn evaluate(li: u32) -> Point {
             if (s == SECTION_MICRO_BATCH && op.phase == PHASE_BACKWARD) {
                 bwd_mb += tt;
             }
+            if (s == SECTION_MICRO_BATCH && op.phase == PHASE_FORWARD) {
+                fwd_mb += tt;
+            }
             flop_energy += mult[s] * op.count * op.flops * X[op.epf];
             dyn_energy += mult[s] * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
@@ -227,6 +234,7 @@ fn evaluate(li: u32) -> Point {
                 tt = max(t_up, t_out);
             }
             tt += link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], c.mesh_lat, X[F_MESH_HOP_LATENCY]);
+            tt += link(c.host_bytes, X[F_HOST_BANDWIDTH] * net, c.host_lat, X[F_HOST_LATENCY]);
             tt *= c.count;
             let s = c.section;
             var exposed = tt;
@@ -234,6 +242,8 @@ fn evaluate(li: u32) -> Point {
                 exposed = max(tt - bwd_mb, 0.0);
             } else if (c.overlap == OVERLAP_COMPUTE) {
                 exposed = max(tt - busy[s], 0.0);
+            } else if (c.overlap == OVERLAP_FORWARD) {
+                exposed = max(tt - fwd_mb, 0.0);
             }
             comm[s] += exposed;
             dyn_energy += mult[s] * c.count * (up.y * X[F_UP_ENERGY] + out.y * X[F_OUT_ENERGY]);

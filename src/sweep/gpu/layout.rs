@@ -133,8 +133,8 @@ gpu_record! {
         out_bytes_inr: f32,
         mesh_lat: f32,
         mesh_bytes: f32,
-        pad1: f32,
-        pad2: f32,
+        host_lat: f32,
+        host_bytes: f32,
         pad3: f32,
         pad4: f32,
         pad5: f32,
@@ -207,7 +207,8 @@ gpu_record! {
         state: f32,
         working: f32,
         total: f32,
-        pad0: f32,
+        /// Activations offloaded to host memory (`Footprint::offloaded`).
+        offloaded: f32,
         pad1: f32,
         pad2: f32,
         /// 1: a concurrent pool outside the pipeline's chain (`Stage::pool`).
@@ -282,11 +283,13 @@ fn codes() -> String {
         ("MODE_SCREEN", MODE_SCREEN),
         ("SECTION_MICRO_BATCH", Section::MicroBatch as u32),
         ("SECTION_STEP", Section::Step as u32),
+        ("PHASE_FORWARD", Phase::Forward as u32),
         ("PHASE_BACKWARD", Phase::Backward as u32),
         ("PHASE_STORE", Phase::Store as u32),
         ("OVERLAP_NONE", Overlap::None as u32),
         ("OVERLAP_BACKWARD", Overlap::Backward as u32),
         ("OVERLAP_COMPUTE", Overlap::Compute as u32),
+        ("OVERLAP_FORWARD", Overlap::Forward as u32),
     ]
     .iter()
     .map(|(n, c)| (n.to_string(), *c))

@@ -71,6 +71,8 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 out_bytes_inr: f(k.out[1].bytes),
                 mesh_lat: f(k.mesh.latencies),
                 mesh_bytes: f(k.mesh.bytes),
+                host_lat: f(k.host.latencies),
+                host_bytes: f(k.host.bytes),
                 ..CommRec::default()
             };
             recs.extend_from_slice(rec.words());
@@ -89,6 +91,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 state: f(fp.state()),
                 working: f(fp.working()),
                 total: f(fp.total()),
+                offloaded: f(fp.offloaded),
                 pool: u32::from(st.pool),
                 ..StageRec::default()
             };

@@ -2,7 +2,7 @@
 //! traffic per micro-batch, the data-parallel gradient reduction and parameter gathers per step,
 //! and the policy that marks which of them a framework overlaps (by [`Role`], never by label).
 
-use super::memory::State;
+use super::memory::{Activations, State};
 use super::Shape;
 use crate::engine::lower::{domain_size, place_group, Builder, Collective};
 use crate::engine::program::*;
@@ -252,6 +252,42 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     }
 }
 
+/// The copies of offloaded activations between the device and its node's host memory, per
+/// micro-batch: each offloaded layer's saved tensors out over the host link as the forward pass
+/// leaves the layer, hidden behind the forward compute (the copy runs on its own stream while the
+/// next layers compute), and back before the layer's backward, hidden behind the backward
+/// compute. What the compute does not cover is exposed.
+pub(super) fn offload(b: &mut Builder, d: &Shape, act: &Activations) {
+    if act.offloaded <= 0.0 {
+        return;
+    }
+    let layers = (d.m.offload_activation_layers as f64).min(d.l);
+    for (name, overlap) in [
+        ("offload activations to host", Overlap::Forward),
+        ("reload activations from host", Overlap::Backward),
+    ] {
+        b.comms.push(
+            Comm {
+                name: name.into(),
+                role: Role::ActivationOffload,
+                kind: CollKind::SendRecv,
+                bytes: act.offload_per_layer,
+                inner: 1.0,
+                outer: 1.0,
+                count: layers,
+                section: Section::MicroBatch,
+                overlap,
+                weight_stream: false,
+                host: true,
+                inner_share: 1.0,
+                mesh: 0.0,
+                coeffs: Default::default(),
+            }
+            .with_coeffs(),
+        );
+    }
+}
+
 /// Mark the collectives of a training program that `o` says the framework overlaps. Reads each
 /// collective's [`Role`] only: labels are for reports.
 ///
@@ -315,6 +351,7 @@ mod tests {
                         section: Section::MicroBatch,
                         overlap,
                         weight_stream: false,
+                        host: false,
                         inner_share: 1.0,
                         mesh: 0.0,
                         coeffs: Default::default(),

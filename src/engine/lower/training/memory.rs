@@ -76,8 +76,27 @@ pub(super) fn state(d: &Shape) -> State {
     }
 }
 
-/// Bytes of activations one device holds at the peak of the pipeline schedule.
-pub(super) fn activations(d: &Shape) -> f64 {
+/// The activations of one device at the peak of the pipeline schedule.
+pub(super) struct Activations {
+    /// Bytes on the device.
+    pub resident: f64,
+    /// Bytes offloaded to the node's host memory.
+    pub offloaded: f64,
+    /// Bytes one offloaded layer sends to host memory per micro-batch (and brings back).
+    pub offload_per_layer: f64,
+}
+
+/// Bytes of activations one device holds at the peak of the pipeline schedule, and what it
+/// offloads to host memory.
+///
+/// Offloading the activations of `n` of a stage's layers (Megatron-Core's
+/// `cpu_offloading_num_layers`, Transformer Engine's `get_cpu_offload_context`) copies each of
+/// those layers' saved tensors to host memory as the forward pass leaves the layer and brings
+/// them back before its backward. Transformer Engine double-buffers the copies (its
+/// `AsyncDoubleBufferGroupOffloadHandler`): a layer's tensors stay on the device while they are
+/// copied and the next layer produces its own, so two offloaded layers' activations are resident
+/// at a time (an assumption from that design: no measurement of the peak is published).
+pub(super) fn activations(d: &Shape) -> Activations {
     let Shape {
         t,
         tr,
@@ -147,5 +166,11 @@ pub(super) fn activations(d: &Shape) -> f64 {
     let in_flight = d.micro_batches.min(pp as f64) * interleave_factor;
     // The stage with the head also holds a micro-batch's logits. Every stage class is charged
     // the first stage's micro-batches in flight (the most), as the one stage was.
-    per_layer * l * in_flight + if d.head { d.logits } else { 0.0 }
+    let off = (m.offload_activation_layers as f64).min(l);
+    let buffer = per_layer * off.min(2.0);
+    Activations {
+        resident: per_layer * (l - off) * in_flight + buffer + if d.head { d.logits } else { 0.0 },
+        offloaded: per_layer * off * in_flight,
+        offload_per_layer: per_layer,
+    }
 }

@@ -215,7 +215,7 @@ fn stage_classes(t: &Transformer, m: &Mapping) -> Vec<(&'static str, StageClass,
 }
 
 /// Why `m` cannot run `t` under `tr`, if it cannot.
-fn check(t: &Transformer, tr: &Training, m: &Mapping) -> Result<(), Reason> {
+fn check(t: &Transformer, tr: &Training, m: &Mapping, host_link: bool) -> Result<(), Reason> {
     let (tp, pp, cp, dp, v) = (m.tp, m.pp, m.cp, m.dp, m.interleave);
     if !t.heads.is_multiple_of(tp) {
         return Err(Reason::mapping(format!(
@@ -249,6 +249,20 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping) -> Result<(), Reason> {
                 _ => "loss",
             }
         )));
+    }
+    let off = m.offload_activation_layers;
+    if off > 0 {
+        let per_stage = t.layers.div_ceil(pp.max(1));
+        if off > per_stage {
+            return Err(Reason::mapping(format!(
+                "offloads the activations of {off} layers, but a pipeline stage holds {per_stage}"
+            )));
+        }
+        if !host_link {
+            return Err(Reason::unsupported(
+                "offloading activations needs a link to host memory: the node declares no `host_link`",
+            ));
+        }
     }
     if !tr.seq.is_multiple_of(cp) {
         return Err(Reason::mapping(format!(
@@ -304,7 +318,7 @@ pub(super) fn transformer_training(
     tr: &Training,
     m: &Mapping,
 ) -> Result<Program, Reason> {
-    check(t, tr, m)?;
+    check(t, tr, m, sys.node.host_link.is_some())?;
     let classes = stage_classes(t, m);
     // One class: the program as it always was (no stage list: all devices run that stage).
     // More: each class's operators and collectives in turn, on its dp × tp × cp devices per stage.
@@ -377,16 +391,19 @@ pub(super) fn transformer_training(
 fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
     let m = d.m;
     let state = memory::state(d);
+    let act = memory::activations(d);
     let footprint = Footprint {
         weights: state.weights,
         gradients: state.gradients,
         optimizer: state.optimizer,
-        activations: memory::activations(d),
+        activations: act.resident,
         kv_cache: 0.0,
+        offloaded: act.offloaded,
     };
     let mut own = Builder::default();
     ops::build(&mut own, d, &state);
     comms::build(&mut own, sys, d, &state);
+    comms::offload(&mut own, d, &act);
     mesh::build(&mut own, sys, d);
     if stream::streams(sys, &footprint, m.devices()) {
         stream::apply(&mut own, d, &state);

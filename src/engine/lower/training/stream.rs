@@ -73,6 +73,7 @@ pub(super) fn apply(b: &mut Builder, d: &Shape, state: &State) {
                 section: Section::MicroBatch,
                 overlap: Overlap::None,
                 weight_stream: false,
+                host: false,
                 inner_share: 1.0,
                 mesh: 0.0,
                 coeffs: Default::default(),
