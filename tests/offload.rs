@@ -219,3 +219,27 @@ proptest! {
         prop_assert!(fast.step_time <= slow.step_time * (1.0 + 1e-12));
     }
 }
+
+#[test]
+fn the_search_offers_offload_only_where_the_node_has_a_host_link() {
+    let (sys, w) = fixtures(SYSTEM);
+    let c = tessera::engine::search::candidates(&sys, &w, 32);
+    let off: Vec<&Mapping> = c
+        .iter()
+        .filter(|m| m.offload_activation_layers > 0)
+        .collect();
+    assert!(!off.is_empty());
+    // half or all of a stage's layers, never with recomputation
+    for m in &off {
+        let l = 40u64.div_ceil(m.pp);
+        assert!(m.offload_activation_layers == l || m.offload_activation_layers == l / 2);
+        assert_eq!(m.recompute, tessera::model::mapping::Recompute::None);
+    }
+    let no_link = SYSTEM.replace(
+        r#"host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us"),"#,
+        "",
+    );
+    let (sys, w) = fixtures(&no_link);
+    let c = tessera::engine::search::candidates(&sys, &w, 32);
+    assert!(c.iter().all(|m| m.offload_activation_layers == 0));
+}

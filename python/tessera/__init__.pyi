@@ -40,6 +40,7 @@ class Estimate:
     placement: Optional[str]
     memory_per_device_bytes: Optional[float]
     host_memory_per_device_bytes: Optional[float]
+    mappings_tried: Optional[int]
     perf_per_watt: Optional[float]
     energy_per_unit_j: Optional[float]
     latency_per_token_s: Optional[float]

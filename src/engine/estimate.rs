@@ -99,6 +99,8 @@ pub struct Estimate {
     pub memory_per_device_bytes: Option<f64>,
     /// Activations each device keeps in its node's host memory (offloaded); 0 without offload.
     pub host_memory_per_device_bytes: Option<f64>,
+    /// With `--mapping auto`: how many mappings the search evaluated (null for a given mapping).
+    pub mappings_tried: Option<usize>,
     pub perf_per_watt: Option<f64>,
     /// Energy per unit of work (J per token or sample), facility included.
     pub energy_per_unit_j: Option<f64>,
@@ -189,6 +191,7 @@ impl Estimate {
             placement: None,
             memory_per_device_bytes: None,
             host_memory_per_device_bytes: None,
+            mappings_tried: None,
             perf_per_watt: None,
             latency_per_token_s: None,
             energy_per_unit_j: None,
@@ -303,6 +306,7 @@ pub fn finish(
         )),
         memory_per_device_bytes: Some(p.footprint.total()),
         host_memory_per_device_bytes: Some(p.footprint.offloaded),
+        mappings_tried: None,
         perf_per_watt: Some(e.throughput / e.average_power),
         energy_per_unit_j: Some(e.average_power / e.throughput),
         latency_per_token_s: matches!(w.task, Task::Inference(_)).then_some(e.step_time),

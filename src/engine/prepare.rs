@@ -219,10 +219,16 @@ pub fn outcome(sys: &System, w: &Workload, prep: &Result<Prepared, Box<Infeasibl
         Ok(p) => {
             let mut e = finish(sys, w, &p.mapping, &p.program, &p.machine);
             e.idle_devices = p.requested.saturating_sub(p.devices);
+            e.mappings_tried = p.search.as_ref().map(|s| s.tried);
             e
         }
         Err(i) => {
-            Estimate::infeasible(sys, w, i.devices, i.mapping.as_ref(), &i.reason, unit_of(w))
+            let mut e =
+                Estimate::infeasible(sys, w, i.devices, i.mapping.as_ref(), &i.reason, unit_of(w));
+            if let Reason::NoFeasibleMapping { tried, .. } = &i.reason {
+                e.mappings_tried = Some(*tried);
+            }
+            e
         }
     }
 }

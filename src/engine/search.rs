@@ -163,7 +163,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 regions: base.regions,
                                                 pool: base.pool,
                                                 kernels: base.kernels,
-                                                // offload is written, not searched
+                                                // offloading variants are added below
                                                 offload_activation_layers: 0,
                                             });
                                         }
@@ -173,6 +173,26 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                         }
                     }
                 }
+            }
+            // Activations offloaded to host memory where the node has a link to it: half or all
+            // of a stage's layers, as an alternative to recomputing them (Megatron-Core offloads
+            // only without recomputation).
+            if sys.node.host_link.is_some() {
+                let offloaded: Vec<Mapping> = out
+                    .iter()
+                    .filter(|m| m.recompute == Recompute::None)
+                    .flat_map(|m| {
+                        let l = t.layers.div_ceil(m.pp.max(1));
+                        [l / 2, l]
+                            .into_iter()
+                            .filter(|&k| k >= 3)
+                            .map(move |k| Mapping {
+                                offload_activation_layers: k,
+                                ..*m
+                            })
+                    })
+                    .collect();
+                out.extend(offloaded);
             }
         }
         (Model::Transformer(t), Task::Inference(inf)) => {
