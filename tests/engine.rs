@@ -10,7 +10,9 @@ use tessera::engine::table as t;
 use tessera::model::mapping::{Mapping, Recompute};
 use tessera::model::precision::{Precision, NPREC};
 use tessera::model::system::{load_system, MemFs, System};
-use tessera::model::workload::{load_workload, Workload};
+use tessera::model::workload::Workload;
+
+mod common;
 
 /// An H100 SXM reduced to the numbers these checks need: 989.4 TFLOP/s dense bf16, 3.35 TB/s
 /// HBM3, 900 GB/s NVLink (450 GB/s per direction), all efficiencies 1, no launch overhead.
@@ -271,14 +273,7 @@ const WORKLOAD: &str = r#"Workload(
 )"#;
 
 fn fixtures_with(workload: &str) -> (System, Workload) {
-    let mut fs = MemFs::default();
-    fs.0.insert("s.ron".into(), SYSTEM.as_bytes().to_vec());
-    fs.0.insert("w.ron".into(), workload.as_bytes().to_vec());
-    let s = load_system("s.ron", &fs);
-    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
-    let w = load_workload("w.ron", &fs);
-    assert!(w.diagnostics.is_empty(), "{:?}", w.diagnostics);
-    (s.value.unwrap(), w.value.unwrap())
+    common::load_texts(SYSTEM, workload)
 }
 
 fn fixtures() -> (System, Workload) {

@@ -8,8 +8,10 @@ use proptest::prelude::*;
 use tessera::engine::cpu::eval;
 use tessera::engine::lower::{lower, machine};
 use tessera::model::mapping::Mapping;
-use tessera::model::system::{load_system, MemFs, System};
+use tessera::model::system::{MemFs, System};
 use tessera::model::workload::{load_workload, Model, Transformer, Workload};
+
+mod common;
 
 const SYSTEM: &str = r#"System(
     version: 1, name: "test node", source: "t", sources: { "t": "test fixture" },
@@ -49,14 +51,7 @@ fn workload_mix(head_dim: Option<u64>, mix: Option<&str>) -> String {
 }
 
 fn load(w: &str) -> (System, Workload) {
-    let mut fs = MemFs::default();
-    fs.0.insert("s.ron".into(), SYSTEM.as_bytes().to_vec());
-    fs.0.insert("w.ron".into(), w.as_bytes().to_vec());
-    let s = load_system("s.ron", &fs);
-    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
-    let l = load_workload("w.ron", &fs);
-    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
-    (s.value.unwrap(), l.value.unwrap())
+    common::load_texts(SYSTEM, w)
 }
 
 fn transformer(w: &Workload) -> &Transformer {

@@ -9,8 +9,10 @@ use tessera::engine::lower::{lower, machine};
 use tessera::engine::program::*;
 use tessera::engine::table as t;
 use tessera::model::mapping::Mapping;
-use tessera::model::system::{load_system, MemFs, System};
-use tessera::model::workload::{load_workload, Workload};
+use tessera::model::system::System;
+use tessera::model::workload::Workload;
+
+mod common;
 
 /// Eight 160 GB GPUs per node with 1 TB of host DDR at 400 GB/s, each GPU on its own PCIe link of
 /// 64 GB/s per direction: a GPU's host bandwidth is min(64, 400 / 8) = 50 GB/s, its host memory
@@ -41,14 +43,7 @@ const WORKLOAD: &str = r#"Workload(
 )"#;
 
 fn fixtures(system: &str) -> (System, Workload) {
-    let mut fs = MemFs::default();
-    fs.0.insert("s.ron".into(), system.as_bytes().to_vec());
-    fs.0.insert("w.ron".into(), WORKLOAD.as_bytes().to_vec());
-    let s = load_system("s.ron", &fs);
-    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
-    let w = load_workload("w.ron", &fs);
-    assert!(w.diagnostics.is_empty(), "{:?}", w.diagnostics);
-    (s.value.unwrap(), w.value.unwrap())
+    common::load_texts(system, WORKLOAD)
 }
 
 /// ZeRO-3 over 32 GPUs, micro-batch 2: one pipeline stage of all 40 layers.

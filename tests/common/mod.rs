@@ -14,3 +14,22 @@ impl Fs for CrateFs {
             .map_err(|e| e.to_string())
     }
 }
+
+/// A system and a workload from their file text, loaded as `tessera` loads files (in memory);
+/// panics with the diagnostics where either has any.
+pub fn load_texts(
+    system: &str,
+    workload: &str,
+) -> (
+    tessera::model::system::System,
+    tessera::model::workload::Workload,
+) {
+    let mut fs = tessera::model::system::MemFs::default();
+    fs.0.insert("s.ron".into(), system.as_bytes().to_vec());
+    fs.0.insert("w.ron".into(), workload.as_bytes().to_vec());
+    let s = tessera::model::system::load_system("s.ron", &fs);
+    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
+    let w = tessera::model::workload::load_workload("w.ron", &fs);
+    assert!(w.diagnostics.is_empty(), "{:?}", w.diagnostics);
+    (s.value.unwrap(), w.value.unwrap())
+}
