@@ -36,11 +36,7 @@ const SYSTEM: &str = r#"System(
     facility: (pue: "1.2"),
 )"#;
 
-const WORKLOAD: &str = r#"Workload(
-    version: 1, name: "gpt-like 13B", source: "t", sources: { "t": "test fixture" },
-    model: Transformer(layers: 40, hidden: 5120, heads: 40, vocab: 51200),
-    task: Training(seq_len: 2048, global_batch: 64, target: Tokens(1e9)),
-)"#;
+const WORKLOAD: &str = common::GPT_13B_TRAINING;
 
 fn fixtures(system: &str) -> (System, Workload) {
     common::load_texts(system, WORKLOAD)

@@ -33,3 +33,11 @@ pub fn load_texts(
     assert!(w.diagnostics.is_empty(), "{:?}", w.diagnostics);
     (s.value.unwrap(), w.value.unwrap())
 }
+
+/// A GPT-like 13B transformer trained at sequence 2048, global batch 64, to 1e9 tokens: the
+/// engine tests' workload.
+pub const GPT_13B_TRAINING: &str = r#"Workload(
+    version: 1, name: "gpt-like 13B", source: "t", sources: { "t": "test fixture" },
+    model: Transformer(layers: 40, hidden: 5120, heads: 40, vocab: 51200),
+    task: Training(seq_len: 2048, global_batch: 64, target: Tokens(1e9)),
+)"#;
