@@ -25,6 +25,9 @@ pub struct SystemSummary {
     pub mesh: Option<MeshSummary>,
     pub scale_up: Option<LinkSummary>,
     pub scale_out: Option<LinkSummary>,
+    /// Each device's link to its node's host memory (where activations are offloaded), if the
+    /// node declares one.
+    pub host_link: Option<HostLinkSummary>,
     /// Rated IT power of the whole system (devices at TDP + hosts, NICs, switches).
     pub power_w: f64,
     pub facility_power_w: f64,
@@ -58,6 +61,17 @@ pub struct MeshSummary {
     /// One core's share of the device's on-chip SRAM: capacity (B) and bandwidth (B/s).
     pub per_core_sram_bytes: f64,
     pub per_core_sram_bandwidth_bytes_per_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostLinkSummary {
+    pub name: String,
+    /// Per device, per direction, bounded by the device's share of the host memory's bandwidth
+    /// (B/s).
+    pub bandwidth_per_device_bytes_per_s: f64,
+    /// The device's share of its node's host memory (B).
+    pub host_memory_per_device_bytes: f64,
+    pub latency_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -151,6 +165,12 @@ pub fn summarize(s: &System) -> SystemSummary {
         mesh,
         scale_up,
         scale_out,
+        host_link: s.node.host_link.as_ref().map(|h| HostLinkSummary {
+            name: h.name.clone(),
+            bandwidth_per_device_bytes_per_s: h.bandwidth,
+            host_memory_per_device_bytes: s.node.host_capacity(),
+            latency_s: h.latency,
+        }),
         power_w: power,
         facility_power_w: power * s.pue,
         power_limit_w: s.power_limit,
@@ -270,6 +290,18 @@ pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
                 ),
             ));
         }
+    }
+    if let Some(h) = &s.host_link {
+        r.push((
+            "host link".into(),
+            format!(
+                "{}: {} per device per direction to {} of host memory per device, {} latency",
+                h.name,
+                fmt_si(h.bandwidth_per_device_bytes_per_s, "B/s"),
+                fmt_si(h.host_memory_per_device_bytes, "B"),
+                fmt_si(h.latency_s, "s")
+            ),
+        ));
     }
     r.push(("device TDP".into(), fmt_si(s.device_tdp_w, "W")));
     r.push(("rated power (IT)".into(), fmt_si(s.power_w, "W")));
