@@ -154,10 +154,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // prompt (222 tokens, sourced) for the assumed 512 that kept all 19 of its known gaps at -15 to
     // -49 %: 14 joined the gate (-14.2 to +12.6 %), five stay known gaps with their reasons, and the
     // B200 interactive case, gated at -1.3 % on the assumed prompt, left it (+57.5 %: its p99 limits
-    // meet the length spread the model leaves out): 4.6 % over 89, the largest unchanged.
+    // meet the length spread the model leaves out): 4.6 % over 89, the largest unchanged. Then
+    // MoE parallel folding (`etp`) made Qwen3-235B on 256 H100 expressible (EP 32 over TP 2 ×
+    // DP 16 with etp 1, its recipe's pipeline split and no tensor-parallel overlap): it joined at
+    // -11.8 %, and the expert state sharded over the expert-data-parallel ranks moved the three
+    // gated MoE rows by under 0.1 point: 4.64 % over 90, the largest unchanged.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.046, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0465, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 

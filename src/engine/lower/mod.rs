@@ -52,6 +52,16 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
             "pipeline `stages` are modelled for transformer inference only",
         ));
     }
+    if m.etp.is_some_and(|e| e != m.tp)
+        && !matches!(
+            (&w.model, &w.task),
+            (Model::Transformer(_), Task::Training(_))
+        )
+    {
+        return Err(Reason::unsupported(
+            "expert tensor parallelism apart from tp (etp) is modelled for transformer training only",
+        ));
+    }
     let split_counted = m.embedding_in_pipeline_split || m.loss_in_pipeline_split;
     if split_counted
         && !matches!(
