@@ -251,6 +251,28 @@ fn an_expert_parallel_group_folds_the_tensor_parallel_ranks() {
 }
 
 proptest! {
+    /// ZeRO shards each parameter's optimizer state over the ranks that hold it: summed over the
+    /// stage's devices it is the model's state once, never less (the old sharding of expert
+    /// state over dp × cp, ep times more ranks than hold an expert, summed to less).
+    #[test]
+    fn sharded_state_over_the_devices_is_the_models_once(
+        tp_log in 0u32..4, ep_log in 0u32..4, etp_log in 0u32..4, zero in 1u8..4,
+    ) {
+        let (tp, ep, etp) = (1u64 << tp_log, 1u64 << ep_log, 1u64 << etp_log);
+        prop_assume!(ep * etp <= 8);
+        let (_, w) = load();
+        let t = transformer(&w);
+        let Task::Training(tr) = &w.task else { panic!("training") };
+        let total = 8.0 * (t.attn_params() + 2048.0 * 8.0 + 8.0 * t.ffn_params(768))
+            + t.embedding_params();
+        let p = program(&mapping(tp, ep, Some(etp), zero));
+        let summed = p.footprint.optimizer * 8.0;
+        prop_assert!(
+            (summed / (total * tr.optimizer_bytes) - 1.0).abs() < 1e-12,
+            "tp {} ep {} etp {}: {} of {}", tp, ep, etp, summed, total * tr.optimizer_bytes
+        );
+    }
+
     /// With the same ep, a wider etp never grows a device's footprint: the expert weights and
     /// gradients shrink by etp, and ZeRO's expert state per device, sharded over the fewer
     /// expert-data-parallel ranks, stays expert params / (tp · cp · dp).
