@@ -157,10 +157,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // meet the length spread the model leaves out): 4.6 % over 89, the largest unchanged. Then
     // activations offloaded to host memory (Megatron-Bridge's cpu_offloading_num_layers) let the
     // two Llama 3 70B FSDP layouts on GB200 and GB300, known gaps as "does not fit", join the
-    // gate at -1.1 % and +10.4 %: 4.6 % over 91, the largest unchanged.
+    // gate at -1.1 % and +10.4 %: 4.6 % over 91, the largest unchanged. And MoE parallel folding
+    // (`etp`) made Qwen3-235B on 256 H100 expressible (EP 32 over TP 2 × DP 16 with etp 1, its
+    // recipe's pipeline split and no tensor-parallel overlap): it joined at -11.8 %, and the
+    // expert state sharded over the expert-data-parallel ranks moved the three gated MoE rows by
+    // under 0.1 point: 4.66 % over 92 (the new case is above the mean), the largest unchanged.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.046, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0467, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 

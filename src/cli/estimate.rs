@@ -50,8 +50,11 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         r.push((
             "mapping".into(),
             format!(
-                "dp {} × tp {} × pp {} × cp {} (ep {}, interleave {}, micro-batch {}, ZeRO {}, recompute {:?}{})",
-                m.dp, m.tp, m.pp, m.cp, m.ep, m.interleave, m.micro_batch, m.zero, m.recompute,
+                "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}, recompute {:?}{})",
+                m.dp, m.tp, m.pp, m.cp, m.ep,
+                // expert tensor parallelism, where it differs from tp (MoE parallel folding)
+                if m.etp != m.tp { format!(", etp {}", m.etp) } else { String::new() },
+                m.interleave, m.micro_batch, m.zero, m.recompute,
                 if m.sp { ", sequence parallel" } else { "" }
             ),
         ));

@@ -17,6 +17,8 @@ pub struct MappingReport {
     pub tp: u64,
     pub pp: u64,
     pub ep: u64,
+    /// Expert tensor parallelism in effect (`tp` unless the mapping writes `etp`).
+    pub etp: u64,
     pub cp: u64,
     pub sp: bool,
     pub zero: u8,
@@ -48,6 +50,7 @@ impl From<&Mapping> for MappingReport {
             tp: m.tp,
             pp: m.pp,
             ep: m.ep,
+            etp: m.etp(),
             cp: m.cp,
             sp: m.sp,
             zero: m.zero,

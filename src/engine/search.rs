@@ -147,6 +147,9 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 tp,
                                                 pp,
                                                 ep,
+                                                // the search keeps the experts' tp at the
+                                                // attention's (etp = tp)
+                                                etp: None,
                                                 cp,
                                                 sp: tp > 1,
                                                 zero,

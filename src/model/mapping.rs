@@ -32,6 +32,8 @@ pub struct MappingPlan {
     pub tp: Option<u64>,
     pub pp: Option<u64>,
     pub ep: Option<u64>,
+    /// Expert tensor parallelism as written (`None`: equal to `tp`).
+    pub etp: Option<u64>,
     pub cp: Option<u64>,
     pub sp: Option<bool>,
     pub zero: Option<u8>,
@@ -61,6 +63,7 @@ impl From<&MappingSpec> for MappingPlan {
             tp: s.tp,
             pp: s.pp,
             ep: s.ep,
+            etp: s.etp,
             cp: s.cp,
             sp: s.sp,
             zero: s.zero,
@@ -260,14 +263,19 @@ impl Placement {
     }
 }
 
-/// A resolved mapping. Devices used = dp × tp × pp × cp; ep divides dp × cp (experts are sharded
-/// across the data-parallel ranks, as in Megatron-LM).
+/// A resolved mapping. Devices used = dp × tp × pp × cp. The expert layers fold their own layout
+/// over each stage's tp × cp × dp ranks (Megatron-Core's MoE parallel folding): ep × etp divides
+/// tp × cp × dp, the rest is the expert-data-parallel width ([`Mapping::edp`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Mapping {
     pub dp: u64,
     pub tp: u64,
     pub pp: u64,
     pub ep: u64,
+    /// Expert tensor parallelism as written; `None`: equal to `tp` (Megatron-Core's default for
+    /// `expert_tensor_parallel_size`). Read through [`Mapping::etp`], so that a search or an
+    /// override that changes `tp` carries an unwritten `etp` with it.
+    pub etp: Option<u64>,
     pub cp: u64,
     pub sp: bool,
     pub zero: u8,
@@ -356,6 +364,7 @@ impl Mapping {
             tp: 1,
             pp: 1,
             ep: 1,
+            etp: None,
             cp: 1,
             sp: false,
             zero: 0,
@@ -374,6 +383,18 @@ impl Mapping {
             kernels: None,
             offload_activation_layers: 0,
         }
+    }
+
+    /// Tensor-parallel width of the routed experts (`tp` unless written).
+    pub fn etp(&self) -> u64 {
+        self.etp.unwrap_or(self.tp).max(1)
+    }
+
+    /// Expert-data-parallel width: the ranks of a stage holding the same expert shard,
+    /// tp × cp × dp / (ep × etp), over which expert gradients are reduced and expert state is
+    /// sharded by ZeRO. Whole only where ep × etp divides tp × cp × dp (training's `check`).
+    pub fn edp(&self) -> u64 {
+        (self.tp * self.cp * self.dp / (self.ep.max(1) * self.etp())).max(1)
     }
 
     /// Size of a parallel dimension.
@@ -454,6 +475,7 @@ impl Mapping {
             tp,
             pp,
             ep: spec.ep.unwrap_or(1).max(1),
+            etp: spec.etp.map(|e| e.max(1)),
             cp,
             sp: spec.sp.unwrap_or(tp > 1),
             zero: spec.zero.unwrap_or(1),

@@ -19,6 +19,12 @@ pub struct MappingSpec {
     /// Expert parallelism (inside the data-parallel dimension, as in Megatron-LM).
     #[serde(default)]
     pub ep: Option<u64>,
+    /// Expert tensor parallelism: the tensor-parallel width of the routed experts' MLPs, apart
+    /// from the attention's `tp` (Megatron-Core `expert_tensor_parallel_size`; MoE parallel
+    /// folding, Liu et al., arXiv 2504.14960). ep × etp must divide tp × cp × dp: the expert
+    /// layers fold their ep × etp ranks over the stage's tp × cp × dp ranks. Default `tp`.
+    #[serde(default)]
+    pub etp: Option<u64>,
     /// Context parallelism: the sequence split across devices.
     #[serde(default)]
     pub cp: Option<u64>,

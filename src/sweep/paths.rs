@@ -22,12 +22,13 @@ use crate::units::Dimension;
 use crate::vocab::MemoryKind;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).
-pub const MAPPING_AXES: [&str; 11] = [
+pub const MAPPING_AXES: [&str; 12] = [
     "dp",
     "tp",
     "pp",
     "cp",
     "ep",
+    "etp",
     "micro_batch",
     "interleave",
     "zero",
@@ -878,6 +879,7 @@ pub fn set_mapping(s: &mut crate::model::mapping::MappingPlan, field: &str, v: &
         ("pp", MapVal::Count(c)) => s.pp = Some(*c),
         ("cp", MapVal::Count(c)) => s.cp = Some(*c),
         ("ep", MapVal::Count(c)) => s.ep = Some(*c),
+        ("etp", MapVal::Count(c)) => s.etp = Some(*c),
         ("micro_batch", MapVal::Count(c)) => s.micro_batch = Some(*c),
         ("interleave", MapVal::Count(c)) => s.interleave = Some(*c),
         ("zero", MapVal::Count(c)) => s.zero = Some((*c).min(255) as u8),

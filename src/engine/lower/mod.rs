@@ -52,23 +52,22 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
             "pipeline `stages` are modelled for transformer inference only",
         ));
     }
-    if m.offload_activation_layers > 0
-        && !matches!(
-            (&w.model, &w.task),
-            (Model::Transformer(_), Task::Training(_))
-        )
-    {
+    let transformer_training = matches!(
+        (&w.model, &w.task),
+        (Model::Transformer(_), Task::Training(_))
+    );
+    if m.offload_activation_layers > 0 && !transformer_training {
         return Err(Reason::unsupported(
             "offloading activations to host memory is modelled for transformer training only",
         ));
     }
+    if m.etp.is_some_and(|e| e != m.tp) && !transformer_training {
+        return Err(Reason::unsupported(
+            "expert tensor parallelism apart from tp (etp) is modelled for transformer training only",
+        ));
+    }
     let split_counted = m.embedding_in_pipeline_split || m.loss_in_pipeline_split;
-    if split_counted
-        && !matches!(
-            (&w.model, &w.task),
-            (Model::Transformer(_), Task::Training(_))
-        )
-    {
+    if split_counted && !transformer_training {
         return Err(Reason::unsupported(
             "counting the embedding or the loss in the pipeline split is modelled for transformer training only",
         ));

@@ -357,6 +357,17 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
             cx.count(f, v);
         }
     }
+    match m.etp {
+        Some(0) => cx.error(
+            "etp",
+            "`etp` must be at least 1",
+            Some("the routed experts' tensor-parallel width (Megatron-Core `expert_tensor_parallel_size`): 1 keeps each expert whole on its device; leave it out for etp = tp".into()),
+        ),
+        Some(v) => {
+            cx.count("etp", v);
+        }
+        None => {}
+    }
     if let Some(o) = &m.order {
         use crate::spec::mapping::Dim;
         let all = [Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp];

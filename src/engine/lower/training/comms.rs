@@ -4,7 +4,7 @@
 
 use super::memory::{Activations, State};
 use super::Shape;
-use crate::engine::lower::{domain_size, place_group, Builder, Collective};
+use crate::engine::lower::{domain_size, place_group, Builder, Collective, Group};
 use crate::engine::program::*;
 use crate::model::mapping::{ExtraOverlap, Recompute};
 use crate::model::system::System;
@@ -39,9 +39,20 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     let g_tp = place_group(sys, tp, m.stride(Dim::Tp), dom);
     let g_cp = place_group(sys, cp, m.stride(Dim::Cp), dom);
     let g_dp = place_group(sys, dp * cp, dp_cp_stride, dom);
-    let g_ep = place_group(sys, m.ep, dp_cp_stride, dom);
+    // The expert layers fold their groups over the stage's tp × cp × dp ranks from the innermost
+    // (Megatron-Core's expert rank order: etp, ep, edp): the ep group's ranks are etp apart, the
+    // edp group's etp × ep apart. With etp = tp that is the old placement: ep inside dp × cp.
+    let etp = m.etp();
+    let (ep_stride, edp_stride) = if etp == tp {
+        (dp_cp_stride, dp_cp_stride * m.ep)
+    } else {
+        let s0 = inner_stride(m);
+        (s0 * etp, s0 * etp * m.ep)
+    };
+    let g_ep = place_group(sys, m.ep, ep_stride, dom);
+    let g_edp = place_group(sys, m.edp(), edp_stride, dom);
     let g_pp = place_group(sys, pp, m.stride(Dim::Pp), dom);
-    let (mbs, stp) = (Section::MicroBatch, Section::Step);
+    let mbs = Section::MicroBatch;
 
     // --- per micro-batch ---
     let rec_extra = if m.recompute == Recompute::Full {
@@ -49,98 +60,49 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     } else {
         0.0
     };
-    if tp > 1 {
-        let tp_bytes = tok * h * ab;
-        // Megatron tensor parallelism, per layer: two all-reduces forward (after the attention
-        // projection and after the FFN), two more when the forward is recomputed, and two backward
-        // at the inputs of the column-parallel GEMMs (QKV, FFN up). Megatron-LM issues the backward
-        // ones asynchronously and overlaps them with the weight-gradient GEMMs
-        // (`LinearWithGradAccumulationAndAsyncCommunication`), so they hide behind the backward
-        // compute. Sequence parallelism (Korthikanti et al. 2022, §4.2.2) turns each all-reduce
-        // into a reduce-scatter and an all-gather of the same bytes: forward 2 AG + 2 RS (blocking);
-        // backward 2 AG (the conjugates of the forward RS, blocking), plus 2 RS of the input
-        // gradients and 2 AG re-gathering the layer input for the weight gradients (both
-        // overlapped with GEMMs). Reduce-scatter and all-gather cost the same, so the overlapped
-        // pair is one entry.
-
-        // What every tensor-parallel collective shares; each entry names the rest.
-        let tp_comm = Collective {
-            name: Name::Borrowed(""),
-            role: Role::TensorParallel,
-            kind: CollKind::AllReduce,
-            bytes: tp_bytes,
-            group: g_tp,
-            count: 0.0,
-            section: mbs,
-            overlap: Overlap::None,
-        };
-        if sp {
-            b.comm(Collective {
-                name: "tp all-gather".into(),
-                role: Role::TensorParallel,
-                kind: CollKind::AllGather,
-                count: l * (4.0 + 2.0 * rec_extra),
-                overlap: Overlap::None,
-                ..tp_comm.clone()
-            });
-            b.comm(Collective {
-                name: "tp reduce-scatter".into(),
-                role: Role::TensorParallel,
-                kind: CollKind::ReduceScatter,
-                count: l * (2.0 + 2.0 * rec_extra),
-                overlap: Overlap::None,
-                ..tp_comm.clone()
-            });
-            if lora.is_some() {
-                // Frozen weights have no weight-gradient GEMMs: the re-gather is not needed and
-                // the reduce-scatter of the input gradients has nothing to hide behind.
-                b.comm(Collective {
-                    name: "backward tp reduce-scatter (frozen weights, exposed)".into(),
-                    role: Role::FrozenTensorParallel,
-                    kind: CollKind::ReduceScatter,
-                    count: l * 2.0,
-                    overlap: Overlap::None,
-                    ..tp_comm.clone()
-                });
-            } else {
-                b.comm(Collective {
-                    name: "tp backward reduce-scatter + re-gather (overlapped)".into(),
-                    role: Role::TensorParallel,
-                    kind: CollKind::AllGather,
-                    count: l * 4.0,
-                    overlap: Overlap::Backward,
-                    ..tp_comm.clone()
-                });
-            }
-        } else {
-            b.comm(Collective {
-                name: "tp all-reduce".into(),
-                role: Role::TensorParallel,
-                kind: CollKind::AllReduce,
-                count: l * (2.0 + 2.0 * rec_extra),
-                overlap: Overlap::None,
-                ..tp_comm.clone()
-            });
-            if lora.is_some() {
-                b.comm(Collective {
-                    name: "backward tp all-reduce (frozen weights, exposed)".into(),
-                    role: Role::FrozenTensorParallel,
-                    kind: CollKind::AllReduce,
-                    count: l * 2.0,
-                    overlap: Overlap::None,
-                    ..tp_comm.clone()
-                });
-            } else {
-                b.comm(Collective {
-                    name: "tp backward all-reduce (overlapped)".into(),
-                    role: Role::TensorParallel,
-                    kind: CollKind::AllReduce,
-                    count: l * 2.0,
-                    overlap: Overlap::Backward,
-                    ..tp_comm.clone()
-                });
-            }
+    // MoE parallel folding: with etp ≠ tp the routed experts' MLP leaves the tp group. The
+    // tp collectives of a layer come in two equal halves, attention and MLP (every count
+    // below is even per layer); the MLP half of the layers with experts moves to the etp
+    // group (none with etp = 1: with sequence parallelism the tokens are already split over
+    // the tp ranks before dispatch, and an expert is whole on its device), and stays on tp
+    // where shared experts (a dense, tp-split MLP beside the routed ones) need it. The etp
+    // group gathers the tokens of etp / tp of the tp ranks' share: tok·h·etp/tp bytes. With
+    // etp = tp, one group as always.
+    let experts = d.t.experts.as_ref();
+    let (tp_layers, etp_layers) = match experts {
+        Some(e) if etp != tp => {
+            let f = d.t.moe_fraction();
+            let shared = if e.shared > 0 { 1.0 } else { 0.0 };
+            (l * (0.5 + 0.5 * (1.0 - f) + 0.5 * f * shared), l * 0.5 * f)
         }
+        _ => (l, 0.0),
+    };
+    if tp > 1 {
+        tensor_parallel(
+            b,
+            TP_NAMES,
+            tok * h * ab,
+            g_tp,
+            tp_layers,
+            sp,
+            lora.is_some(),
+            rec_extra,
+        );
+    }
+    if etp > 1 && etp_layers > 0.0 {
+        let g_etp = place_group(sys, etp, inner_stride(m), dom);
+        // the etp group holds different tokens on each rank: gathered and scattered, as with
+        // sequence parallelism
+        tensor_parallel(
+            b,
+            ETP_NAMES,
+            tok * h * ab * etp as f64 / tpf,
+            g_etp,
+            etp_layers,
+            true,
+            lora.is_some(),
+            rec_extra,
+        );
     }
     if cp > 1 {
         let kv_bytes = 2.0 * mb * s * kvd / tpf * ab;
@@ -201,53 +163,275 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     }
 
     // --- once per step: gradient reduction, parameter gather ---
+    // The dense parameters are reduced over dp × cp; the routed experts over their expert-data-
+    // parallel ranks (edp = tp·cp·dp / (ep·etp)), a group of its own wherever it differs from
+    // dp × cp (ep > 1 or etp ≠ tp): there each expert shard has only edp replicas.
+    let apart = state.expert_local > 0.0 && (m.ep > 1 || etp != tp);
+    let (expert_trained, expert_params) = if apart {
+        (state.trainable_expert, state.expert_local)
+    } else {
+        (0.0, 0.0)
+    };
     if dp * cp > 1 {
-        let z = m.zero;
-        let ov = if m.overlap_grad_reduce {
-            Overlap::Backward
+        step_reduction(
+            b,
+            d,
+            &DP_NAMES,
+            (state.trainable_local - expert_trained) * d.gb,
+            (state.params_local - expert_params) * d.wb,
+            g_dp,
+            true,
+        );
+    }
+    if apart && m.edp() > 1 {
+        // Its own buckets, overlapped like the dense ones; the step's one exposed last bucket
+        // stays with the dense reduction where there is one.
+        step_reduction(
+            b,
+            d,
+            &EDP_NAMES,
+            expert_trained * d.gb,
+            expert_params * d.wb,
+            g_edp,
+            dp * cp == 1,
+        );
+    }
+}
+
+/// Labels of one group's gradient reduction and parameter gathers.
+struct StepNames {
+    all_reduce: &'static str,
+    reduce_scatter: &'static str,
+    zero3_gather: &'static str,
+    param_gather: &'static str,
+}
+
+const DP_NAMES: StepNames = StepNames {
+    all_reduce: "dp gradient all-reduce",
+    reduce_scatter: "dp gradient reduce-scatter",
+    zero3_gather: "zero-3 weight all-gather",
+    param_gather: "dp parameter all-gather",
+};
+
+const EDP_NAMES: StepNames = StepNames {
+    all_reduce: "edp expert gradient all-reduce",
+    reduce_scatter: "edp expert gradient reduce-scatter",
+    zero3_gather: "zero-3 expert weight all-gather",
+    param_gather: "edp expert parameter all-gather",
+};
+
+/// The gradient reduction of `grad_bytes` over `group` once per step, and the ZeRO parameter
+/// gathers of `weight_bytes`; `last_bucket`: its last bucket is exposed (`Builder::grad_comm`).
+fn step_reduction(
+    b: &mut Builder,
+    d: &Shape,
+    n: &StepNames,
+    grad_bytes: f64,
+    weight_bytes: f64,
+    group: Group,
+    last_bucket: bool,
+) {
+    let m = d.m;
+    let (mbs, stp) = (Section::MicroBatch, Section::Step);
+    let z = m.zero;
+    let ov = if m.overlap_grad_reduce {
+        Overlap::Backward
+    } else {
+        Overlap::None
+    };
+    let (name, kind) = if z == 0 {
+        (n.all_reduce, CollKind::AllReduce)
+    } else {
+        (n.reduce_scatter, CollKind::ReduceScatter)
+    };
+    let c = Collective {
+        name: name.into(),
+        role: Role::GradientReduction,
+        kind,
+        bytes: grad_bytes,
+        group,
+        count: 1.0,
+        section: stp,
+        overlap: ov,
+    };
+    if last_bucket {
+        b.grad_comm(c);
+    } else {
+        b.comm(c);
+    }
+    if z >= 1 && d.tr.lora.is_none() {
+        if z >= 3 {
+            b.comm(Collective {
+                name: n.zero3_gather.into(),
+                role: Role::WeightGather,
+                kind: CollKind::AllGather,
+                bytes: weight_bytes,
+                group,
+                count: 2.0,
+                section: mbs,
+                overlap: Overlap::Compute,
+            });
         } else {
-            Overlap::None
-        };
-        let (name, kind) = if z == 0 {
-            ("dp gradient all-reduce", CollKind::AllReduce)
-        } else {
-            ("dp gradient reduce-scatter", CollKind::ReduceScatter)
-        };
-        b.grad_comm(Collective {
-            name: name.into(),
-            role: Role::GradientReduction,
-            kind,
-            bytes: state.trainable_local * d.gb,
-            group: g_dp,
-            count: 1.0,
-            section: stp,
-            overlap: ov,
+            b.comm(Collective {
+                name: n.param_gather.into(),
+                role: Role::ParameterGather,
+                kind: CollKind::AllGather,
+                bytes: weight_bytes,
+                group,
+                count: 1.0,
+                section: stp,
+                overlap: ov,
+            });
+        }
+    }
+}
+
+/// Labels of one group's tensor-parallel collectives.
+struct TpNames {
+    all_gather: &'static str,
+    reduce_scatter: &'static str,
+    frozen_reduce_scatter: &'static str,
+    backward_overlapped_sp: &'static str,
+    all_reduce: &'static str,
+    frozen_all_reduce: &'static str,
+    backward_overlapped: &'static str,
+}
+
+const TP_NAMES: TpNames = TpNames {
+    all_gather: "tp all-gather",
+    reduce_scatter: "tp reduce-scatter",
+    frozen_reduce_scatter: "backward tp reduce-scatter (frozen weights, exposed)",
+    backward_overlapped_sp: "tp backward reduce-scatter + re-gather (overlapped)",
+    all_reduce: "tp all-reduce",
+    frozen_all_reduce: "backward tp all-reduce (frozen weights, exposed)",
+    backward_overlapped: "tp backward all-reduce (overlapped)",
+};
+
+/// The routed experts' MLP under expert tensor parallelism apart from tp (the etp group).
+const ETP_NAMES: TpNames = TpNames {
+    all_gather: "etp all-gather",
+    reduce_scatter: "etp reduce-scatter",
+    frozen_reduce_scatter: "backward etp reduce-scatter (frozen weights, exposed)",
+    backward_overlapped_sp: "etp backward reduce-scatter + re-gather (overlapped)",
+    all_reduce: "etp all-reduce",
+    frozen_all_reduce: "backward etp all-reduce (frozen weights, exposed)",
+    backward_overlapped: "etp backward all-reduce (overlapped)",
+};
+
+/// Stride of the innermost of the tp, cp and dp dimensions: where a stage's tp × cp × dp ranks
+/// begin, over which the expert layers fold their etp, ep and edp groups (innermost first, as
+/// Megatron-Core's expert rank generator lays them; the three taken as contiguous).
+fn inner_stride(m: &crate::model::mapping::Mapping) -> u64 {
+    [Dim::Tp, Dim::Cp, Dim::Dp]
+        .into_iter()
+        .map(|x| m.stride(x))
+        .min()
+        .unwrap_or(1)
+}
+
+/// Megatron tensor parallelism, per layer: two all-reduces forward (after the attention
+/// projection and after the FFN), two more when the forward is recomputed, and two backward
+/// at the inputs of the column-parallel GEMMs (QKV, FFN up). Megatron-LM issues the backward
+/// ones asynchronously and overlaps them with the weight-gradient GEMMs
+/// (`LinearWithGradAccumulationAndAsyncCommunication`), so they hide behind the backward
+/// compute. Sequence parallelism (Korthikanti et al. 2022, §4.2.2) turns each all-reduce
+/// into a reduce-scatter and an all-gather of the same bytes: forward 2 AG + 2 RS (blocking);
+/// backward 2 AG (the conjugates of the forward RS, blocking), plus 2 RS of the input
+/// gradients and 2 AG re-gathering the layer input for the weight gradients (both
+/// overlapped with GEMMs). Reduce-scatter and all-gather cost the same, so the overlapped
+/// pair is one entry.
+///
+/// `layers`: the layers' worth of collectives this group carries (all of a stage's, or the
+/// share of them expert parallel folding leaves it).
+#[allow(clippy::too_many_arguments)]
+fn tensor_parallel(
+    b: &mut Builder,
+    n: TpNames,
+    bytes: f64,
+    group: Group,
+    layers: f64,
+    sp: bool,
+    lora: bool,
+    rec_extra: f64,
+) {
+    let l = layers;
+    let mbs = Section::MicroBatch;
+    // What every tensor-parallel collective shares; each entry names the rest.
+    let tp_comm = Collective {
+        name: Name::Borrowed(""),
+        role: Role::TensorParallel,
+        kind: CollKind::AllReduce,
+        bytes,
+        group,
+        count: 0.0,
+        section: mbs,
+        overlap: Overlap::None,
+    };
+    if sp {
+        b.comm(Collective {
+            name: n.all_gather.into(),
+            role: Role::TensorParallel,
+            kind: CollKind::AllGather,
+            count: l * (4.0 + 2.0 * rec_extra),
+            overlap: Overlap::None,
+            ..tp_comm.clone()
         });
-        if z >= 1 && lora.is_none() {
-            let weights = state.params_local * d.wb;
-            if z >= 3 {
-                b.comm(Collective {
-                    name: "zero-3 weight all-gather".into(),
-                    role: Role::WeightGather,
-                    kind: CollKind::AllGather,
-                    bytes: weights,
-                    group: g_dp,
-                    count: 2.0,
-                    section: mbs,
-                    overlap: Overlap::Compute,
-                });
-            } else {
-                b.comm(Collective {
-                    name: "dp parameter all-gather".into(),
-                    role: Role::ParameterGather,
-                    kind: CollKind::AllGather,
-                    bytes: weights,
-                    group: g_dp,
-                    count: 1.0,
-                    section: stp,
-                    overlap: ov,
-                });
-            }
+        b.comm(Collective {
+            name: n.reduce_scatter.into(),
+            role: Role::TensorParallel,
+            kind: CollKind::ReduceScatter,
+            count: l * (2.0 + 2.0 * rec_extra),
+            overlap: Overlap::None,
+            ..tp_comm.clone()
+        });
+        if lora {
+            // Frozen weights have no weight-gradient GEMMs: the re-gather is not needed and
+            // the reduce-scatter of the input gradients has nothing to hide behind.
+            b.comm(Collective {
+                name: n.frozen_reduce_scatter.into(),
+                role: Role::FrozenTensorParallel,
+                kind: CollKind::ReduceScatter,
+                count: l * 2.0,
+                overlap: Overlap::None,
+                ..tp_comm.clone()
+            });
+        } else {
+            b.comm(Collective {
+                name: n.backward_overlapped_sp.into(),
+                role: Role::TensorParallel,
+                kind: CollKind::AllGather,
+                count: l * 4.0,
+                overlap: Overlap::Backward,
+                ..tp_comm.clone()
+            });
+        }
+    } else {
+        b.comm(Collective {
+            name: n.all_reduce.into(),
+            role: Role::TensorParallel,
+            kind: CollKind::AllReduce,
+            count: l * (2.0 + 2.0 * rec_extra),
+            overlap: Overlap::None,
+            ..tp_comm.clone()
+        });
+        if lora {
+            b.comm(Collective {
+                name: n.frozen_all_reduce.into(),
+                role: Role::FrozenTensorParallel,
+                kind: CollKind::AllReduce,
+                count: l * 2.0,
+                overlap: Overlap::None,
+                ..tp_comm.clone()
+            });
+        } else {
+            b.comm(Collective {
+                name: n.backward_overlapped.into(),
+                role: Role::TensorParallel,
+                kind: CollKind::AllReduce,
+                count: l * 2.0,
+                overlap: Overlap::Backward,
+                ..tp_comm.clone()
+            });
         }
     }
 }

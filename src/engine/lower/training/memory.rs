@@ -11,6 +11,11 @@ pub(super) struct State {
     pub params_local: f64,
     /// Parameters it trains (the adapters only under LoRA).
     pub trainable_local: f64,
+    /// Of those, the routed experts' (held by one device: expert params / (ep × etp)), and the
+    /// routed experts' it trains (none under LoRA). They are replicated over the expert-data-
+    /// parallel ranks (`Shape::edpn`), not over dp × cp.
+    pub expert_local: f64,
+    pub trainable_expert: f64,
     /// Bytes of weights, gradients and optimizer state it holds.
     pub weights: f64,
     pub gradients: f64,
@@ -27,6 +32,8 @@ pub(super) fn state(d: &Shape) -> State {
         wb,
         gb,
         dpn,
+        edpn,
+        etpf,
         ..
     } = *d;
     let experts = t.experts.as_ref();
@@ -50,29 +57,53 @@ pub(super) fn state(d: &Shape) -> State {
         (true, true) => t.embedding_params(),
         (e, h) => table * (e as u8 + h as u8) as f64,
     };
-    let params_local = l * (dense_layer / tpf + expert_layer / (tpf * m.ep as f64)) + embed / tpf;
-    let trainable_local = match tr.lora {
-        Some(lr) => l * (lr.adapted_per_layer * 2 * lr.rank * t.hidden) as f64 / tpf,
-        None => params_local,
+    // The routed experts are split by ep × etp (MoE parallel folding: expert tensor parallelism
+    // apart from the attention's tp); the rest by tp.
+    let expert_local = l * expert_layer / (etpf * m.ep as f64);
+    let params_local = l * (dense_layer / tpf) + expert_local + embed / tpf;
+    let (trainable_local, trainable_expert) = match tr.lora {
+        Some(lr) => (
+            l * (lr.adapted_per_layer * 2 * lr.rank * t.hidden) as f64 / tpf,
+            0.0,
+        ),
+        None => (params_local, expert_local),
     };
     let z = m.zero;
+    // ZeRO shards each parameter's state over the ranks that hold the same parameter: dp × cp
+    // for the dense ones, the expert-data-parallel ranks for the routed experts (Megatron-Core's
+    // distributed optimizer keeps the expert parameters in their own buffer, sharded over the
+    // expert-data-parallel group).
+    let shard = |stage: u8, dense: f64, expert: f64| {
+        if z >= stage {
+            dense / dpn + expert / edpn
+        } else {
+            dense + expert
+        }
+    };
     // ZeRO-3 gathers each layer's parameters before its forward and backward: a device holds the
     // gathered layer besides its shard, and the next layer's gather in flight (prefetch), so two
     // layers' unsharded parameters (DeepSpeed's `stage3_prefetch_bucket_size` / FSDP's
     // `forward_prefetch` keep one ahead; Rajbhandari et al., ZeRO, SC'20, §5.3 — an assumption
     // of two buffers).
-    let gather = if z >= 3 && dpn > 1.0 {
-        let per_layer = (dense_layer / tpf).max(expert_layer / (tpf * m.ep as f64));
-        2.0 * per_layer * wb * (1.0 - 1.0 / dpn)
+    let gather = if z >= 3 && (dpn > 1.0 || edpn > 1.0) {
+        let per_layer = (dense_layer / tpf * (1.0 - 1.0 / dpn))
+            .max(expert_layer / (etpf * m.ep as f64) * (1.0 - 1.0 / edpn));
+        2.0 * per_layer * wb
     } else {
         0.0
     };
+    let (dense_params, dense_trained) = (
+        params_local - expert_local,
+        trainable_local - trainable_expert,
+    );
     State {
         params_local,
         trainable_local,
-        weights: params_local * wb / if z >= 3 { dpn } else { 1.0 } + gather,
-        gradients: trainable_local * gb / if z >= 2 { dpn } else { 1.0 },
-        optimizer: trainable_local * tr.optimizer_bytes / if z >= 1 { dpn } else { 1.0 },
+        expert_local,
+        trainable_expert,
+        weights: shard(3, dense_params, expert_local) * wb + gather,
+        gradients: shard(2, dense_trained, trainable_expert) * gb,
+        optimizer: shard(1, dense_trained, trainable_expert) * tr.optimizer_bytes,
     }
 }
 

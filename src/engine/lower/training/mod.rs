@@ -67,6 +67,11 @@ struct Shape<'a> {
     logits: f64,
     /// Ranks of the gradient reduction: dp × cp.
     dpn: f64,
+    /// The routed experts' tensor-parallel width (`Mapping::etp`), and their expert-data-
+    /// parallel width (`Mapping::edp`: the ranks of a stage holding the same expert shard, over
+    /// which expert gradients are reduced and expert state sharded; dp × cp without experts).
+    etpf: f64,
+    edpn: f64,
 }
 
 impl<'a> Shape<'a> {
@@ -121,6 +126,12 @@ impl<'a> Shape<'a> {
             x: tok * h * ab,
             logits: tok * t.vocab as f64 / tpf * 4.0,
             dpn: (dp * cp) as f64,
+            etpf: m.etp() as f64,
+            edpn: if t.experts.is_some() {
+                m.edp() as f64
+            } else {
+                (dp * cp) as f64
+            },
         }
     }
 }
@@ -283,16 +294,40 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping, host_link: bool) -> Result
                 m.ep, e.count
             )));
         }
-        if (dp * cp) % m.ep != 0 {
+        // MoE parallel folding (Megatron-Core; Liu et al., arXiv 2504.14960): the expert layers
+        // lay ep × etp ranks over the stage's tp × cp × dp, the rest expert data parallelism.
+        // With etp = tp (the default) this is the old rule, ep dividing dp × cp.
+        let etp = m.etp();
+        if !(tp * cp * dp).is_multiple_of(m.ep * etp) {
             return Err(Reason::mapping(format!(
-                "ep {} does not divide dp × cp = {}",
+                "ep {} × etp {etp} = {} does not divide tp × cp × dp = {}",
                 m.ep,
-                dp * cp
+                m.ep * etp,
+                tp * cp * dp
+            )));
+        }
+        // Megatron-Core asks for sequence parallelism with MoE and tp > 1: with etp < tp the
+        // tp ranks' tokens must differ before dispatch, or the folded ep group routes copies.
+        if etp < tp && !m.sp {
+            return Err(Reason::mapping(format!(
+                "etp {etp} below tp {tp} needs sequence parallelism (sp)"
+            )));
+        }
+        // The expert MLP's inner width is split by a written etp, as the attention heads are
+        // by tp (an unwritten etp = tp keeps today's checks: tp is not checked against it).
+        if m.etp.is_some() && !e.ffn.is_multiple_of(etp) {
+            return Err(Reason::mapping(format!(
+                "etp {etp} does not divide the expert FFN width of {}",
+                e.ffn
             )));
         }
     } else if m.ep > 1 {
         return Err(Reason::mapping(
             "expert parallelism needs a mixture-of-experts model",
+        ));
+    } else if m.etp.is_some_and(|e| e != tp) {
+        return Err(Reason::mapping(
+            "expert tensor parallelism (etp) needs a mixture-of-experts model",
         ));
     }
     Ok(())

@@ -99,14 +99,19 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
     let (ffn_f, ffn_w) = match experts {
         Some(e) => {
             let mats = if t.gated_ffn { 3.0 } else { 2.0 };
-            let local_experts = (e.count / m.ep) as f64 + e.shared as f64;
+            // MoE parallel folding: a device holds count / ep routed experts, each split by etp
+            // (whole with etp = 1), and the shared experts split by tp. Balanced, its routed
+            // FLOPs are the same at any etp: an etp group receives the tokens of etp / tp of the
+            // tp ranks' share (the all-to-all brings them) and each rank computes 1 / etp of
+            // their width, tok × top_k / tp token-expert pairs of full width per device.
+            let local_width = (e.count / m.ep) as f64 / d.etpf + e.shared as f64 / tpf;
             (
                 t.layer_mix(
                     2.0 * tok * h * e.ffn as f64 * mats * (e.top_k + e.shared) as f64 / tpf,
                     2.0 * tok * t.ffn_params(t.ffn) / tpf,
                 ),
                 t.layer_mix(
-                    local_experts * mats * h * e.ffn as f64 / tpf * wb,
+                    local_width * mats * h * e.ffn as f64 * wb,
                     t.ffn_params(t.ffn) / tpf * wb,
                 ),
             )
@@ -428,14 +433,19 @@ fn head(b: &mut Builder, d: &Shape) {
 /// the LLM recipes also read every gradient once more for the global-norm clipping and write
 /// it once to zero it for the next step (Megatron-LM / NeMo: clip_grad 1.0, zero_grad).
 fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
-    let shard = if d.m.zero >= 1 { d.dpn } else { 1.0 };
-    let trainable_local = state.trainable_local;
+    // ZeRO shards the dense parameters' update over dp × cp, the routed experts' over their
+    // expert-data-parallel ranks (`memory::state`).
+    let updated = if d.m.zero >= 1 {
+        (state.trainable_local - state.trainable_expert) / d.dpn + state.trainable_expert / d.edpn
+    } else {
+        state.trainable_local
+    };
     b.op(Op {
         name: "optimizer update".into(),
         matrix: false,
         precision: d.vecp,
-        flops: 12.0 * trainable_local / shard,
-        weight_bytes: trainable_local / shard * (2.0 * d.tr.optimizer_bytes + 3.0 * d.gb + d.wb),
+        flops: 12.0 * updated,
+        weight_bytes: updated * (2.0 * d.tr.optimizer_bytes + 3.0 * d.gb + d.wb),
         act_bytes: 0.0,
         count: 1.0,
         section: Section::Step,
