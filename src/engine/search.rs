@@ -117,7 +117,13 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                         }
                         let per_pipe = tr.global_batch / dp;
                         for mb in micro_batches(per_pipe) {
-                            let vs: &[u64] = if pp > 1 { &[1, 2, 3, 4] } else { &[1] };
+                            // interleaved chunks as Megatron-Bridge's recipes use them (VP 5 for
+                            // Llama 3 70B, 8 for 405B, 12 for Qwen3-235B)
+                            let vs: &[u64] = if pp > 1 {
+                                &[1, 2, 3, 4, 5, 6, 8, 12]
+                            } else {
+                                &[1]
+                            };
                             // the uniform split of the layers, and where Megatron-Core's rule
                             // allows it (layers + 2 a multiple of pp × v), the split that counts
                             // the embedding and the loss as a layer each
@@ -135,8 +141,20 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                     if rc == Recompute::Selective && tr.flash_attention {
                                         continue;
                                     }
-                                    let zeros: &[u8] =
-                                        if pp == 1 && tp == 1 { &[1, 3] } else { &[1] };
+                                    // the distributed optimizer (ZeRO 1), gradients sharded
+                                    // too (2), and on a plain data-parallel layout everything
+                                    // sharded (3, FSDP). Not FSDP beside tensor parallelism: its
+                                    // weight gathers and gradient reduce-scatters share the
+                                    // scale-out links, and each overlapped collective hides behind
+                                    // the whole compute window on its own (no budget per link yet),
+                                    // so the search would pick it where the links cannot carry it
+                                    // (405B on 8,192 H100: 6 s of InfiniBand traffic hidden behind
+                                    // 4.2 s of compute)
+                                    let zeros: &[u8] = if pp == 1 && tp == 1 {
+                                        &[1, 2, 3]
+                                    } else {
+                                        &[1, 2]
+                                    };
                                     for &zero in zeros {
                                         for &ep in &eps {
                                             if !(dp * cp).is_multiple_of(ep) {
