@@ -11,9 +11,10 @@ use proptest::prelude::*;
 use tessera::engine::lower::lower;
 use tessera::engine::program::Program;
 use tessera::model::mapping::Mapping;
-use tessera::model::system::{load_system, MemFs, System};
+use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Model, Task, Transformer, Workload};
-use tessera::spec::Fs;
+
+mod common;
 
 const SYSTEM: &str = r#"System(
     version: 1, name: "test node", source: "t", sources: { "t": "test fixture" },
@@ -39,14 +40,7 @@ const WORKLOAD: &str = r#"Workload(
 )"#;
 
 fn load() -> (System, Workload) {
-    let mut fs = MemFs::default();
-    fs.0.insert("s.ron".into(), SYSTEM.as_bytes().to_vec());
-    fs.0.insert("w.ron".into(), WORKLOAD.as_bytes().to_vec());
-    let s = load_system("s.ron", &fs);
-    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
-    let l = load_workload("w.ron", &fs);
-    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
-    (s.value.unwrap(), l.value.unwrap())
+    common::load_texts(SYSTEM, WORKLOAD)
 }
 
 fn transformer(w: &Workload) -> &Transformer {
@@ -212,23 +206,15 @@ fn ep_times_etp_must_divide_tp_cp_dp() {
     assert_eq!(r.code(), "mapping");
 }
 
-struct CrateFs;
-impl Fs for CrateFs {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-            .map_err(|e| e.to_string())
-    }
-}
-
 #[test]
 fn an_expert_parallel_group_folds_the_tensor_parallel_ranks() {
     // Qwen3-235B-A22B on 256 H100 (8 per node) as Megatron-Bridge runs it: TP 2, PP 8, EP 32,
     // etp 1. The EP group takes 32 consecutive ranks (the tp pairs folded in): 8 per node over
     // 4 nodes. With etp = tp it would need ep | dp (16) and is refused.
-    let sys = load_system("architectures/eos-h100.ron", &CrateFs)
+    let sys = load_system("architectures/eos-h100.ron", &common::CrateFs)
         .value
         .unwrap();
-    let w = load_workload("workloads/mbridge-qwen3-235b-a22b.ron", &CrateFs)
+    let w = load_workload("workloads/mbridge-qwen3-235b-a22b.ron", &common::CrateFs)
         .value
         .unwrap();
     let m = Mapping {

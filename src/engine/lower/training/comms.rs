@@ -441,11 +441,10 @@ fn tensor_parallel(
 /// leaves the layer, hidden behind the forward compute (the copy runs on its own stream while the
 /// next layers compute), and back before the layer's backward, hidden behind the backward
 /// compute. What the compute does not cover is exposed.
-pub(super) fn offload(b: &mut Builder, d: &Shape, act: &Activations) {
+pub(super) fn offload(b: &mut Builder, act: &Activations) {
     if act.offloaded <= 0.0 {
         return;
     }
-    let layers = (d.m.offload_activation_layers as f64).min(d.l);
     for (name, overlap) in [
         ("offload activations to host", Overlap::Forward),
         ("reload activations from host", Overlap::Backward),
@@ -458,7 +457,7 @@ pub(super) fn offload(b: &mut Builder, d: &Shape, act: &Activations) {
                 bytes: act.offload_per_layer,
                 inner: 1.0,
                 outer: 1.0,
-                count: layers,
+                count: act.offloaded_layers,
                 section: Section::MicroBatch,
                 overlap,
                 weight_stream: false,

@@ -115,6 +115,8 @@ pub(super) struct Activations {
     pub offloaded: f64,
     /// Bytes one offloaded layer sends to host memory per micro-batch (and brings back).
     pub offload_per_layer: f64,
+    /// The stage's layers offloaded (the mapping's, at most the stage's layers).
+    pub offloaded_layers: f64,
 }
 
 /// Bytes of activations one device holds at the peak of the pipeline schedule, and what it
@@ -203,5 +205,6 @@ pub(super) fn activations(d: &Shape) -> Activations {
         resident: per_layer * (l - off) * in_flight + buffer + if d.head { d.logits } else { 0.0 },
         offloaded: per_layer * off * in_flight,
         offload_per_layer: per_layer,
+        offloaded_layers: off,
     }
 }

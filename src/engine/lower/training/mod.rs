@@ -438,7 +438,7 @@ fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
     let mut own = Builder::default();
     ops::build(&mut own, d, &state);
     comms::build(&mut own, sys, d, &state);
-    comms::offload(&mut own, d, &act);
+    comms::offload(&mut own, &act);
     mesh::build(&mut own, sys, d);
     if stream::streams(sys, &footprint, m.devices()) {
         stream::apply(&mut own, d, &state);
