@@ -159,12 +159,12 @@ fn the_calibrated_part_file_cites_the_cases_and_the_command() {
     std::fs::remove_file(&o).unwrap();
     assert!(check.status.success(), "{check:?}\n{text}");
     assert!(
-        text.contains("low_precision_matmul: \"0.6395 @fitted-calibrate\""),
+        text.contains("low_precision_matmul: \"0.6409 @fitted-calibrate\""),
         "{text}"
     );
     assert!(
         text.contains(
-            "\"fitted-calibrate\": \"fitted: device.efficiency.low_precision_matmul 0.6395"
+            "\"fitted-calibrate\": \"fitted: device.efficiency.low_precision_matmul 0.6409"
         ),
         "{text}"
     );

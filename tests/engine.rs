@@ -1054,3 +1054,85 @@ proptest! {
         prop_assert!(step(s) >= step(Scaling::Delayed));
     }
 }
+
+/// A GEMM of 10 ms (989.4 TFLOP/s, compute-bound) with two overlapped collectives after it.
+fn overlapped_program(a: Comm, b: Comm) -> (Program, f64) {
+    // 2 · 8192³ · k FLOPs at 989.4e12: k sized so that the GEMM takes 10 ms
+    let mut p = gemm_program(8192.0, 8192.0, 8192.0);
+    let t_gemm = p.ops[0].flops / 989.4e12;
+    p.ops[0].count = 0.010 / t_gemm;
+    p.comms = vec![a, b];
+    (p, 0.010)
+}
+
+fn overlapped(mut c: Comm) -> Comm {
+    c.overlap = Overlap::Compute;
+    c
+}
+
+#[test]
+fn collectives_on_one_link_share_its_overlap_budget() {
+    let m = h100();
+    // Two 3.6 GB all-gathers over 8 GPUs in one node: 7/8 · 3.6e9 / 450e9 = 7 ms each on
+    // NVLink. Behind 10 ms of compute the first hides whole; the second hides the 3 ms the
+    // first left and exposes 4 ms (each alone would hide whole).
+    let ag = overlapped(comm(CollKind::AllGather, 3.6e9, 8.0, 1.0));
+    let (p, busy) = overlapped_program(ag.clone(), ag);
+    let e = eval(&p, &m);
+    assert_relative_eq!(e.breakdown.communication, 0.004, max_relative = 1e-9);
+    assert_relative_eq!(e.step_time, busy + 0.004, max_relative = 1e-9);
+}
+
+#[test]
+fn collectives_on_different_links_each_hide_behind_the_window() {
+    let m = h100();
+    // 7 ms on NVLink (as above), and a send/recv of 350 MB to the next node over the 50 GB/s
+    // NIC: 7 ms on the scale-out link. Different links: both hide whole behind 10 ms.
+    let ag = overlapped(comm(CollKind::AllGather, 3.6e9, 8.0, 1.0));
+    let sr = overlapped(comm(CollKind::SendRecv, 350e6, 1.0, 2.0));
+    assert_relative_eq!(collective(&sr, &m).0, 0.007, max_relative = 1e-9);
+    let (p, busy) = overlapped_program(ag, sr);
+    let e = eval(&p, &m);
+    assert_relative_eq!(e.breakdown.communication, 0.0, epsilon = 1e-15);
+    assert_relative_eq!(e.step_time, busy, max_relative = 1e-12);
+}
+
+#[test]
+fn a_hierarchical_collective_hides_no_more_than_the_window() {
+    let m = h100();
+    // 2 GB all-reduce over 8 GPUs × 4 nodes (hierarchical_all_reduce_time, doubled): 2·7/8 ·
+    // 2e9 / 450e9 = 7.778 ms on NVLink, then 2·3/4 · 250e6 / 50e9 = 7.5 ms on the NICs, 15.278 ms
+    // in all, its phases one after the other. Behind 10 ms each phase alone would hide whole;
+    // the collective still exposes 5.278 ms, as it did before the budgets.
+    let ar = overlapped(comm(CollKind::AllReduce, 2e9, 8.0, 4.0));
+    let t = collective(&ar, &m).0;
+    assert_relative_eq!(
+        t,
+        2.0 * 7.0 / 8.0 * 2e9 / 450e9 + 0.0075,
+        max_relative = 1e-12
+    );
+    let mut p = overlapped_program(ar.clone(), ar).0;
+    p.comms.truncate(1);
+    let e = eval(&p, &m);
+    assert_relative_eq!(e.breakdown.communication, t - 0.010, max_relative = 1e-9);
+}
+
+proptest! {
+    /// The budgets only ever expose more than each collective alone against the window would
+    /// (max(t − window, 0) summed), and never more than all of it.
+    #[test]
+    fn a_shared_budget_exposes_between_alone_and_all(
+        b1 in 1e6f64..1e10, b2 in 1e6f64..1e10, outer in 1u32..4, kind in 0usize..3,
+    ) {
+        let m = h100();
+        let kinds = [CollKind::AllGather, CollKind::AllReduce, CollKind::AllToAll];
+        let a = overlapped(comm(kinds[kind], b1, 8.0, outer as f64));
+        let b = overlapped(comm(CollKind::AllGather, b2, 8.0, 1.0));
+        let (p, busy) = overlapped_program(a.clone(), b.clone());
+        let (ta, tb) = (collective(&a, &m).0, collective(&b, &m).0);
+        let alone = (ta - busy).max(0.0) + (tb - busy).max(0.0);
+        let c = eval(&p, &m).breakdown.communication;
+        prop_assert!(c >= alone * (1.0 - 1e-12) - 1e-15, "{c} < {alone}");
+        prop_assert!(c <= (ta + tb) * (1.0 + 1e-12), "{c} > {}", ta + tb);
+    }
+}

@@ -162,9 +162,18 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // recipe's pipeline split and no tensor-parallel overlap): it joined at -11.8 %, and the
     // expert state sharded over the expert-data-parallel ranks moved the three gated MoE rows by
     // under 0.1 point: 4.66 % over 92 (the new case is above the mean), the largest unchanged.
+    // Then the LoRA adapters' own tensor-parallel collectives on sequence-parallel layers (NeMo's
+    // ParallelLinearAdapter) and evaluations in whole micro-batches per data-parallel rank moved
+    // LoRA at TP 2-4 by 2-5 points toward the logs, and two known gaps whose residual grew with TP
+    // joined: 8 H100 at -7.4 % and SMC's 8-node power at +7.1 %: 4.70 % over 94 (both above the
+    // mean). Then one overlap budget per link (a link hides traffic for at most the compute it
+    // overlaps, drawn down by the collectives in order) slowed the large H100 runs toward their
+    // logs (GPT-3 on 11,616 H100 -7.9 → -5.3 %), and the H100 FP8 factor refitted by `calibrate`
+    // on its two cases (0.734 → 0.740) moved the FP8 rows that share it: 4.63 % over 94, the
+    // largest 14.8 % (SMC's GPT-3 energy; the 405B Offline on 8 H200 went to -14.4 %).
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.0467, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0463, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 

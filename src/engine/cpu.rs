@@ -11,30 +11,71 @@ use super::reason::point::{
 };
 use super::table::{self as t, Machine};
 
+/// The link classes a collective's time is spent on, in [`collective_links`] order: scale-up,
+/// scale-out, the weight store's link, the on-chip mesh, the host link.
+pub const LINKS: usize = 5;
+
+/// Alpha-beta time of one call of a collective on each link class (`coeffs.rs`): latencies ×
+/// latency + bytes / bandwidth, in [`LINKS`] order.
+pub fn collective_links(c: &Comm, m: &Machine) -> [f64; LINKS] {
+    let k = &c.coeffs;
+    let net = m[t::EFF_NETWORK];
+    let up = &k.up[usize::from(m.flag(t::UP_INR))];
+    let out = &k.out[usize::from(m.flag(t::OUT_INR))];
+    [
+        link(
+            up,
+            m[t::UP_BANDWIDTH] * net * c.inner_share,
+            m[t::UP_LATENCY],
+        ),
+        link(out, m[t::OUT_BANDWIDTH] * net, m[t::OUT_LATENCY]),
+        link(&k.ext, m[t::EXT_BANDWIDTH] * net, m[t::EXT_LATENCY]),
+        link(&k.mesh, m[t::MESH_LINK_BANDWIDTH], m[t::MESH_HOP_LATENCY]),
+        link(&k.host, m[t::HOST_BANDWIDTH] * net, m[t::HOST_LATENCY]),
+    ]
+}
+
+/// A collective's time from its time per link class: the classes add (hierarchical phases one
+/// after the other), or the slower of scale-up and scale-out bounds an all-to-all that drives
+/// both at once (`overlapped`, which leaves the weight store's link out).
+pub fn combine(l: &[f64; LINKS], overlapped: bool) -> f64 {
+    if overlapped {
+        l[0].max(l[1]) + l[3] + l[4]
+    } else {
+        l[0] + l[1] + l[2] + l[3] + l[4]
+    }
+}
+
 /// Alpha-beta time of one collective and the bytes each device sends over the scale-up and
 /// scale-out links, from its coefficients (`coeffs.rs`): per link class, latencies × latency +
 /// bytes / bandwidth; the classes add, or the slowest bounds an all-to-all.
 pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
     let k = &c.coeffs;
-    let net = m[t::EFF_NETWORK];
     let up = &k.up[usize::from(m.flag(t::UP_INR))];
     let out = &k.out[usize::from(m.flag(t::OUT_INR))];
-    let t_up = link(
-        up,
-        m[t::UP_BANDWIDTH] * net * c.inner_share,
-        m[t::UP_LATENCY],
-    );
-    let t_out = link(out, m[t::OUT_BANDWIDTH] * net, m[t::OUT_LATENCY]);
-    let t_ext = link(&k.ext, m[t::EXT_BANDWIDTH] * net, m[t::EXT_LATENCY]);
-    let t_mesh = link(&k.mesh, m[t::MESH_LINK_BANDWIDTH], m[t::MESH_HOP_LATENCY]);
-    let t_host = link(&k.host, m[t::HOST_BANDWIDTH] * net, m[t::HOST_LATENCY]);
-    let t = if k.overlapped {
-        t_up.max(t_out)
-    } else {
-        t_up + t_out + t_ext
-    } + t_mesh
-        + t_host;
+    let t = combine(&collective_links(c, m), k.overlapped);
     (t, up.bytes, out.bytes)
+}
+
+/// The exposed part of an overlapped collective (`time` per link class, all its calls) hiding
+/// behind a compute `window`, drawing on each link's overlap `budget`: a link's traffic hides
+/// behind at most what is left of that link's budget and of the window, and draws its hidden
+/// part from the budget; what stays exposed combines over the links as the time does, and the
+/// collective as a whole hides no more than the window. With budgets to spare this is
+/// `max(time − window, 0)`.
+pub fn exposed(
+    time: &[f64; LINKS],
+    overlapped: bool,
+    window: f64,
+    budget: &mut [f64; LINKS],
+) -> f64 {
+    let mut left = [0.0; LINKS];
+    for k in 0..LINKS {
+        let hidden = time[k].min(budget[k]).min(window).max(0.0);
+        budget[k] -= hidden;
+        left[k] = time[k] - hidden;
+    }
+    combine(&left, overlapped).max(combine(time, overlapped) - window)
 }
 
 /// Time on one link class: latencies × latency + bytes / bandwidth (infinite without bandwidth).
@@ -435,17 +476,28 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             flop_energy += mult * op.count * op.flops * m[t::ENERGY_PER_FLOP + op.precision];
             dyn_energy += mult * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
+        // One overlap budget per link and section: a link carries hidden traffic for at most
+        // the section's busy time (one micro-batch's, or the step section's), drawn down in
+        // program order; the step's reductions that hide behind the last micro-batch's backward
+        // draw on what that micro-batch's collectives left.
+        let mut budget = [[busy[0]; LINKS], [busy[1]; LINKS]];
         for i in st.comms.clone() {
             let c = &p.comms[i];
-            let (t, bu, bo) = collective(c, m);
             let s = c.section as usize;
-            let t = t * c.count;
+            let mut lt = collective_links(c, m);
+            for x in &mut lt {
+                *x *= c.count;
+            }
+            let o = c.coeffs.overlapped;
             let exposed = match c.overlap {
-                Overlap::None => t,
-                Overlap::Backward => (t - bwd_mb).max(0.0),
-                Overlap::Compute => (t - busy[s]).max(0.0),
-                Overlap::Forward => (t - fwd_mb).max(0.0),
+                Overlap::None => combine(&lt, o),
+                Overlap::Backward => exposed(&lt, o, bwd_mb, &mut budget[0]),
+                Overlap::Compute => exposed(&lt, o, busy[s], &mut budget[s]),
+                Overlap::Forward => exposed(&lt, o, fwd_mb, &mut budget[0]),
             };
+            let k = &c.coeffs;
+            let bu = k.up[usize::from(m.flag(t::UP_INR))].bytes;
+            let bo = k.out[usize::from(m.flag(t::OUT_INR))].bytes;
             br[s].communication += exposed;
             let mult = if s == 0 { mb_mult } else { 1.0 };
             if let Some(tr) = trace.as_deref_mut() {

@@ -65,7 +65,11 @@ pub enum CollKind {
     SendRecv = 5,
 }
 
-/// Which part of its time a collective can hide behind.
+/// Which part of its time a collective can hide behind. The windows are shared: each link class
+/// carries one overlap budget per section (the section's busy time: one micro-batch's, or the
+/// step section's), which the overlapped collectives draw down in program order, a link's
+/// traffic hiding behind no more than what is left of it (`cpu::exposed`); a collective in the
+/// step section hiding behind the backward pass draws on what the last micro-batch left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[repr(u32)]
 pub enum Overlap {
@@ -105,6 +109,9 @@ pub enum Role {
     KvTransfer,
     /// Activations copied to host memory in the forward pass and back before their backward.
     ActivationOffload,
+    /// The tensor-parallel collectives of LoRA adapters on sequence-parallel layers, issued by
+    /// the adapter modules themselves outside the fused tensor-parallel overlap: exposed.
+    LoraAdapter,
     /// A collective a graph workload states explicitly.
     Other,
 }

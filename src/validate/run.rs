@@ -65,7 +65,8 @@ pub fn predict(c: &Case) -> Result<(f64, String), String> {
     let step = e.step_time_s.unwrap_or(f64::NAN);
     let power = e.average_power_w.unwrap_or(f64::NAN);
     // Wall-clock time of the whole run: training steps, the run's evaluations (forward passes
-    // over the evaluation set at the training step's per-sample forward cost) and start-up.
+    // over the evaluation set, in whole micro-batches per data-parallel rank, at the training
+    // step's forward cost) and start-up.
     let run_time = || -> Result<f64, String> {
         let train = e
             .time_to_train_s
@@ -83,7 +84,16 @@ pub fn predict(c: &Case) -> Result<(f64, String), String> {
                 } else {
                     0.0
                 };
-                evals * samples * step * fwd_share / gb as f64
+                // each data-parallel rank runs whole micro-batches of the evaluation set (the
+                // last one padded): ceil(samples / (dp × micro-batch)) forward passes, at the
+                // training step's forward time per micro-batch
+                let (dp, mb) = e
+                    .mapping
+                    .as_ref()
+                    .map(|m| (m.dp as f64, m.micro_batch as f64))
+                    .unwrap_or((1.0, 1.0));
+                let per_rank = (samples / (dp * mb)).ceil() * mb * dp;
+                evals * per_rank * step * fwd_share / gb as f64
             }
             _ => 0.0,
         };

@@ -23,6 +23,15 @@ fn link(bytes: f32, bw: f32, lats: f32, lat: f32) -> f32 {
     return t;
 }
 
+// A collective's time from its time per link class (`cpu::combine`): the classes add, or the
+// slower of scale-up and scale-out bounds an all-to-all driving both at once.
+fn combine(l: array<f32, 5>, overlapped: u32) -> f32 {
+    if (overlapped != 0u) {
+        return max(l[0], l[1]) + l[3] + l[4];
+    }
+    return l[0] + l[1] + l[2] + l[3] + l[4];
+}
+
 // One point's figures: a = (step time, energy per step, power, throughput),
 // b = (MFU, memory headroom, reason, energy per unit).
 struct Point {
@@ -216,6 +225,10 @@ fn evaluate(li: u32) -> Point {
             flop_energy += mult[s] * op.count * op.flops * X[op.epf];
             dyn_energy += mult[s] * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
+        // one overlap budget per link class and section (`cpu::exposed`): up, out, ext, mesh,
+        // host; the section's busy time, drawn down in program order
+        var bud0 = array<f32, 5>(busy[0], busy[0], busy[0], busy[0], busy[0]);
+        var bud1 = array<f32, 5>(busy[1], busy[1], busy[1], busy[1], busy[1]);
         for (var i = 0u; i < st.n_comms; i++) {
             let c = read_CommRec(st.comm_start + i * CommRec_RECS);
             var up = vec2<f32>(c.up_lat, c.up_bytes);
@@ -226,24 +239,46 @@ fn evaluate(li: u32) -> Point {
             if (X[F_OUT_INR] != 0.0) {
                 out = vec2<f32>(c.out_lat_inr, c.out_bytes_inr);
             }
-            let t_up = link(up.y, X[F_UP_BANDWIDTH] * net * c.share, up.x, X[F_UP_LATENCY]);
-            let t_out = link(out.y, X[F_OUT_BANDWIDTH] * net, out.x, X[F_OUT_LATENCY]);
-            let t_ext = link(c.ext_bytes, X[F_EXT_BANDWIDTH] * net, c.ext_lat, X[F_EXT_LATENCY]);
-            var tt = t_up + t_out + t_ext;
-            if (c.overlapped != 0u) {
-                tt = max(t_up, t_out);
+            var lt = array<f32, 5>(
+                link(up.y, X[F_UP_BANDWIDTH] * net * c.share, up.x, X[F_UP_LATENCY]),
+                link(out.y, X[F_OUT_BANDWIDTH] * net, out.x, X[F_OUT_LATENCY]),
+                link(c.ext_bytes, X[F_EXT_BANDWIDTH] * net, c.ext_lat, X[F_EXT_LATENCY]),
+                link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], c.mesh_lat, X[F_MESH_HOP_LATENCY]),
+                link(c.host_bytes, X[F_HOST_BANDWIDTH] * net, c.host_lat, X[F_HOST_LATENCY]),
+            );
+            for (var j = 0u; j < 5u; j++) {
+                lt[j] *= c.count;
             }
-            tt += link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], c.mesh_lat, X[F_MESH_HOP_LATENCY]);
-            tt += link(c.host_bytes, X[F_HOST_BANDWIDTH] * net, c.host_lat, X[F_HOST_LATENCY]);
-            tt *= c.count;
+            let tt = combine(lt, c.overlapped);
             let s = c.section;
             var exposed = tt;
+            var window = -1.0;
             if (c.overlap == OVERLAP_BACKWARD) {
-                exposed = max(tt - bwd_mb, 0.0);
+                window = bwd_mb;
             } else if (c.overlap == OVERLAP_COMPUTE) {
-                exposed = max(tt - busy[s], 0.0);
+                window = busy[s];
             } else if (c.overlap == OVERLAP_FORWARD) {
-                exposed = max(tt - fwd_mb, 0.0);
+                window = fwd_mb;
+            }
+            if (window >= 0.0) {
+                // the step section's compute-overlapped collectives draw on its own budget,
+                // every other on the (last) micro-batch's
+                let own = c.overlap == OVERLAP_COMPUTE && s == SECTION_STEP;
+                var left = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+                for (var j = 0u; j < 5u; j++) {
+                    var b = bud0[j];
+                    if (own) {
+                        b = bud1[j];
+                    }
+                    let hidden = max(min(min(lt[j], b), window), 0.0);
+                    if (own) {
+                        bud1[j] = b - hidden;
+                    } else {
+                        bud0[j] = b - hidden;
+                    }
+                    left[j] = lt[j] - hidden;
+                }
+                exposed = max(combine(left, c.overlapped), tt - window);
             }
             comm[s] += exposed;
             dyn_energy += mult[s] * c.count * (up.y * X[F_UP_ENERGY] + out.y * X[F_OUT_ENERGY]);

@@ -89,6 +89,11 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             rec_extra,
         );
     }
+    if tp > 1 && sp {
+        if let Some(lr) = lora {
+            lora_adapters(b, tok, h, lr, g_tp, l, rec_extra);
+        }
+    }
     if etp > 1 && etp_layers > 0.0 {
         let g_etp = place_group(sys, etp, inner_stride(m), dom);
         // the etp group holds different tokens on each rank: gathered and scattered, as with
@@ -327,6 +332,71 @@ fn inner_stride(m: &crate::model::mapping::Mapping) -> u64 {
         .map(|x| m.stride(x))
         .min()
         .unwrap_or(1)
+}
+
+/// Bytes per element of a LoRA adapter's tensors: NeMo's adapters are Megatron linear layers
+/// (not Transformer Engine's), run in the step's bf16 autocast whatever the base GEMMs' format.
+const ADAPTER_BYTES: f64 = 2.0;
+
+/// The tensor-parallel collectives LoRA adapters add on sequence-parallel layers, per layer and
+/// micro-batch, as NeMo builds them (`ParallelLinearAdapter`, NeMo
+/// nemo/collections/nlp/modules/common/megatron/adapters/parallel_adapters.py, the version the
+/// MLPerf Training v4.0/v4.1 LoRA submissions pin: v2.0.0rc0 with Transformer Engine ≥ 1.5).
+/// Half the adapted projections sit on column-parallel bases (QKV, FFN up), half on
+/// row-parallel ones (attention output, FFN down): NeMo's target sets (`attention`, `mlp`,
+/// `all`) pair them. The adapters' own linears run without sequence parallelism, so:
+/// - an adapter on a **row-parallel** base computes its output for the whole sequence and
+///   gathers it over the tensor-parallel ranks (its B linear's `gather_output`), then splits it
+///   back to the sequence shard, whose backward is another all-gather of the whole tok × h
+///   output: two all-gathers of tok × h, plus the all-reduces of its rank-r intermediate (the
+///   A linear's row-parallel output forward, B's input gradient backward);
+/// - an adapter on a **column-parallel** base reads the layer-norm output Transformer Engine
+///   has already gathered for the base GEMM (`return_layernorm_output_gathered`), so it adds
+///   only the gather of its rank-r intermediate forward and its gradient's all-reduce backward.
+///
+/// They are plain collectives on the critical path, outside the userbuffer overlap that hides
+/// the base layers' own: exposed (`Role::LoraAdapter`). A recomputed forward repeats the forward
+/// ones.
+fn lora_adapters(
+    b: &mut Builder,
+    tok: f64,
+    h: f64,
+    lr: crate::model::workload::Lora,
+    group: Group,
+    layers: f64,
+    rec_extra: f64,
+) {
+    let n = lr.adapted_per_layer as f64;
+    let (row, col) = ((n / 2.0).floor(), (n / 2.0).ceil());
+    let full = tok * h * ADAPTER_BYTES;
+    let thin = tok * lr.rank as f64 * ADAPTER_BYTES;
+    let fwd = layers * (1.0 + rec_extra);
+    let c = |name: &'static str, kind, bytes, count| Collective {
+        name: name.into(),
+        role: Role::LoraAdapter,
+        kind,
+        bytes,
+        group,
+        count,
+        section: Section::MicroBatch,
+        overlap: Overlap::None,
+    };
+    use CollKind::{AllGather, AllReduce};
+    b.comm(c("lora output all-gather", AllGather, full, row * fwd));
+    b.comm(c(
+        "lora output all-gather (backward)",
+        AllGather,
+        full,
+        row * layers,
+    ));
+    b.comm(c("lora rank all-reduce", AllReduce, thin, row * fwd));
+    b.comm(c(
+        "lora rank all-reduce (backward)",
+        AllReduce,
+        thin,
+        (row + col) * layers,
+    ));
+    b.comm(c("lora rank all-gather", AllGather, thin, col * fwd));
 }
 
 /// Megatron tensor parallelism, per layer: two all-reduces forward (after the attention
