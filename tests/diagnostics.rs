@@ -478,6 +478,46 @@ fn unset_link_energy_warns() {
     }
 }
 
+/// A host link that gives no `energy_per_bit` is a warning too (offload copies would cost no
+/// energy), at the host link's line with a hint; the shipped rack, which gives it, checks clean.
+#[test]
+fn unset_host_link_energy_warns() {
+    let good = std::fs::read_to_string(root().join("architectures/gb200-nvl72.ron")).unwrap();
+    let bare = good.replace(", energy_per_bit: \"1.3 pJ/bit @nv-c2c-energy\"", "");
+    assert_ne!(good, bare);
+    let line = 1 + bare
+        .lines()
+        .position(|l| l.contains("host_link: ("))
+        .unwrap();
+    // in a folder of its own whose `parts` is the shipped one, so its relative references
+    // resolve and no test reading `architectures/` meets it
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("unset-host-energy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let parts = dir.join("parts");
+    if !parts.exists() {
+        std::os::unix::fs::symlink(root().join("architectures/parts"), &parts).unwrap();
+    }
+    let path = dir.join("unset-host-energy-test.ron");
+    std::fs::write(&path, &bare).unwrap();
+    let out = tessera(&["check", path.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "unset-host-energy-test.ron:{line}:"
+        )) && stderr.contains(
+            "warning: host link `NVLink-C2C` gives no `energy_per_bit`: copies to and from host memory cost no energy"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint:") && stderr.contains("@assumed"),
+        "{stderr}"
+    );
+    let out = tessera(&["check", "--deny-warnings", "architectures/gb200-nvl72.ron"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
 // ---------------------------------------------------------------------------------------------
 // No panic, whatever the input.
 

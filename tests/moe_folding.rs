@@ -207,6 +207,35 @@ fn ep_times_etp_must_divide_tp_cp_dp() {
 }
 
 #[test]
+fn the_search_tries_folded_expert_layouts_where_they_are_legal() {
+    let (sys, w) = load();
+    let c = tessera::engine::search::candidates(&sys, &w, 8);
+    // etp 1 beside every tp > 1, with ep over tp × cp × dp: on 8 GPUs ep 8 folds all of them
+    // (tp 8 × dp 1 has no dp × cp to hold ep 8 with etp = tp)
+    assert!(c
+        .iter()
+        .any(|m| m.tp == 8 && m.dp == 1 && m.ep == 8 && m.etp == Some(1)));
+    assert!(!c
+        .iter()
+        .any(|m| m.tp == 8 && m.dp == 1 && m.ep == 8 && m.etp.is_none()));
+    for m in &c {
+        assert!(
+            (m.tp * m.cp * m.dp).is_multiple_of(m.ep * m.etp()),
+            "{m:?}: ep × etp must divide tp × cp × dp"
+        );
+        if let Some(e) = m.etp {
+            assert!(e == 1 && m.tp > 1 && m.ep > 1, "{m:?}");
+        }
+    }
+    // and never for a dense model
+    let dense = WORKLOAD.replace("\n        experts: (count: 8, top_k: 2, ffn: 768)", "");
+    assert_ne!(dense, WORKLOAD);
+    let (sys, w) = common::load_texts(SYSTEM, &dense);
+    let c = tessera::engine::search::candidates(&sys, &w, 8);
+    assert!(c.iter().all(|m| m.etp.is_none() && m.ep == 1));
+}
+
+#[test]
 fn an_expert_parallel_group_folds_the_tensor_parallel_ranks() {
     // Qwen3-235B-A22B on 256 H100 (8 per node) as Megatron-Bridge runs it: TP 2, PP 8, EP 32,
     // etp 1. The EP group takes 32 consecutive ranks (the tp pairs folded in): 8 per node over

@@ -28,7 +28,7 @@ const SYSTEM: &str = r#"System(
     ),
     node: Node(name: "node", source: "t", devices: 8, host: (cpus: 2, cpu_tdp: "350 W"),
         memory: [(name: "DDR", kind: Dram, attach: Node, capacity: "1 TB", bandwidth: "400 GB/s")],
-        host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us"),
+        host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us", energy_per_bit: "5 pJ/bit"),
         other_power: "1 kW"),
     nodes: 4,
     scale_up: (name: "nvlink", topology: Switched, size: 8, bandwidth: "900 GB/s", counted: BothDirections, latency: "2 us"),
@@ -145,6 +145,38 @@ fn a_copy_is_exposed_only_where_the_compute_does_not_cover_it() {
 }
 
 #[test]
+fn the_copies_cost_their_bytes_at_the_host_links_energy_per_bit() {
+    // 5 pJ/bit = 40 pJ per byte. At the device boundary, the step's energy over all 32 devices
+    // grows by the copies' bytes (two per offloaded layer per micro-batch, ten layers, one
+    // micro-batch per step on each of the 32 ranks: global batch 64 / dp 32 / micro-batch 2) ×
+    // 40 pJ each, the step's time unchanged.
+    let (sys, w) = fixtures(SYSTEM);
+    let mut m = machine(&sys, 32);
+    assert_relative_eq!(m[t::HOST_ENERGY], 40e-12, max_relative = 1e-12);
+    m[t::BOUNDARY] = 0.0;
+    let p = lower(&sys, &w, &mapping(10), 32).unwrap();
+    let with = eval(&p, &m);
+    let mut m0 = m.clone();
+    m0[t::HOST_ENERGY] = 0.0;
+    let without = eval(&p, &m0);
+    assert!(with.throttle == 1.0 && without.throttle == 1.0);
+    assert_relative_eq!(with.step_time, without.step_time, max_relative = 1e-15);
+    let bytes: f64 = p
+        .comms
+        .iter()
+        .filter(|c| c.role == Role::ActivationOffload)
+        .map(|c| c.coeffs.host.bytes * c.count)
+        .sum::<f64>()
+        * p.micro_batches;
+    assert_eq!(p.micro_batches, 1.0);
+    assert_relative_eq!(
+        with.energy_per_step - without.energy_per_step,
+        32.0 * bytes * 40e-12,
+        max_relative = 1e-9
+    );
+}
+
+#[test]
 fn more_than_host_memory_holds_is_infeasible_with_memory_reason() {
     let (sys, w) = fixtures(SYSTEM);
     let mut m = machine(&sys, 32);
@@ -171,7 +203,7 @@ fn offload_needs_a_host_link_and_no_more_layers_than_a_stage_holds() {
     assert_eq!(r.code(), "mapping");
     assert!(r.to_string().contains("a pipeline stage holds 40"), "{r}");
     let no_link = SYSTEM.replace(
-        r#"host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us"),"#,
+        r#"host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us", energy_per_bit: "5 pJ/bit"),"#,
         "",
     );
     let (sys, w) = fixtures(&no_link);
@@ -227,7 +259,7 @@ fn the_search_offers_offload_only_where_the_node_has_a_host_link() {
         assert_eq!(m.recompute, tessera::model::mapping::Recompute::None);
     }
     let no_link = SYSTEM.replace(
-        r#"host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us"),"#,
+        r#"host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us", energy_per_bit: "5 pJ/bit"),"#,
         "",
     );
     let (sys, w) = fixtures(&no_link);

@@ -498,12 +498,15 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             let k = &c.coeffs;
             let bu = k.up[usize::from(m.flag(t::UP_INR))].bytes;
             let bo = k.out[usize::from(m.flag(t::OUT_INR))].bytes;
+            let bh = k.host.bytes;
             br[s].communication += exposed;
             let mult = if s == 0 { mb_mult } else { 1.0 };
             if let Some(tr) = trace.as_deref_mut() {
                 tr[p.ops.len() + i] = exposed * mult;
             }
-            dyn_energy += mult * c.count * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY]);
+            dyn_energy += mult
+                * c.count
+                * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY] + bh * m[t::HOST_ENERGY]);
         }
         evs[k] = StageEval {
             br,

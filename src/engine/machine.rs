@@ -59,6 +59,7 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
         m[t::HOST_CAPACITY] = sys.node.host_capacity();
         m[t::HOST_BANDWIDTH] = h.bandwidth;
         m[t::HOST_LATENCY] = h.latency;
+        m[t::HOST_ENERGY] = h.energy_per_byte;
     }
     if let Some(mesh) = &d.mesh {
         m[t::MESH_X] = mesh.dims.first().copied().unwrap_or(0) as f64;

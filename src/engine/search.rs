@@ -143,21 +143,39 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                     }
                                     // the distributed optimizer (ZeRO 1), gradients sharded
                                     // too (2), and on a plain data-parallel layout everything
-                                    // sharded (3, FSDP). Not FSDP beside tensor parallelism: its
-                                    // weight gathers and gradient reduce-scatters share the
-                                    // scale-out links, and each overlapped collective hides behind
-                                    // the whole compute window on its own (no budget per link yet),
-                                    // so the search would pick it where the links cannot carry it
-                                    // (405B on 8,192 H100: 6 s of InfiniBand traffic hidden behind
-                                    // 4.2 s of compute)
+                                    // sharded (3, FSDP). Not FSDP beside tensor or pipeline
+                                    // parallelism yet: with one overlap budget per link it is no
+                                    // longer picked where the links cannot carry it (allowed, it
+                                    // changed no shipped estimate's choice), but on a DGX H100
+                                    // sweep its throttled, communication-bound points put the
+                                    // GPU kernel's f32 clock solve 5e-4 from the CPU's (a flat
+                                    // power curve), past the parity bound
                                     let zeros: &[u8] = if pp == 1 && tp == 1 {
                                         &[1, 2, 3]
                                     } else {
                                         &[1, 2]
                                     };
+                                    // the experts' tensor-parallel width: the attention's
+                                    // (etp = tp, ep inside dp × cp), or folded to 1 where tp > 1
+                                    // (MoE parallel folding: ep over tp × cp × dp, as
+                                    // Megatron-Bridge's Qwen3 recipes run it)
+                                    let etps: &[Option<u64>] = if t.experts.is_some() && tp > 1 {
+                                        &[None, Some(1)]
+                                    } else {
+                                        &[None]
+                                    };
                                     for &zero in zeros {
-                                        for &ep in &eps {
-                                            if !(dp * cp).is_multiple_of(ep) {
+                                        for (&ep, &etp) in eps
+                                            .iter()
+                                            .flat_map(|e| etps.iter().map(move |x| (e, x)))
+                                        {
+                                            let ranks = match etp {
+                                                None => dp * cp,
+                                                Some(_) => tp * cp * dp,
+                                            };
+                                            if !ranks.is_multiple_of(ep)
+                                                || (etp.is_some() && ep == 1)
+                                            {
                                                 continue;
                                             }
                                             out.push(Mapping {
@@ -165,9 +183,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 tp,
                                                 pp,
                                                 ep,
-                                                // the search keeps the experts' tp at the
-                                                // attention's (etp = tp)
-                                                etp: None,
+                                                etp,
                                                 cp,
                                                 sp: tp > 1,
                                                 zero,

@@ -133,6 +133,8 @@ machine_table! {
         "Each device's link to host memory, per direction (NVLink-C2C, PCIe), bounded by its share of the host memory's bandwidth (B/s).";
     HOST_LATENCY [1] "host_latency", Time, Model, true, [],
         "Latency of one transfer over that link (s).";
+    HOST_ENERGY [1] "host_energy_per_byte", EnergyPerByte, Model, true, [],
+        "Energy per byte over the host link (J/B; the file writes it per bit).";
     UP_BANDWIDTH [1] "up_bandwidth", Bandwidth, Model, true, ["scale_up.bandwidth"],
         "Scale-up bandwidth per device, per direction (B/s); a file counting both directions is halved.";
     UP_LATENCY [1] "up_latency", Time, Model, true, ["scale_up.latency"],

@@ -72,6 +72,8 @@ pub struct HostLinkSummary {
     /// The device's share of its node's host memory (B).
     pub host_memory_per_device_bytes: f64,
     pub latency_s: f64,
+    /// Energy per bit moved over it (J/bit; 0 where the file gives none).
+    pub energy_per_bit_j: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -170,6 +172,7 @@ pub fn summarize(s: &System) -> SystemSummary {
             bandwidth_per_device_bytes_per_s: h.bandwidth,
             host_memory_per_device_bytes: s.node.host_capacity(),
             latency_s: h.latency,
+            energy_per_bit_j: h.energy_per_byte / 8.0,
         }),
         power_w: power,
         facility_power_w: power * s.pue,
@@ -295,11 +298,16 @@ pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
         r.push((
             "host link".into(),
             format!(
-                "{}: {} per device per direction to {} of host memory per device, {} latency",
+                "{}: {} per device per direction to {} of host memory per device, {} latency, {}",
                 h.name,
                 fmt_si(h.bandwidth_per_device_bytes_per_s, "B/s"),
                 fmt_si(h.host_memory_per_device_bytes, "B"),
-                fmt_si(h.latency_s, "s")
+                fmt_si(h.latency_s, "s"),
+                if h.energy_per_bit_j > 0.0 {
+                    fmt_si(h.energy_per_bit_j, "J/bit")
+                } else {
+                    "no energy per bit given".into()
+                }
             ),
         ));
     }

@@ -300,6 +300,10 @@ pub struct HostLinkSpec {
     pub shared_by: Option<u32>,
     #[serde(default)]
     pub latency: Option<Q>,
+    /// Energy of moving a bit over the link ("1.3 pJ/bit"): what the copies to and from host
+    /// memory add to the step's dynamic energy.
+    #[serde(default)]
+    pub energy_per_bit: Option<Q>,
     #[serde(default)]
     pub source: Option<String>,
 }

@@ -31,6 +31,7 @@ pub(super) fn lower(
         _ => None,
     };
     let nd = node.and_then(|n| lower_node(cx, n));
+    let unset_host = node.and_then(unset_host_link_energy);
     let scale_up = spec.scale_up.as_ref().and_then(|s| {
         cx.enter_field("scale_up", s.source.as_ref());
         let v = lower_scale_up(cx, s);
@@ -181,7 +182,10 @@ pub(super) fn lower(
         fitted: cx.fitted.iter().cloned().collect(),
         fitted_sources: cx.fitted_sources.clone(),
         assumed: cx.assumed,
-        unset_energy: unset_link_energy(sys_file, spec),
+        unset_energy: unset_link_energy(sys_file, spec)
+            .into_iter()
+            .chain(unset_host)
+            .collect(),
     };
     // Budgets: devices over their share of a limit are throttled (a value of the estimate);
     // only parts that leave the devices nothing are an error.
@@ -366,6 +370,10 @@ pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
             .latency
             .as_ref()
             .and_then(|q| cx.non_negative("latency", q, D::Time));
+        let energy = h
+            .energy_per_bit
+            .as_ref()
+            .and_then(|q| cx.non_negative("energy_per_bit", q, D::EnergyPerByte));
         let shared = h.shared_by.unwrap_or(1);
         if shared == 0 {
             cx.error(
@@ -390,6 +398,7 @@ pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
                 per_dir
             },
             latency: lat.unwrap_or(0.0),
+            energy_per_byte: energy.unwrap_or(0.0),
         })
     });
     cx.leave();
@@ -442,6 +451,26 @@ fn unset_link_energy(file: usize, spec: &SystemSpec) -> Vec<super::UnsetEnergy> 
         );
     }
     out
+}
+
+/// A host link that gives no `energy_per_bit`: the copies to and from host memory (activation
+/// offload) would cost no energy, so `tessera check` warns, where the node is written.
+fn unset_host_link_energy(n: &Located<NodeSpec>) -> Option<super::UnsetEnergy> {
+    let h = n.spec.host_link.as_ref()?;
+    if h.energy_per_bit.is_some() {
+        return None;
+    }
+    Some(super::UnsetEnergy {
+        file: n.file,
+        at: n.path.clone().field("host_link"),
+        message: format!(
+            "host link `{}` gives no `energy_per_bit`: copies to and from host memory cost no energy",
+            h.name
+        ),
+        hint: "add `energy_per_bit` with its source (\"1.3 pJ/bit\" for NVLink-C2C), or mark a \
+               guess `@assumed`"
+            .into(),
+    })
 }
 
 fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {

@@ -275,6 +275,8 @@ pub struct HostLink {
     /// memory's bandwidth.
     pub bandwidth: f64,
     pub latency: f64,
+    /// J per byte moved over it (the file writes it per bit; 0 where it gives none).
+    pub energy_per_byte: f64,
 }
 
 impl Node {

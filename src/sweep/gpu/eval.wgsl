@@ -281,7 +281,8 @@ fn evaluate(li: u32) -> Point {
                 exposed = max(combine(left, c.overlapped), tt - window);
             }
             comm[s] += exposed;
-            dyn_energy += mult[s] * c.count * (up.y * X[F_UP_ENERGY] + out.y * X[F_OUT_ENERGY]);
+            dyn_energy += mult[s] * c.count
+                * (up.y * X[F_UP_ENERGY] + out.y * X[F_OUT_ENERGY] + c.host_bytes * X[F_HOST_ENERGY]);
         }
         dyn_s[k] = dyn_energy;
         flop_s[k] = flop_energy;
