@@ -89,10 +89,9 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             rec_extra,
         );
     }
-    if tp > 1 && sp {
-        if let Some(lr) = lora {
-            lora_adapters(b, tok, h, lr, g_tp, l, rec_extra);
-        }
+    // (`sp`: sequence parallelism in effect, so tp > 1)
+    if let (true, Some(lr)) = (sp, lora) {
+        lora_adapters(b, tok, h, lr, g_tp, l, rec_extra);
     }
     if etp > 1 && etp_layers > 0.0 {
         let g_etp = place_group(sys, etp, inner_stride(m), dom);
