@@ -1117,11 +1117,127 @@ fn a_hierarchical_collective_hides_no_more_than_the_window() {
     assert_relative_eq!(e.breakdown.communication, t - 0.010, max_relative = 1e-9);
 }
 
+#[test]
+fn collectives_on_two_links_over_the_window_expose_the_longer_excess() {
+    let m = h100();
+    // A 6 GB all-gather over 8 GPUs on NVLink, 7/8 · 6e9 / 450e9 = 11.667 ms, and a 700 MB
+    // send/recv over the 50 GB/s NIC, 14 ms: both overrun the 10 ms of compute, but they run
+    // side by side on their own links, so the section waits for the later, 4 ms past the
+    // compute (adding both excesses would say 5.667 ms).
+    let ag = overlapped(comm(CollKind::AllGather, 6e9, 8.0, 1.0));
+    let sr = overlapped(comm(CollKind::SendRecv, 700e6, 1.0, 2.0));
+    assert_relative_eq!(collective(&sr, &m).0, 0.014, max_relative = 1e-12);
+    let (mut p, busy) = overlapped_program(ag, sr);
+    let e = eval(&p, &m);
+    assert_relative_eq!(e.breakdown.communication, 0.004, max_relative = 1e-9);
+    assert_relative_eq!(e.step_time, busy + 0.004, max_relative = 1e-9);
+    // A tenth faster compute leaves the step at the NIC's 14 ms: the step is the longer path,
+    // and shortening the compute only shortens one of them (summed excesses would make it
+    // slower, 9 + 2.667 + 5 = 16.667 ms).
+    p.ops[0].count *= 0.9;
+    assert_relative_eq!(eval(&p, &m).step_time, 0.014, max_relative = 1e-9);
+}
+
+#[test]
+fn a_reduction_behind_the_backward_waits_for_its_link() {
+    let m = h100();
+    // A micro-batch of 4 ms forward and 6 ms backward; a compute-overlapped 7 ms all-gather on
+    // NVLink from its start, and the step's gradient all-gather (7 ms on NVLink too) behind the
+    // backward, released when the backward begins at 4 ms: the link is busy until 7 ms, so the
+    // reduction runs 7-14 ms, 4 ms past the micro-batch's end.
+    let mut p = overlapped_program(
+        overlapped(comm(CollKind::AllGather, 3.6e9, 8.0, 1.0)),
+        Comm {
+            section: Section::Step,
+            overlap: Overlap::Backward,
+            ..comm(CollKind::AllGather, 3.6e9, 8.0, 1.0)
+        },
+    )
+    .0;
+    let mut bwd = p.ops[0].clone();
+    p.ops[0].count *= 0.4;
+    bwd.count *= 0.6;
+    bwd.phase = Phase::Backward;
+    p.ops.push(bwd);
+    let e = eval(&p, &m);
+    assert_relative_eq!(e.breakdown.communication, 0.004, max_relative = 1e-9);
+    assert_relative_eq!(e.step_time, 0.014, max_relative = 1e-9);
+    // On a link of its own (the NIC, 7 ms for 350 MB) it runs 4-11 ms: 1 ms past the end.
+    p.comms[1] = Comm {
+        section: Section::Step,
+        overlap: Overlap::Backward,
+        ..comm(CollKind::SendRecv, 350e6, 1.0, 2.0)
+    };
+    assert_relative_eq!(eval(&p, &m).step_time, 0.011, max_relative = 1e-9);
+}
+
+/// A micro-batch (forward and backward GEMMs, `fwd` and `bwd` seconds) and a step section with
+/// an update (`upd` seconds), with the given collectives, over `mbs` micro-batches.
+fn sectioned_program(fwd: f64, bwd: f64, upd: f64, mbs: f64, comms: Vec<Comm>) -> Program {
+    let mut p = gemm_program(8192.0, 8192.0, 8192.0);
+    let t_gemm = p.ops[0].flops / 989.4e12;
+    let one = p.ops[0].clone();
+    p.ops = vec![
+        Op {
+            count: fwd / t_gemm,
+            ..one.clone()
+        },
+        Op {
+            count: bwd / t_gemm,
+            phase: Phase::Backward,
+            ..one.clone()
+        },
+        Op {
+            count: upd / t_gemm,
+            phase: Phase::Update,
+            section: Section::Step,
+            ..one
+        },
+    ];
+    p.micro_batches = mbs;
+    p.comms = comms;
+    p
+}
+
+/// A collective drawn from the kinds, links, sections and overlaps the lowering emits.
+fn any_comm() -> impl Strategy<Value = Comm> {
+    (0usize..4, 1e6f64..8e9, 0u32..3, 0usize..4, any::<bool>()).prop_map(
+        |(kind, bytes, outer_log, overlap, step)| {
+            let kinds = [
+                CollKind::AllGather,
+                CollKind::AllReduce,
+                CollKind::AllToAll,
+                CollKind::SendRecv,
+            ];
+            let overlaps = [
+                Overlap::None,
+                Overlap::Backward,
+                Overlap::Compute,
+                Overlap::Forward,
+            ];
+            let inner = if kinds[kind] == CollKind::SendRecv {
+                1.0
+            } else {
+                8.0
+            };
+            Comm {
+                section: if step {
+                    Section::Step
+                } else {
+                    Section::MicroBatch
+                },
+                overlap: overlaps[overlap],
+                ..comm(kinds[kind], bytes, inner, f64::from(1u32 << outer_log))
+            }
+        },
+    )
+}
+
 proptest! {
-    /// The budgets only ever expose more than each collective alone against the window would
-    /// (max(t − window, 0) summed), and never more than all of it.
+    /// The link timelines only ever expose at least what the longest collective alone exposes
+    /// against the window, and never more than all of their time.
     #[test]
-    fn a_shared_budget_exposes_between_alone_and_all(
+    fn a_shared_link_exposes_between_the_longest_alone_and_all(
         b1 in 1e6f64..1e10, b2 in 1e6f64..1e10, outer in 1u32..4, kind in 0usize..3,
     ) {
         let m = h100();
@@ -1130,9 +1246,31 @@ proptest! {
         let b = overlapped(comm(CollKind::AllGather, b2, 8.0, 1.0));
         let (p, busy) = overlapped_program(a.clone(), b.clone());
         let (ta, tb) = (collective(&a, &m).0, collective(&b, &m).0);
-        let alone = (ta - busy).max(0.0) + (tb - busy).max(0.0);
+        let alone = (ta - busy).max(tb - busy).max(0.0);
         let c = eval(&p, &m).breakdown.communication;
         prop_assert!(c >= alone * (1.0 - 1e-12) - 1e-15, "{c} < {alone}");
         prop_assert!(c <= (ta + tb) * (1.0 + 1e-12), "{c} > {}", ta + tb);
+    }
+
+    /// More resources never make a step slower, whatever collectives overlap what: shorter
+    /// forward, backward or update compute, or more scale-up or scale-out bandwidth, never
+    /// lengthen the step (the timelines' ends are maxima of sums of durations).
+    #[test]
+    fn faster_compute_or_links_never_slow_a_step(
+        fwd in 1e-3f64..2e-2, bwd in 1e-3f64..4e-2, upd in 0.0f64..5e-3, mbs in 1u32..5,
+        comms in proptest::collection::vec(any_comm(), 1..6),
+        which in 0usize..5, faster in 0.05f64..1.0,
+    ) {
+        let m = h100();
+        let p = sectioned_program(fwd, bwd, upd, f64::from(mbs), comms.clone());
+        let base = eval(&p, &m).step_time;
+        let (mut q, mut n) = (p.clone(), m.clone());
+        match which {
+            0..=2 => q.ops[which].count *= faster,
+            3 => n[t::UP_BANDWIDTH] /= faster,
+            _ => n[t::OUT_BANDWIDTH] /= faster,
+        }
+        let quicker = eval(&q, &n).step_time;
+        prop_assert!(quicker <= base * (1.0 + 1e-12), "{quicker} > {base} ({which}, ×{faster})");
     }
 }

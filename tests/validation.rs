@@ -170,11 +170,17 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // overlaps, drawn down by the collectives in order) slowed the large H100 runs toward their
     // logs (GPT-3 on 11,616 H100 -7.9 → -5.3 %), and the H100 FP8 factor refitted by `calibrate`
     // on its two cases (0.734 → 0.740) moved the FP8 rows that share it: 4.63 % over 94, the
-    // largest 14.8 % (SMC's GPT-3 energy; the 405B Offline on 8 H200 went to -14.4 %).
+    // largest 14.8 % (SMC's GPT-3 energy; the 405B Offline on 8 H200 went to -14.4 %). Then link
+    // timelines replaced the budgets (collectives on different links run side by side, so the
+    // section waits for the latest, not the sum of their excesses; GPT-3 on 11,616 H100 -5.3 →
+    // -2.6 %), the H100 FP8 factor refitted on its two cases (0.740 → 0.746), and SMC's GPT-3
+    // energy case took its own run's layout (interleave 12, from its MLLOG) and left the gate at
+    // -15.0 % for the known gaps: 4.50 % over 93, the largest 14.1 % (Llama 2 70B Server on 8
+    // H100, v4.1).
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.0463, "unfitted MAPE {mape} (target 0.08)");
-    assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
+    assert!(mape <= 0.0450, "unfitted MAPE {mape} (target 0.08)");
+    assert!(max <= 0.142, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
     // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted

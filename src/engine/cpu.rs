@@ -57,25 +57,69 @@ pub fn collective(c: &Comm, m: &Machine) -> (f64, f64, f64) {
     (t, up.bytes, out.bytes)
 }
 
-/// The exposed part of an overlapped collective (`time` per link class, all its calls) hiding
-/// behind a compute `window`, drawing on each link's overlap `budget`: a link's traffic hides
-/// behind at most what is left of that link's budget and of the window, and draws its hidden
-/// part from the budget; what stays exposed combines over the links as the time does, and the
-/// collective as a whole hides no more than the window. With budgets to spare this is
-/// `max(time − window, 0)`.
-pub fn exposed(
+/// Run one collective's phases (`time` per link class, all its calls) on the link timelines
+/// `free` (when each link class is next free), starting no earlier than `release`; returns when
+/// it finishes. Its phases run one after the other in link-class order, each once its link is
+/// free (hierarchical phases, as [`combine`] adds them); an all-to-all that drives scale-up and
+/// scale-out at once holds both for the slower of the two (and leaves the weight store's link
+/// out, as `combine` does). A link it sends nothing over does not hold it back. Finish times are
+/// maxima of sums of durations, so a faster link or an earlier release never finishes it later.
+pub fn schedule(
     time: &[f64; LINKS],
     overlapped: bool,
-    window: f64,
-    budget: &mut [f64; LINKS],
+    release: f64,
+    free: &mut [f64; LINKS],
 ) -> f64 {
-    let mut left = [0.0; LINKS];
-    for k in 0..LINKS {
-        let hidden = time[k].min(budget[k]).min(window).max(0.0);
-        budget[k] -= hidden;
-        left[k] = time[k] - hidden;
+    let mut at = release;
+    let mut phase = |links: &[usize], d: f64, at: &mut f64| {
+        if d > 0.0 {
+            let start = links
+                .iter()
+                .filter(|&&k| time[k] > 0.0)
+                .fold(*at, |a, &k| a.max(free[k]));
+            *at = start + d;
+            for &k in links.iter().filter(|&&k| time[k] > 0.0) {
+                free[k] = *at;
+            }
+        }
+    };
+    if overlapped {
+        phase(&[0, 1], time[0].max(time[1]), &mut at);
+        phase(&[3], time[3], &mut at);
+        phase(&[4], time[4], &mut at);
+    } else {
+        for (k, &d) in time.iter().enumerate() {
+            phase(&[k], d, &mut at);
+        }
     }
-    combine(&left, overlapped).max(combine(time, overlapped) - window)
+    at
+}
+
+/// Move a section's end to `at` if that is later; returns by how much (the time a collective
+/// exposes: what its finish adds to the section's critical path).
+#[inline]
+fn extend(end: &mut f64, at: f64) -> f64 {
+    if at > *end {
+        let d = at - *end;
+        *end = at;
+        d
+    } else {
+        0.0
+    }
+}
+
+/// Which pass of [`eval_traced`]'s link timelines an overlapped collective runs in (`None` for
+/// one that hides behind nothing): 0, released at its section's start (forward-overlapped and
+/// compute-overlapped); 1, a micro-batch's collectives released when its backward begins; 2, the
+/// step's collectives that ride a micro-batch's timeline (behind the last one's backward, or the
+/// next step's first forward), once that micro-batch's own collectives are placed.
+fn comm_pass(c: &Comm) -> Option<usize> {
+    match (c.overlap, c.section) {
+        (Overlap::None, _) => None,
+        (Overlap::Compute, _) | (Overlap::Forward, Section::MicroBatch) => Some(0),
+        (Overlap::Backward, Section::MicroBatch) => Some(1),
+        (Overlap::Backward | Overlap::Forward, Section::Step) => Some(2),
+    }
 }
 
 /// Time on one link class: latencies × latency + bytes / bandwidth (infinite without bandwidth).
@@ -476,37 +520,73 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             flop_energy += mult * op.count * op.flops * m[t::ENERGY_PER_FLOP + op.precision];
             dyn_energy += mult * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
-        // One overlap budget per link and section: a link carries hidden traffic for at most
-        // the section's busy time (one micro-batch's, or the step section's), drawn down in
-        // program order; the step's reductions that hide behind the last micro-batch's backward
-        // draw on what that micro-batch's collectives left.
-        let mut budget = [[busy[0]; LINKS], [busy[1]; LINKS]];
-        for i in st.comms.clone() {
-            let c = &p.comms[i];
-            let s = c.section as usize;
-            let mut lt = collective_links(c, m);
-            for x in &mut lt {
-                *x *= c.count;
+        // Link timelines (`schedule`), one per link class: a micro-batch's (its forward- and
+        // compute-overlapped collectives from its start, then those behind its backward, which
+        // begins `busy − bwd` into it, later by what the forward collectives delayed the
+        // forward), the step section's own, and for the step's collectives that ride a
+        // micro-batch (pass 2) the last micro-batch's, or the first's as it stood after pass 0.
+        // Each section's end is the latest of its compute and what its collectives finish
+        // behind; a collective exposes what it moves that end (`extend`). Every end is a maximum
+        // of sums of durations, so faster compute or a faster link never lengthens a step.
+        let mut free = [0.0f64; LINKS];
+        let mut free_step = [0.0f64; LINKS];
+        let mut first = [0.0f64; LINKS];
+        let (mut end_mb, mut end_step) = (busy[0], busy[1]);
+        let (mut end_last, mut end_first) = (0.0, 0.0);
+        let mut late_fwd = 0.0f64;
+        let mut release_bwd = 0.0;
+        for pass in 0..3 {
+            if pass == 1 {
+                first = free;
+                release_bwd = busy[0] - bwd_mb + late_fwd;
             }
-            let o = c.coeffs.overlapped;
-            let exposed = match c.overlap {
-                Overlap::None => combine(&lt, o),
-                Overlap::Backward => exposed(&lt, o, bwd_mb, &mut budget[0]),
-                Overlap::Compute => exposed(&lt, o, busy[s], &mut budget[s]),
-                Overlap::Forward => exposed(&lt, o, fwd_mb, &mut budget[0]),
-            };
-            let k = &c.coeffs;
-            let bu = k.up[usize::from(m.flag(t::UP_INR))].bytes;
-            let bo = k.out[usize::from(m.flag(t::OUT_INR))].bytes;
-            let bh = k.host.bytes;
-            br[s].communication += exposed;
-            let mult = if s == 0 { mb_mult } else { 1.0 };
-            if let Some(tr) = trace.as_deref_mut() {
-                tr[p.ops.len() + i] = exposed * mult;
+            if pass == 2 {
+                (end_last, end_first) = (end_mb, end_mb);
             }
-            dyn_energy += mult
-                * c.count
-                * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY] + bh * m[t::HOST_ENERGY]);
+            for i in st.comms.clone() {
+                let c = &p.comms[i];
+                let cp = comm_pass(c);
+                if cp.unwrap_or(0) != pass {
+                    continue;
+                }
+                let s = c.section as usize;
+                let mut lt = collective_links(c, m);
+                for x in &mut lt {
+                    *x *= c.count;
+                }
+                let o = c.coeffs.overlapped;
+                let mb = c.section == Section::MicroBatch;
+                let exposed = match (cp, c.overlap) {
+                    (None, _) => combine(&lt, o),
+                    (Some(0), Overlap::Forward) => {
+                        let f = schedule(&lt, o, 0.0, &mut free);
+                        late_fwd = late_fwd.max(f - fwd_mb);
+                        extend(&mut end_mb, f - fwd_mb + busy[0])
+                    }
+                    (Some(0), _) if mb => extend(&mut end_mb, schedule(&lt, o, 0.0, &mut free)),
+                    (Some(0), _) => extend(&mut end_step, schedule(&lt, o, 0.0, &mut free_step)),
+                    (Some(1), _) => extend(&mut end_mb, schedule(&lt, o, release_bwd, &mut free)),
+                    (_, Overlap::Backward) => {
+                        extend(&mut end_last, schedule(&lt, o, release_bwd, &mut free))
+                    }
+                    _ => {
+                        let f = schedule(&lt, o, 0.0, &mut first);
+                        extend(&mut end_first, f + busy[0] - fwd_mb)
+                    }
+                };
+                br[s].communication += exposed;
+                let mult = if s == 0 { mb_mult } else { 1.0 };
+                if let Some(tr) = trace.as_deref_mut() {
+                    tr[p.ops.len() + i] = exposed * mult;
+                }
+                let k = &c.coeffs;
+                let bu = k.up[usize::from(m.flag(t::UP_INR))].bytes;
+                let bo = k.out[usize::from(m.flag(t::OUT_INR))].bytes;
+                let bh = k.host.bytes;
+                dyn_energy += mult
+                    * c.count
+                    * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY] + bh * m[t::HOST_ENERGY]);
+            }
         }
         evs[k] = StageEval {
             br,

@@ -65,11 +65,15 @@ pub enum CollKind {
     SendRecv = 5,
 }
 
-/// Which part of its time a collective can hide behind. The windows are shared: each link class
-/// carries one overlap budget per section (the section's busy time: one micro-batch's, or the
-/// step section's), which the overlapped collectives draw down in program order, a link's
-/// traffic hiding behind no more than what is left of it (`cpu::exposed`); a collective in the
-/// step section hiding behind the backward pass draws on what the last micro-batch left.
+/// Which part of its time a collective can hide behind. The windows are shared through link
+/// timelines (`cpu::schedule`): each link class is busy with one collective phase at a time, a
+/// collective's phases run one after the other once each link is free, and a section lasts until
+/// both its compute and the collectives it waits for are done, so a collective exposes what its
+/// finish adds to the section's end (`cpu::extend`). A micro-batch's timeline takes its forward- and compute-overlapped collectives from its start,
+/// then those behind its backward (which begins `busy − backward` into it, later by what the
+/// forward collectives delayed); the step section's compute-overlapped collectives have their
+/// own; the step's collectives behind the backward ride the last micro-batch's timeline, those
+/// behind the forward the first's (`cpu::comm_pass`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[repr(u32)]
 pub enum Overlap {

@@ -144,7 +144,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                     // the distributed optimizer (ZeRO 1), gradients sharded
                                     // too (2), and on a plain data-parallel layout everything
                                     // sharded (3, FSDP). Not FSDP beside tensor or pipeline
-                                    // parallelism yet: with one overlap budget per link it is no
+                                    // parallelism yet: with the link timelines it is no
                                     // longer picked where the links cannot carry it (allowed, it
                                     // changed no shipped estimate's choice), but on a DGX H100
                                     // sweep its throttled, communication-bound points put the

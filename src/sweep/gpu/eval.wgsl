@@ -32,6 +32,54 @@ fn combine(l: array<f32, 5>, overlapped: u32) -> f32 {
     return l[0] + l[1] + l[2] + l[3] + l[4];
 }
 
+// One phase of a collective on the link timelines (`cpu::schedule`): on the links among `k0`,
+// `k1` it sends over, once they are free and the previous phase is done; returns its end.
+fn phase(time: array<f32, 5>, k0: u32, k1: u32, d: f32, at: f32, free: ptr<function, array<f32, 5>>) -> f32 {
+    if (d <= 0.0) {
+        return at;
+    }
+    var start = at;
+    if (time[k0] > 0.0) {
+        start = max(start, (*free)[k0]);
+    }
+    if (time[k1] > 0.0) {
+        start = max(start, (*free)[k1]);
+    }
+    let e = start + d;
+    if (time[k0] > 0.0) {
+        (*free)[k0] = e;
+    }
+    if (time[k1] > 0.0) {
+        (*free)[k1] = e;
+    }
+    return e;
+}
+
+// A collective's phases on the link timelines from `release` (`cpu::schedule`): in link-class
+// order, or an all-to-all holding scale-up and scale-out at once; returns when it finishes.
+fn schedule(time: array<f32, 5>, overlapped: u32, release: f32, free: ptr<function, array<f32, 5>>) -> f32 {
+    var at = release;
+    if (overlapped != 0u) {
+        at = phase(time, 0u, 1u, max(time[0], time[1]), at, free);
+        at = phase(time, 3u, 3u, time[3], at, free);
+        return phase(time, 4u, 4u, time[4], at, free);
+    }
+    for (var k = 0u; k < 5u; k++) {
+        at = phase(time, k, k, time[k], at, free);
+    }
+    return at;
+}
+
+// Move a section's end to `at` if later; returns by how much (`cpu::extend`).
+fn extend(end: ptr<function, f32>, at: f32) -> f32 {
+    if (at > *end) {
+        let d = at - *end;
+        *end = at;
+        return d;
+    }
+    return 0.0;
+}
+
 // One point's figures: a = (step time, energy per step, power, throughput),
 // b = (MFU, memory headroom, reason, energy per unit).
 struct Point {
@@ -225,64 +273,82 @@ fn evaluate(li: u32) -> Point {
             flop_energy += mult[s] * op.count * op.flops * X[op.epf];
             dyn_energy += mult[s] * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
-        // one overlap budget per link class and section (`cpu::exposed`): up, out, ext, mesh,
-        // host; the section's busy time, drawn down in program order
-        var bud0 = array<f32, 5>(busy[0], busy[0], busy[0], busy[0], busy[0]);
-        var bud1 = array<f32, 5>(busy[1], busy[1], busy[1], busy[1], busy[1]);
-        for (var i = 0u; i < st.n_comms; i++) {
-            let c = read_CommRec(st.comm_start + i * CommRec_RECS);
-            var up = vec2<f32>(c.up_lat, c.up_bytes);
-            if (X[F_UP_INR] != 0.0) {
-                up = vec2<f32>(c.up_lat_inr, c.up_bytes_inr);
+        // link timelines per link class (`cpu::eval_traced`, `cpu::schedule`): the micro-batch's,
+        // the step section's, and the first micro-batch's as it stood after pass 0; pass 0 the
+        // collectives released at their section's start, pass 1 those behind a micro-batch's
+        // backward, pass 2 the step's that ride a micro-batch (`cpu::comm_pass`)
+        var free = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+        var free_st = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+        var first = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+        var end_mb = busy[0];
+        var end_st = busy[1];
+        var end_last = 0.0;
+        var end_first = 0.0;
+        var late_fwd = 0.0;
+        var release_bwd = 0.0;
+        for (var ps = 0u; ps < 3u; ps++) {
+            if (ps == 1u) {
+                first = free;
+                release_bwd = busy[0] - bwd_mb + late_fwd;
             }
-            var out = vec2<f32>(c.out_lat, c.out_bytes);
-            if (X[F_OUT_INR] != 0.0) {
-                out = vec2<f32>(c.out_lat_inr, c.out_bytes_inr);
+            if (ps == 2u) {
+                end_last = end_mb;
+                end_first = end_mb;
             }
-            var lt = array<f32, 5>(
-                link(up.y, X[F_UP_BANDWIDTH] * net * c.share, up.x, X[F_UP_LATENCY]),
-                link(out.y, X[F_OUT_BANDWIDTH] * net, out.x, X[F_OUT_LATENCY]),
-                link(c.ext_bytes, X[F_EXT_BANDWIDTH] * net, c.ext_lat, X[F_EXT_LATENCY]),
-                link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], c.mesh_lat, X[F_MESH_HOP_LATENCY]),
-                link(c.host_bytes, X[F_HOST_BANDWIDTH] * net, c.host_lat, X[F_HOST_LATENCY]),
-            );
-            for (var j = 0u; j < 5u; j++) {
-                lt[j] *= c.count;
-            }
-            let tt = combine(lt, c.overlapped);
-            let s = c.section;
-            var exposed = tt;
-            var window = -1.0;
-            if (c.overlap == OVERLAP_BACKWARD) {
-                window = bwd_mb;
-            } else if (c.overlap == OVERLAP_COMPUTE) {
-                window = busy[s];
-            } else if (c.overlap == OVERLAP_FORWARD) {
-                window = fwd_mb;
-            }
-            if (window >= 0.0) {
-                // the step section's compute-overlapped collectives draw on its own budget,
-                // every other on the (last) micro-batch's
-                let own = c.overlap == OVERLAP_COMPUTE && s == SECTION_STEP;
-                var left = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
-                for (var j = 0u; j < 5u; j++) {
-                    var b = bud0[j];
-                    if (own) {
-                        b = bud1[j];
-                    }
-                    let hidden = max(min(min(lt[j], b), window), 0.0);
-                    if (own) {
-                        bud1[j] = b - hidden;
-                    } else {
-                        bud0[j] = b - hidden;
-                    }
-                    left[j] = lt[j] - hidden;
+            for (var i = 0u; i < st.n_comms; i++) {
+                let c = read_CommRec(st.comm_start + i * CommRec_RECS);
+                let s = c.section;
+                let mb = s == SECTION_MICRO_BATCH;
+                var cp = 0u;
+                if (c.overlap == OVERLAP_BACKWARD && mb) {
+                    cp = 1u;
+                } else if ((c.overlap == OVERLAP_BACKWARD || c.overlap == OVERLAP_FORWARD) && !mb) {
+                    cp = 2u;
                 }
-                exposed = max(combine(left, c.overlapped), tt - window);
+                if (cp != ps) {
+                    continue;
+                }
+                var up = vec2<f32>(c.up_lat, c.up_bytes);
+                if (X[F_UP_INR] != 0.0) {
+                    up = vec2<f32>(c.up_lat_inr, c.up_bytes_inr);
+                }
+                var out = vec2<f32>(c.out_lat, c.out_bytes);
+                if (X[F_OUT_INR] != 0.0) {
+                    out = vec2<f32>(c.out_lat_inr, c.out_bytes_inr);
+                }
+                var lt = array<f32, 5>(
+                    link(up.y, X[F_UP_BANDWIDTH] * net * c.share, up.x, X[F_UP_LATENCY]),
+                    link(out.y, X[F_OUT_BANDWIDTH] * net, out.x, X[F_OUT_LATENCY]),
+                    link(c.ext_bytes, X[F_EXT_BANDWIDTH] * net, c.ext_lat, X[F_EXT_LATENCY]),
+                    link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], c.mesh_lat, X[F_MESH_HOP_LATENCY]),
+                    link(c.host_bytes, X[F_HOST_BANDWIDTH] * net, c.host_lat, X[F_HOST_LATENCY]),
+                );
+                for (var j = 0u; j < 5u; j++) {
+                    lt[j] *= c.count;
+                }
+                var exposed = 0.0;
+                if (c.overlap == OVERLAP_NONE) {
+                    exposed = combine(lt, c.overlapped);
+                } else if (ps == 0u && c.overlap == OVERLAP_FORWARD) {
+                    let f = schedule(lt, c.overlapped, 0.0, &free);
+                    late_fwd = max(late_fwd, f - fwd_mb);
+                    exposed = extend(&end_mb, f - fwd_mb + busy[0]);
+                } else if (ps == 0u && mb) {
+                    exposed = extend(&end_mb, schedule(lt, c.overlapped, 0.0, &free));
+                } else if (ps == 0u) {
+                    exposed = extend(&end_st, schedule(lt, c.overlapped, 0.0, &free_st));
+                } else if (ps == 1u) {
+                    exposed = extend(&end_mb, schedule(lt, c.overlapped, release_bwd, &free));
+                } else if (c.overlap == OVERLAP_BACKWARD) {
+                    exposed = extend(&end_last, schedule(lt, c.overlapped, release_bwd, &free));
+                } else {
+                    let f = schedule(lt, c.overlapped, 0.0, &first);
+                    exposed = extend(&end_first, f + busy[0] - fwd_mb);
+                }
+                comm[s] += exposed;
+                dyn_energy += mult[s] * c.count
+                    * (up.y * X[F_UP_ENERGY] + out.y * X[F_OUT_ENERGY] + c.host_bytes * X[F_HOST_ENERGY]);
             }
-            comm[s] += exposed;
-            dyn_energy += mult[s] * c.count
-                * (up.y * X[F_UP_ENERGY] + out.y * X[F_OUT_ENERGY] + c.host_bytes * X[F_HOST_ENERGY]);
         }
         dyn_s[k] = dyn_energy;
         flop_s[k] = flop_energy;
