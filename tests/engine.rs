@@ -1254,15 +1254,17 @@ proptest! {
 
     /// More resources never make a step slower, whatever collectives overlap what: shorter
     /// forward, backward or update compute, or more scale-up or scale-out bandwidth, never
-    /// lengthen the step (the timelines' ends are maxima of sums of durations).
+    /// lengthen the step, with or without a pipeline bubble (the timelines' ends are maxima of
+    /// sums of durations). One stage class: see the note on stage classes in `cpu.rs`.
     #[test]
     fn faster_compute_or_links_never_slow_a_step(
         fwd in 1e-3f64..2e-2, bwd in 1e-3f64..4e-2, upd in 0.0f64..5e-3, mbs in 1u32..5,
-        comms in proptest::collection::vec(any_comm(), 1..6),
+        bubble in 0.0f64..3.0, comms in proptest::collection::vec(any_comm(), 1..6),
         which in 0usize..5, faster in 0.05f64..1.0,
     ) {
         let m = h100();
-        let p = sectioned_program(fwd, bwd, upd, f64::from(mbs), comms.clone());
+        let mut p = sectioned_program(fwd, bwd, upd, f64::from(mbs), comms.clone());
+        p.bubble = bubble;
         let base = eval(&p, &m).step_time;
         let (mut q, mut n) = (p.clone(), m.clone());
         match which {

@@ -595,6 +595,11 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             weights: wt,
         };
     }
+    // Stage classes: each measures the step's collectives that ride its micro-batch against its
+    // own micro-batch's end, and the round takes the slowest stage's micro-batch and the slowest
+    // stage's step section apart; so where the two are different stages, faster compute in the
+    // one whose micro-batch does not bind can lengthen its step section by up to what it saves
+    // (a limit of stage classes, not of the timelines: one class is monotone, `tests/engine.rs`).
     // The round: micro-batches × the slowest stage (plus the bubble), or the chain of all stages
     // when it is longer (fewer micro-batches in flight than stages); the step section is bounded
     // by its slowest stage.
