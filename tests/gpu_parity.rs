@@ -601,3 +601,153 @@ fn placement_with_an_absent_tier_agrees_with_the_cpu() {
     assert!(rel(o.headroom, c.headroom) < F32_BOUND, "{o:?} vs {c:?}");
     assert!(rel(o.step_time, c.step_time) < F32_BOUND, "{o:?} vs {c:?}");
 }
+
+/// The link timelines on every (section, overlap) pair the evaluators distinguish, the ones no
+/// shipped lowering emits yet included (a step collective behind the forward, a micro-batch's
+/// behind its backward): a hand-built program of a forward, a backward and an update with
+/// collectives on NVLink, the NIC and both (hierarchical, and an all-to-all holding both), over
+/// a scale-up and a scale-out bandwidth axis wide enough that every pass binds somewhere. Each
+/// point's step time and energy agree with the CPU within the f32 bound.
+#[test]
+fn link_timelines_agree_on_every_section_and_overlap() {
+    use tessera::engine::cpu;
+    use tessera::engine::program::{
+        CollKind, Comm, Footprint, Op, Overlap, Phase, Program, Role, Section,
+    };
+    use tessera::engine::table::{self as t, Machine};
+    use tessera::model::precision::Precision;
+    use tessera::sweep::space::{Axis, Derive, Sampling, Space, Target, Values};
+    let Some(g) = gpu() else { return };
+    let bf16 = Precision::Bf16.index();
+    let op = |flops: f64, section, phase| Op {
+        name: "gemm".into(),
+        matrix: true,
+        precision: bf16,
+        flops,
+        weight_bytes: 1e8,
+        act_bytes: 1e8,
+        count: 1.0,
+        section,
+        phase,
+    };
+    let (mbs, stp) = (Section::MicroBatch, Section::Step);
+    let comm = |kind, bytes: f64, outer: f64, section, overlap| {
+        Comm {
+            name: "c".into(),
+            role: Role::Other,
+            kind,
+            bytes,
+            inner: 8.0,
+            outer,
+            count: 1.0,
+            section,
+            overlap,
+            weight_stream: false,
+            host: false,
+            inner_share: 1.0,
+            mesh: 0.0,
+            coeffs: Default::default(),
+        }
+        .with_coeffs()
+    };
+    use CollKind::*;
+    use Overlap::{Backward, Compute, Forward, None as Exposed};
+    let comms = vec![
+        comm(AllGather, 2e9, 1.0, mbs, Compute),
+        comm(AllReduce, 1e9, 4.0, mbs, Forward),
+        comm(AllToAll, 1e9, 4.0, mbs, Backward),
+        comm(ReduceScatter, 4e9, 8.0, stp, Backward),
+        comm(AllGather, 2e9, 8.0, stp, Forward),
+        comm(AllGather, 1e9, 2.0, stp, Compute),
+        comm(AllReduce, 1e8, 2.0, mbs, Exposed),
+    ];
+    let program = Program {
+        ops: vec![
+            op(4e12, mbs, Phase::Forward),
+            op(8e12, mbs, Phase::Backward),
+            op(1e12, stp, Phase::Update),
+        ],
+        comms,
+        stages: Vec::new(),
+        micro_batches: 4.0,
+        bubble: 0.75,
+        footprint: Footprint {
+            weights: 1e9,
+            ..Footprint::default()
+        },
+        devices: 256.0,
+        units_per_step: 1.0,
+        unit: "samples",
+        model_flops_per_step: 5e13,
+        mfu_precision: bf16,
+        steps: None,
+    };
+    let mut m = Machine::zero();
+    m[t::MATRIX_PEAK + bf16] = 1e15;
+    for e in [t::EFF_MATMUL, t::EFF_MEMORY, t::EFF_NETWORK, t::PUE] {
+        m[e] = 1.0;
+    }
+    m[t::HBM_CAPACITY] = 80e9;
+    m[t::HBM_BANDWIDTH] = 3e12;
+    m[t::UP_LATENCY] = 2e-6;
+    m[t::OUT_LATENCY] = 5e-6;
+    m[t::TDP] = 1e4;
+    m[t::IDLE_POWER] = 100.0;
+    let set = |field| {
+        vec![Target {
+            field,
+            op: tessera::sweep::space::Op::Set {
+                scale: 1.0,
+                offset: 0.0,
+                floor: f64::NEG_INFINITY,
+            },
+        }]
+    };
+    let axis = |path: &str, field, lo: f64| Axis {
+        path: path.into(),
+        dimension: tessera::units::Dimension::Bandwidth,
+        values: Values::List((0..8).map(|k| lo * 2f64.powi(k)).collect()),
+        targets: set(field),
+    };
+    let space = Space::new(
+        vec![
+            axis("scale_up.bandwidth", t::UP_BANDWIDTH, 25e9),
+            axis("scale_out.bandwidth", t::OUT_BANDWIDTH, 3e9),
+        ],
+        Sampling::Grid,
+        Derive::default(),
+    )
+    .expect("space");
+    let design = g.upload(&[(&program, &m.0)], &space).expect("upload");
+    let mut words = Vec::new();
+    g.evaluate(&design, 0, 64, None, &mut |_, w| {
+        words.extend_from_slice(w);
+        true
+    })
+    .expect("the kernel runs");
+    let mut exposed = 0;
+    for (i, (up, out)) in (0..8).flat_map(|a| (0..8).map(move |b| (a, b))).enumerate() {
+        let mut mi = m.clone();
+        mi[t::UP_BANDWIDTH] = 25e9 * 2f64.powi(up);
+        mi[t::OUT_BANDWIDTH] = 3e9 * 2f64.powi(out);
+        let e = cpu::eval(&program, &mi);
+        let c = Outcome::from_eval(i as u64, &program, &mi, &e);
+        let o = from_words(i as u64, &words[i * OUT_WORDS..(i + 1) * OUT_WORDS]);
+        assert!(c.feasible() && o.feasible(), "{o:?} vs {c:?}");
+        assert!(
+            rel(o.step_time, c.step_time) < F32_BOUND,
+            "point {i}: {o:?} vs {c:?}"
+        );
+        assert!(
+            rel(o.energy_per_step, c.energy_per_step) < F32_BOUND,
+            "point {i}"
+        );
+        // the overlapped collectives expose something beyond the one exposed collective
+        let alone = cpu::collective(&program.comms[6], &mi).0 * program.micro_batches;
+        exposed += usize::from(e.breakdown.communication > 1.01 * alone);
+    }
+    assert!(
+        (8..64).contains(&exposed),
+        "{exposed} of 64 points expose overlapped traffic: the axes should span hidden and bound"
+    );
+}
