@@ -13,6 +13,7 @@ use tessera::model::system::{load_system, MemFs, System};
 use tessera::model::workload::Workload;
 
 mod common;
+use common::comm;
 
 /// An H100 SXM reduced to the numbers these checks need: 989.4 TFLOP/s dense bf16, 3.35 TB/s
 /// HBM3, 900 GB/s NVLink (450 GB/s per direction), all efficiencies 1, no launch overhead.
@@ -95,26 +96,6 @@ fn gemm_below_the_ridge_is_memory_bound() {
     assert_relative_eq!(e.step_time, bytes / 3.35e12, max_relative = 1e-12);
     assert_relative_eq!(e.breakdown.memory, e.step_time, max_relative = 1e-12);
     assert!(e.step_time > 40e-6 && e.step_time < 40.3e-6);
-}
-
-fn comm(kind: CollKind, bytes: f64, inner: f64, outer: f64) -> Comm {
-    Comm {
-        name: "c".into(),
-        role: Role::Other,
-        kind,
-        bytes,
-        inner,
-        outer,
-        count: 1.0,
-        section: Section::MicroBatch,
-        overlap: Overlap::None,
-        weight_stream: false,
-        host: false,
-        inner_share: 1.0,
-        mesh: 0.0,
-        coeffs: Default::default(),
-    }
-    .with_coeffs()
 }
 
 #[test]

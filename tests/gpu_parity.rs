@@ -30,6 +30,8 @@ use tessera::sweep::plan::{self, Plan};
 use tessera::sweep::run::{self, from_words, Backend, Options, Quiet, F32_BOUND};
 use tessera::sweep::Outcome;
 
+mod common;
+
 struct Disk;
 impl Fs for Disk {
     fn read(&self, path: &str) -> Result<Vec<u8>, String> {
@@ -303,6 +305,25 @@ fn raw(g: &Gpu, plan: &Plan, limits: Option<(u32, u32)>) -> Vec<f32> {
     })
     .expect("the kernel runs");
     assert_eq!(next, plan.total());
+    words
+}
+
+/// The kernel's output words for the first `n` points of one hand-built program on machine
+/// `m` over `space`.
+fn kernel_words(
+    g: &Gpu,
+    program: &tessera::engine::program::Program,
+    m: &tessera::engine::table::Machine,
+    space: &tessera::sweep::space::Space,
+    n: u64,
+) -> Vec<f32> {
+    let design = g.upload(&[(program, &m.0)], space).expect("upload");
+    let mut words = Vec::new();
+    g.evaluate(&design, 0, n, None, &mut |_, w| {
+        words.extend_from_slice(w);
+        true
+    })
+    .expect("the kernel runs");
     words
 }
 
@@ -589,13 +610,7 @@ fn placement_with_an_absent_tier_agrees_with_the_cpu() {
         Derive::default(),
     )
     .expect("space");
-    let design = g.upload(&[(&program, &m.0)], &space).expect("upload");
-    let mut words = Vec::new();
-    g.evaluate(&design, 0, 1, None, &mut |_, w| {
-        words.extend_from_slice(w);
-        true
-    })
-    .expect("the kernel runs");
+    let words = kernel_words(g, &program, &m, &space, 1);
     let o = from_words(0, &words[..OUT_WORDS]);
     assert_eq!(o.reason, c.reason);
     assert!(rel(o.headroom, c.headroom) < F32_BOUND, "{o:?} vs {c:?}");
@@ -612,7 +627,7 @@ fn placement_with_an_absent_tier_agrees_with_the_cpu() {
 fn link_timelines_agree_on_every_section_and_overlap() {
     use tessera::engine::cpu;
     use tessera::engine::program::{
-        CollKind, Comm, Footprint, Op, Overlap, Phase, Program, Role, Section,
+        CollKind, Comm, Footprint, Op, Overlap, Phase, Program, Section,
     };
     use tessera::engine::table::{self as t, Machine};
     use tessera::model::precision::Precision;
@@ -631,24 +646,10 @@ fn link_timelines_agree_on_every_section_and_overlap() {
         phase,
     };
     let (mbs, stp) = (Section::MicroBatch, Section::Step);
-    let comm = |kind, bytes: f64, outer: f64, section, overlap| {
-        Comm {
-            name: "c".into(),
-            role: Role::Other,
-            kind,
-            bytes,
-            inner: 8.0,
-            outer,
-            count: 1.0,
-            section,
-            overlap,
-            weight_stream: false,
-            host: false,
-            inner_share: 1.0,
-            mesh: 0.0,
-            coeffs: Default::default(),
-        }
-        .with_coeffs()
+    let comm = |kind, bytes, outer, section, overlap| Comm {
+        section,
+        overlap,
+        ..common::comm(kind, bytes, 8.0, outer)
     };
     use CollKind::*;
     use Overlap::{Backward, Compute, Forward, None as Exposed};
@@ -718,13 +719,7 @@ fn link_timelines_agree_on_every_section_and_overlap() {
         Derive::default(),
     )
     .expect("space");
-    let design = g.upload(&[(&program, &m.0)], &space).expect("upload");
-    let mut words = Vec::new();
-    g.evaluate(&design, 0, 64, None, &mut |_, w| {
-        words.extend_from_slice(w);
-        true
-    })
-    .expect("the kernel runs");
+    let words = kernel_words(g, &program, &m, &space, 64);
     let mut exposed = 0;
     for (i, (up, out)) in (0..8).flat_map(|a| (0..8).map(move |b| (a, b))).enumerate() {
         let mut mi = m.clone();

@@ -41,3 +41,31 @@ pub const GPT_13B_TRAINING: &str = r#"Workload(
     model: Transformer(layers: 40, hidden: 5120, heads: 40, vocab: 51200),
     task: Training(seq_len: 2048, global_batch: 64, target: Tokens(1e9)),
 )"#;
+
+/// A collective between devices, `inner` ranks inside each scale-up domain × `outer` domains,
+/// exposed in the micro-batch section, with its coefficients settled (`Comm::with_coeffs`).
+pub fn comm(
+    kind: tessera::engine::program::CollKind,
+    bytes: f64,
+    inner: f64,
+    outer: f64,
+) -> tessera::engine::program::Comm {
+    use tessera::engine::program::{Comm, Overlap, Role, Section};
+    Comm {
+        name: "c".into(),
+        role: Role::Other,
+        kind,
+        bytes,
+        inner,
+        outer,
+        count: 1.0,
+        section: Section::MicroBatch,
+        overlap: Overlap::None,
+        weight_stream: false,
+        host: false,
+        inner_share: 1.0,
+        mesh: 0.0,
+        coeffs: Default::default(),
+    }
+    .with_coeffs()
+}
