@@ -6,7 +6,7 @@ use crate::spec::{decode, Files, Fs};
 
 /// The kinds of file tessera reads, by their top-level struct name.
 pub const KINDS: &[&str] = &[
-    "System", "Device", "Die", "Node", "Workload", "Mapping", "Case", "Claim", "Sweep",
+    "System", "Device", "Die", "Node", "Software", "Workload", "Mapping", "Case", "Claim", "Sweep",
 ];
 
 /// The first identifier of the document (after comments and `#![enable(..)]` attributes).
@@ -164,6 +164,10 @@ pub fn check_file_with(name: &str, fs: &dyn Fs, cases: &CaseDevices) -> (Files, 
                 diags.extend(copied_fits(&files, &device, &f, cases));
             }
             (files, diags)
+        }
+        Some("Software") => {
+            let l = crate::model::system::load_software(name, fs);
+            (l.files, l.diagnostics)
         }
         Some("Workload") => {
             let l = crate::model::workload::load_workload(name, fs);

@@ -170,7 +170,8 @@ const ESTIMATE_MAPS: &[&str] = &[];
 #[test]
 fn estimate_feasible() {
     let mut shape = Shape::new(ESTIMATE_MAPS);
-    // Training with a target (time to train) and inference (latency per token).
+    // Training with a target (time to train) on a software stack, and inference (latency per
+    // token) on none.
     for (arch, workload, mapping) in [
         ("dgx-h100", "llama3.1-8b-pretrain", "auto"),
         ("gb200-nvl72", "llama3-70b-serving", "published"),
@@ -182,6 +183,7 @@ fn estimate_feasible() {
         let mut args = vec!["estimate", "--arch", &arch, "--workload", &workload];
         if mapping == "auto" {
             args.extend(["--mapping", "auto"]);
+            args.extend(["--software", "architectures/software/nemo-24.04.ron"]);
         }
         args.extend(["--format", "json"]);
         let v = tessera(&args);

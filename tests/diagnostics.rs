@@ -141,6 +141,7 @@ const EXPECT: &[(&str, &str, &str, &str)] = &[
     ("reference-wrong-kind", "tests/bad/parts/node-tray.ron", "1:1", "expected a `Device` or `Use(\"file.ron\")`, found `Node`"),
     ("self-reference", "tests/bad/self-reference.ron", "2:1", "circular reference: tests/bad/self-reference.ron -> tests/bad/self-reference.ron"),
     ("source-tag-with-space", "tests/bad/source-tag-with-space.ron", "40:10", "must be one word after `@`"),
+    ("software-negative-overhead", "tests/bad/software-negative-overhead.ron", "5:20", "`step_overhead` must not be negative"),
     ("sparse-as-dense", "tests/bad/sparse-as-dense.ron", "21:24", "the fp8 peak is 4x the bf16 peak"),
     ("syntax-deep-nesting", "tests/bad/syntax-deep-nesting.ron", "4:11", "expected a string in double quotes"),
     ("syntax-map-missing-colon", "tests/bad/syntax-map-missing-colon.ron", "22:24", "expected `:` after the map key"),
@@ -283,7 +284,11 @@ fn carets_sit_under_the_reported_column() {
 #[test]
 fn good_files_pass() {
     let mut files: Vec<String> = Vec::new();
-    for dir in ["architectures", "architectures/parts"] {
+    for dir in [
+        "architectures",
+        "architectures/parts",
+        "architectures/software",
+    ] {
         for e in std::fs::read_dir(root().join(dir)).expect(dir) {
             let p = e.expect("entry").path();
             if p.extension().is_some_and(|x| x == "ron") {

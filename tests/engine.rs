@@ -68,6 +68,7 @@ fn gemm_program(m: f64, n: f64, k: f64) -> Program {
         model_flops_per_step: 2.0 * m * n * k,
         mfu_precision: Precision::Bf16.index(),
         steps: None,
+        host_steps: 0.0,
     }
 }
 
@@ -246,6 +247,39 @@ const SYSTEM: &str = r#"System(
     scale_out: (name: "ib", topology: FatTree, bandwidth: "400 Gb/s", latency: "5 us"),
     facility: (pue: "1.2"),
 )"#;
+
+#[test]
+fn a_software_stacks_step_overhead_adds_its_time_at_static_power() {
+    // The 8192³ GEMM (2·8192³ / 989.4e12 = 1.111 ms) with a stack that spends 5 ms per optimizer
+    // step: a program that is no optimizer step (`host_steps` 0) pays nothing; a training step
+    // (1) lasts 1.111 + 5 ms, the 5 ms in `other`. The machine has no energy per FLOP, so the
+    // device draws its 100 W static power throughout: energy 100 W × (1.111 + 5) ms, and the
+    // stack's time adds exactly 100 W × 5 ms.
+    let mut p = gemm_program(8192.0, 8192.0, 8192.0);
+    let mut m = h100();
+    let base = eval(&p, &m);
+    m[t::STEP_OVERHEAD] = 5e-3;
+    let serving = eval(&p, &m);
+    assert_eq!(serving.step_time, base.step_time);
+    p.host_steps = 1.0;
+    let e = eval(&p, &m);
+    let gemm = 2.0 * 8192f64.powi(3) / 989.4e12;
+    assert_relative_eq!(e.step_time, gemm + 5e-3, max_relative = 1e-12);
+    assert_relative_eq!(e.breakdown.other, 5e-3, max_relative = 1e-12);
+    assert_relative_eq!(e.breakdown.compute, gemm, max_relative = 1e-12);
+    assert_relative_eq!(
+        e.energy_per_step,
+        100.0 * (gemm + 5e-3),
+        max_relative = 1e-12
+    );
+    assert_relative_eq!(
+        e.energy_per_step - base.energy_per_step,
+        100.0 * 5e-3,
+        max_relative = 1e-9
+    );
+    assert_relative_eq!(e.throughput, 1.0 / (gemm + 5e-3), max_relative = 1e-12);
+    assert!(e.mfu < base.mfu);
+}
 
 const WORKLOAD: &str = common::GPT_13B_TRAINING;
 
@@ -553,6 +587,7 @@ fn two_stage_program(micro_batches: f64) -> Program {
         model_flops_per_step: 0.0,
         mfu_precision: Precision::Bf16.index(),
         steps: None,
+        host_steps: 0.0,
     }
 }
 

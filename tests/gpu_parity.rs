@@ -577,6 +577,7 @@ fn placement_with_an_absent_tier_agrees_with_the_cpu() {
         model_flops_per_step: 1e12,
         mfu_precision: bf16,
         steps: None,
+        host_steps: 0.0,
     };
     let mut m = Machine::zero();
     m[t::MATRIX_PEAK + bf16] = 1e15;
@@ -621,8 +622,9 @@ fn placement_with_an_absent_tier_agrees_with_the_cpu() {
 /// shipped lowering emits yet included (a step collective behind the forward, a micro-batch's
 /// behind its backward): a hand-built program of a forward, a backward and an update with
 /// collectives on NVLink, the NIC and both (hierarchical, and an all-to-all holding both), over
-/// a scale-up and a scale-out bandwidth axis wide enough that every pass binds somewhere. Each
-/// point's step time and energy agree with the CPU within the f32 bound.
+/// a scale-up and a scale-out bandwidth axis wide enough that every pass binds somewhere, on a
+/// software stack with a per-step cost. Each point's step time and energy agree with the CPU
+/// within the f32 bound.
 #[test]
 fn link_timelines_agree_on_every_section_and_overlap() {
     use tessera::engine::cpu;
@@ -682,12 +684,15 @@ fn link_timelines_agree_on_every_section_and_overlap() {
         model_flops_per_step: 5e13,
         mfu_precision: bf16,
         steps: None,
+        // an optimizer step on a software stack with a per-step cost (`t::STEP_OVERHEAD`)
+        host_steps: 1.0,
     };
     let mut m = Machine::zero();
     m[t::MATRIX_PEAK + bf16] = 1e15;
     for e in [t::EFF_MATMUL, t::EFF_MEMORY, t::EFF_NETWORK, t::PUE] {
         m[e] = 1.0;
     }
+    m[t::STEP_OVERHEAD] = 3e-3;
     m[t::HBM_CAPACITY] = 80e9;
     m[t::HBM_BANDWIDTH] = 3e12;
     m[t::UP_LATENCY] = 2e-6;

@@ -297,6 +297,22 @@ fn a_case_serving_load_is_checked_at_its_field() {
     );
 }
 
+/// `validate DIR --format json`: each gated case's prediction, by id.
+fn predictions(dir: &Path) -> impl Fn(&str) -> f64 {
+    let out = tessera(&["validate", dir.to_str().unwrap(), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    move |id: &str| {
+        v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no case {id}: {v}"))["predicted"]
+            .as_f64()
+            .unwrap()
+    }
+}
+
 #[test]
 fn a_power_limit_in_a_case_throttles_the_run() {
     // The MaxQ case caps the H200s at 500 W: its prediction is below the uncapped run of the same
@@ -315,23 +331,49 @@ fn a_power_limit_in_a_case_throttles_the_run() {
         .replace("maxq-offline", "maxp-offline");
     std::fs::write(dir.join("capped.ron"), &capped).unwrap();
     std::fs::write(dir.join("uncapped.ron"), &uncapped).unwrap();
-    let out = tessera(&["validate", dir.to_str().unwrap(), "--format", "json"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let pred = |id: &str| {
-        v["cases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
-            .unwrap()["predicted"]
-            .as_f64()
-            .unwrap()
-    };
+    let pred = predictions(&dir);
     let (q, p) = (
         pred("mlperf-v41-mixtral-h200-8-maxq-offline"),
         pred("mlperf-v41-mixtral-h200-8-maxp-offline"),
     );
     assert!(q < 0.9 * p, "capped {q} against uncapped {p}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_case_runs_on_the_software_stack_it_names() {
+    // The 8-H100 LoRA case trains 3,168 samples at GBS 8: 396 optimizer steps. Run on a stack
+    // that spends 0.5 s per step, its time-to-train grows by exactly 396 × 0.5 s (evaluations are
+    // forward passes, no optimizer steps); a stack whose fitted figure names the case cannot let
+    // it check the model.
+    let case = std::fs::read_to_string(root().join("validation/mlperf/mlperf-v40-lora-h100-8.ron"))
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("tessera-software-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let abs = root().to_string_lossy().into_owned() + "/";
+    let plain = case.replace("../../", &abs);
+    assert!(plain.contains("    run: ("));
+    let on = plain
+        .replace("    run: (", r#"    run: (software: "stack.ron", "#)
+        .replace("\"mlperf-v40-lora-h100-8\"", "\"on-a-stack\"");
+    let stack = |key: &str, citation: &str| {
+        format!(
+            "Software(version: 1, name: \"A stack\", sources: {{ \"{key}\": \"{citation}\" }}, step_overhead: \"0.5 s @{key}\")"
+        )
+    };
+    std::fs::write(dir.join("mlperf-v40-lora-h100-8.ron"), &plain).unwrap();
+    std::fs::write(dir.join("on-a-stack.ron"), &on).unwrap();
+    std::fs::write(dir.join("stack.ron"), stack("guess", "assumed here")).unwrap();
+    let pred = predictions(&dir);
+    let (a, b) = (pred("mlperf-v40-lora-h100-8"), pred("on-a-stack"));
+    approx::assert_relative_eq!(b - a, 396.0 * 0.5, max_relative = 1e-6);
+    // a fitted figure of the stack naming the case
+    let fitted = stack("fitted-x", "tessera calibrate on on-a-stack");
+    std::fs::write(dir.join("stack.ron"), fitted).unwrap();
+    let out = tessera(&["check", dir.join("on-a-stack.ron").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("named by a fitted figure"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -95,6 +95,10 @@ pub struct RunArgs {
     /// Devices to use (default: all of the system).
     #[arg(long)]
     pub devices: Option<u64>,
+    /// The software stack the run executes on, a `Software` file
+    /// (`architectures/software/*.ron`): its fixed per-step costs join each training step.
+    #[arg(long, value_name = "FILE")]
+    pub software: Option<String>,
     #[command(flatten)]
     pub power: PowerArgs,
     #[command(flatten)]
@@ -206,6 +210,13 @@ impl RunArgs {
             (Ok(s), Ok(w)) => (self.power.apply(s), w),
             _ => return Err(Exit::Failed),
         };
+        if let Some(path) = &self.software {
+            let l = tessera::model::system::load_software(path, &DiskFs);
+            if report(&l.diagnostics, &l.files) {
+                return Err(Exit::Failed);
+            }
+            sys.with_software(l.value.ok_or(Exit::Failed)?);
+        }
         self.serve.apply(&mut w)?;
         let mut choice = mapping(self.mapping.as_deref(), &w, self.objective)?;
         let mut devices = self.devices;

@@ -24,6 +24,11 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
     let mut r = vec![
         ("system".to_string(), e.system.clone()),
         ("workload".into(), e.workload.clone()),
+    ];
+    if let Some(sw) = &e.software {
+        r.push(("software".into(), sw.clone()));
+    }
+    r.extend([
         (
             "devices".into(),
             if e.idle_devices > 0 {
@@ -45,7 +50,7 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
                 format!("no: {}", e.reason.clone().unwrap_or_default())
             },
         ),
-    ];
+    ]);
     if let Some(m) = &e.mapping {
         r.push((
             "mapping".into(),

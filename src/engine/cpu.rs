@@ -650,6 +650,8 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             in_pipeline = false;
         }
     }
+    // The software stack's time per optimizer step: outside the devices' work, at no clock.
+    total.other += p.host_steps * m[t::STEP_OVERHEAD];
     let t_full = total.total();
     if !(t_full > 0.0 && t_full.is_finite()) {
         out.step_time = t_full;

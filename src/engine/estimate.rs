@@ -73,6 +73,10 @@ impl From<&Mapping> for MappingReport {
 pub struct Estimate {
     pub system: String,
     pub workload: String,
+    /// The software stack the run executes on (`--software`, a case's `run.software`), when one
+    /// is named: its per-step time is in the breakdown's `other`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub software: Option<String>,
     pub feasible: bool,
     pub reason: Option<String>,
     /// The stable code of `reason` (see [`Reason::code`]).
@@ -173,6 +177,7 @@ impl Estimate {
         Estimate {
             system: sys.name.clone(),
             workload: w.name.clone(),
+            software: sys.software.as_ref().map(|s| s.name.clone()),
             feasible: false,
             reason: Some(reason.to_string()),
             reason_code: Some(reason.code()),
@@ -277,6 +282,7 @@ pub fn finish(
     Estimate {
         system: sys.name.clone(),
         workload: w.name.clone(),
+        software: sys.software.as_ref().map(|s| s.name.clone()),
         feasible: true,
         reason: None,
         reason_code: None,

@@ -263,6 +263,11 @@ pub struct Program {
     pub mfu_precision: usize,
     /// Steps to reach the training target, if one is set.
     pub steps: Option<f64>,
+    /// Optimizer steps of the software stack per program step (1 for a training step, 0 where
+    /// a step is no optimizer step: a serving round, a kernel graph's run): each adds the
+    /// machine's `step_overhead`, a time outside the devices' work in which they draw their
+    /// static power.
+    pub host_steps: f64,
 }
 
 impl Program {

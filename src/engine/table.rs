@@ -103,6 +103,8 @@ machine_table! {
         "Achievable fraction of link bandwidth.";
     KERNEL_OVERHEAD [1] "kernel_overhead", Time, Model, true, ["device.efficiency.kernel_overhead"],
         "Fixed time per operator call (s).";
+    STEP_OVERHEAD [1] "step_overhead", Time, Model, true, ["software.step_overhead"],
+        "The software stack's time per optimizer step outside the devices' work (s; 0 = no stack named): the program's `host_steps` of it join each step, the devices at static power meanwhile.";
     SRAM_CAPACITY [1] "sram_capacity", Bytes, Combined, true,
         ["device.memory.{sram}.capacity", "sram.capacity"],
         "On-chip data SRAM per device: the sum of the SRAM levels (B).";

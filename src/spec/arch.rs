@@ -452,3 +452,23 @@ pub struct FacilitySpec {
     #[serde(default)]
     pub source: Option<String>,
 }
+
+/// The software stack a run executes on (NeMo/Megatron, MaxText/JAX, PyTorch FSDP, DeepSpeed):
+/// the costs it adds to every training step beyond the work the cost program models.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Software")]
+pub struct SoftwareSpec {
+    pub version: u32,
+    /// The stack and its version ("NVIDIA NeMo 24.04 (MLPerf Training v4.0 recipes)").
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Time per optimizer step the stack spends outside the devices' modelled work (the training
+    /// loop's host work, the step's synchronisations, optimizer and gradient-norm launches),
+    /// during which the devices draw their static power: `"0.2 s"`.
+    pub step_overhead: Q,
+}

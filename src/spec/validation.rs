@@ -124,6 +124,10 @@ pub struct RunConditions {
     /// the first slow steps), as a time.
     #[serde(default)]
     pub startup: Option<Q>,
+    /// The software stack the run executed on, a `Software` file relative to this file: its
+    /// per-step costs join every training step.
+    #[serde(default)]
+    pub software: Option<String>,
     /// Power draw counted by the published power or energy figure: `It` (at the wall of the nodes
     /// and switches, as MLPerf Power measures), `Devices` (the accelerators alone) or `Facility`
     /// (with the PUE). Default `It`.

@@ -100,6 +100,16 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
     let sys_path = join(name, &spec.system);
     let ls = load_system(&sys_path, fs);
     merge(&mut files, ls.files, &mut diags, ls.diagnostics);
+    let software = spec
+        .run
+        .as_ref()
+        .and_then(|r| r.software.as_ref())
+        .map(|rel| {
+            let l = crate::model::system::load_software(&join(name, rel), fs);
+            let v = l.value.clone();
+            merge(&mut files, l.files, &mut diags, l.diagnostics);
+            v
+        });
     let wl_path = join(name, &spec.workload);
     let lw = load_workload(&wl_path, fs);
     merge(&mut files, lw.files, &mut diags, lw.diagnostics);
@@ -119,6 +129,9 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
     };
     let value = match (lowered.as_mut(), ls.value, lw.value, mapping) {
         (Some(l), Some(mut sys), Some(mut w), Some(mut mapping)) => {
+            if let Some(Some(sw)) = software {
+                sys.with_software(sw);
+            }
             let fitted = sys.fitted.iter().any(|t| mentions(t, &spec.id));
             if fitted && l.role == Some(Role::Check) {
                 let mut cx = Ctx::new(&files, id);

@@ -93,7 +93,9 @@ pub fn predict(c: &Case) -> Result<(f64, String), String> {
                     .map(|m| (m.dp as f64, m.micro_batch as f64))
                     .unwrap_or((1.0, 1.0));
                 let per_rank = (samples / (dp * mb)).ceil() * mb * dp;
-                evals * per_rank * step * fwd_share / gb as f64
+                // (the stack's per-step time is no part of a forward pass)
+                let host = sys.software.as_ref().map_or(0.0, |s| s.step_overhead);
+                evals * per_rank * (step - host).max(0.0) * fwd_share / gb as f64
             }
             _ => 0.0,
         };

@@ -154,5 +154,6 @@ pub(super) fn cnn_training(
         model_flops_per_step: 3.0 * fwd * samples,
         mfu_precision: prec.index(),
         steps,
+        host_steps: 1.0,
     })
 }

@@ -112,6 +112,7 @@ pub(super) fn graph_run(
         model_flops_per_step: flops * n as f64,
         mfu_precision: mfu_p.index(),
         steps: r.steps,
+        host_steps: 0.0,
     })
 }
 

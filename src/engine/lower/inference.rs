@@ -1058,6 +1058,7 @@ fn build(
         model_flops_per_step: model_flops,
         mfu_precision: prec.index(),
         steps: None,
+        host_steps: 0.0,
     })
 }
 

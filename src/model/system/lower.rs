@@ -176,6 +176,7 @@ pub(super) fn lower(
         scale_up,
         scale_out,
         weight_store,
+        software: None,
         pue,
         power_limit,
         power_boundary: crate::vocab::PowerBoundary::Facility,

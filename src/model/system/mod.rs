@@ -28,6 +28,9 @@ pub struct System {
     pub scale_up: Option<ScaleUp>,
     pub scale_out: Option<ScaleOut>,
     pub weight_store: Option<WeightStore>,
+    /// The software stack the run executes on (a case's `run.software`, `--software`): its
+    /// per-step costs. `None`: no fixed costs beyond the modelled work.
+    pub software: Option<Software>,
     pub pue: f64,
     pub power_limit: Option<f64>,
     /// Which parts a power or energy figure counts (default `Facility`): a choice of the report,
@@ -45,6 +48,64 @@ pub struct System {
     /// device's (`Device::unset_energy`).
     #[serde(skip)]
     pub unset_energy: Vec<UnsetEnergy>,
+}
+
+/// A software stack's fixed costs (SI).
+#[derive(Debug, Clone, Serialize)]
+pub struct Software {
+    pub name: String,
+    /// Seconds per optimizer step outside the modelled work, the devices at static power.
+    pub step_overhead: f64,
+    /// Citations of its fitted figures (they name the cases they were fitted on).
+    pub fitted: Vec<String>,
+}
+
+impl System {
+    /// Run on `sw`: its fitted figures join the system's (a case they name cannot check it).
+    pub fn with_software(&mut self, sw: Software) {
+        self.fitted.extend(sw.fitted.iter().cloned());
+        self.software = Some(sw);
+    }
+}
+
+/// Read and check a `Software` file.
+pub fn load_software(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<Software> {
+    let check = |cx: &mut Ctx, spec: &SoftwareSpec| {
+        if spec.version != crate::spec::FORMAT_VERSION {
+            cx.error(
+                "version",
+                format!("unsupported format version {}", spec.version),
+                Some(format!(
+                    "this tessera reads version {}",
+                    crate::spec::FORMAT_VERSION
+                )),
+            );
+        }
+        if spec.name.trim().is_empty() {
+            cx.error(
+                "name",
+                "the software stack has no name",
+                Some("name the stack and its version, e.g. \"NVIDIA NeMo 24.04\"".into()),
+            );
+        }
+        cx.declare_sources(&spec.sources);
+        cx.enter_part(cx.file(), Path::root(), spec.source.as_ref());
+        let step = cx.non_negative(
+            "step_overhead",
+            &spec.step_overhead,
+            crate::units::Dimension::Time,
+        );
+        cx.leave();
+        Some(Software {
+            name: spec.name.clone(),
+            step_overhead: step?,
+            fitted: cx.fitted.iter().cloned().collect(),
+        })
+    };
+    match super::read_lowered(name, fs, check) {
+        Ok(r) => super::checked(r.value, r.files, r.diagnostics),
+        Err(u) => u.into(),
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -394,6 +394,8 @@ fn evaluate(li: u32) -> Point {
         t_step = t_pool;
         clock_bound = pool_comp;
     }
+    // the software stack's time per optimizer step, outside the devices' work (`cpu.rs`)
+    t_step += pr.host_steps * X[F_STEP_OVERHEAD];
     if (bad || !(t_step > 0.0 && t_step < 3.0e38)) {
         return infeasible(REASON_NO_COMPUTE, head);
     }

@@ -191,6 +191,11 @@ gpu_record! {
         state: f32,
         working: f32,
         total: f32,
+        /// `Program::host_steps`.
+        host_steps: f32,
+        pad0: f32,
+        pad1: f32,
+        pad2: f32,
     }
 }
 
@@ -339,6 +344,6 @@ mod tests {
         let c = CommRec::wgsl_reader();
         assert!(c.contains("bitcast<f32>(r1.u.x)"), "{c}");
         assert_eq!(std::mem::size_of::<Params>(), 24 * 4);
-        assert_eq!(std::mem::size_of::<ProgRec>(), 16 * 4);
+        assert_eq!(std::mem::size_of::<ProgRec>(), 20 * 4);
     }
 }

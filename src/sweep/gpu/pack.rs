@@ -115,6 +115,8 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
             state: f(fp.state()),
             working: f(fp.working()),
             total: f(fp.total()),
+            host_steps: f(p.host_steps),
+            ..ProgRec::default()
         };
         progs.extend_from_slice(rec.words());
     }

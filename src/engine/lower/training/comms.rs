@@ -625,6 +625,7 @@ mod tests {
             model_flops_per_step: 0.0,
             mfu_precision: 0,
             steps: None,
+            host_steps: 0.0,
         }
     }
 

@@ -415,6 +415,7 @@ pub(super) fn transformer_training(
         model_flops_per_step: model_flops,
         mfu_precision: d.prec.index(),
         steps,
+        host_steps: 1.0,
     };
     comms::overlap_communication(&mut program, m.overlap);
     Ok(program)
