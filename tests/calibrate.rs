@@ -171,3 +171,37 @@ fn the_calibrated_part_file_cites_the_cases_and_the_command() {
     assert!(text.contains("mlperf-v50-lora-mi325x-8"), "{text}");
     assert!(text.contains("tessera calibrate validation/mlperf/mlperf-v50-lora-mi325x-8.ron --fit device.efficiency.low_precision_matmul"), "{text}");
 }
+
+#[test]
+fn a_stacks_step_overhead_is_fitted_from_zero() {
+    // A calibration copy of the 8-H100 LoRA case on a stack that says 0 s per step: the fit moves
+    // the figure off zero (its finite differences step relative to one second there) to where the
+    // case's time-to-train is matched, and the case's error goes to zero with one free figure.
+    let dir = std::env::temp_dir().join(format!("tessera-calibrate-stack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let abs = root().to_string_lossy().into_owned() + "/";
+    let case = std::fs::read_to_string(root().join("validation/mlperf/mlperf-v40-lora-h100-8.ron"))
+        .unwrap()
+        .replace("../../", &abs)
+        .replace("role: Check", "role: Calibration")
+        .replace("    run: (", r#"    run: (software: "stack.ron", "#);
+    std::fs::write(dir.join("mlperf-v40-lora-h100-8.ron"), case).unwrap();
+    std::fs::write(
+        dir.join("stack.ron"),
+        r#"Software(version: 1, name: "A stack", step_overhead: "0 s @assumed")"#,
+    )
+    .unwrap();
+    let file = dir.join("mlperf-v40-lora-h100-8.ron");
+    let v = fit(&[file.to_str().unwrap()], "software.step_overhead");
+    let f = &v["figures"][0];
+    assert_eq!(f["start"].as_f64(), Some(0.0), "{v}");
+    let before = v["residuals"][0]["error_before"].as_f64().unwrap();
+    let after = v["residuals"][0]["error_after"].as_f64().unwrap();
+    assert!(before < -0.05, "{v}");
+    assert!(after.abs() < 1e-6, "{v}");
+    // 396 steps: the run's shortfall spread over them
+    let published = v["residuals"][0]["published"].as_f64().unwrap();
+    let want = -before * published / 396.0;
+    approx::assert_relative_eq!(f["value"].as_f64().unwrap(), want, max_relative = 1e-3);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -95,10 +95,8 @@ pub struct RunArgs {
     /// Devices to use (default: all of the system).
     #[arg(long)]
     pub devices: Option<u64>,
-    /// The software stack the run executes on, a `Software` file
-    /// (`architectures/software/*.ron`): its fixed per-step costs join each training step.
-    #[arg(long, value_name = "FILE")]
-    pub software: Option<String>,
+    #[command(flatten)]
+    pub software: SoftwareArgs,
     #[command(flatten)]
     pub power: PowerArgs,
     #[command(flatten)]
@@ -157,6 +155,38 @@ impl ServeArgs {
     }
 }
 
+/// The software stack the runs execute on.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SoftwareArgs {
+    /// The software stack the run executes on, a `Software` file
+    /// (`architectures/software/*.ron`): its fixed per-step costs join each training step (every
+    /// system runs on it).
+    #[arg(long, value_name = "FILE")]
+    pub software: Option<String>,
+}
+
+impl SoftwareArgs {
+    /// The stack named, read and checked (diagnostics on stderr).
+    pub fn load(&self) -> Result<Option<tessera::model::system::Software>, Exit> {
+        let Some(path) = &self.software else {
+            return Ok(None);
+        };
+        let l = tessera::model::system::load_software(path, &DiskFs);
+        if report(&l.diagnostics, &l.files) {
+            return Err(Exit::Failed);
+        }
+        l.value.ok_or(Exit::Failed).map(Some)
+    }
+
+    /// `sys` on the stack, if one is named.
+    pub fn apply(sw: &Option<tessera::model::system::Software>, mut sys: System) -> System {
+        if let Some(sw) = sw {
+            sys.with_software(sw.clone());
+        }
+        sys
+    }
+}
+
 /// Which parts power and energy count.
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct PowerArgs {
@@ -210,12 +240,8 @@ impl RunArgs {
             (Ok(s), Ok(w)) => (self.power.apply(s), w),
             _ => return Err(Exit::Failed),
         };
-        if let Some(path) = &self.software {
-            let l = tessera::model::system::load_software(path, &DiskFs);
-            if report(&l.diagnostics, &l.files) {
-                return Err(Exit::Failed);
-            }
-            sys.with_software(l.value.ok_or(Exit::Failed)?);
+        if let Some(sw) = self.software.load()? {
+            sys.with_software(sw);
         }
         self.serve.apply(&mut w)?;
         let mut choice = mapping(self.mapping.as_deref(), &w, self.objective)?;

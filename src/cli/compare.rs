@@ -23,6 +23,8 @@ pub struct Args {
     #[arg(long)]
     pub devices: Option<u64>,
     #[command(flatten)]
+    pub software: common::SoftwareArgs,
+    #[command(flatten)]
     pub power: common::PowerArgs,
     #[command(flatten)]
     pub set: common::SetArgs,
@@ -131,10 +133,14 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         Ok(s) => s,
         Err(e) => return Ok(e),
     };
+    let software = match a.software.load() {
+        Ok(s) => s,
+        Err(e) => return Ok(e),
+    };
     let mut ests = Vec::new();
     let mut failed = false;
     for s in &a.systems {
-        match common::system(s).map(|s| a.power.apply(s)) {
+        match common::system(s).map(|s| common::SoftwareArgs::apply(&software, a.power.apply(s))) {
             Ok(mut sys) => {
                 // each system with the same overrides (its own paths resolved against it)
                 let (mut w, mut choice, mut devices) = (w.clone(), choice.clone(), a.devices);
@@ -173,6 +179,9 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                     Format::Table => {
                         writeln!(out, "{} — baseline: {}", c.workload, c.baseline)?;
                         writeln!(out, "{}", common::boundary_line(c.power_boundary))?;
+                        if let Some(sw) = &software {
+                            writeln!(out, "software: {} (every system)", sw.name)?;
+                        }
                         if let Some(l) = &c.concurrency {
                             writeln!(
                                 out,

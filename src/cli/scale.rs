@@ -25,6 +25,8 @@ pub struct Args {
     #[arg(long, value_parser = common::choice::<Objective>(), default_value = "time")]
     pub objective: Objective,
     #[command(flatten)]
+    pub software: common::SoftwareArgs,
+    #[command(flatten)]
     pub power: common::PowerArgs,
     /// Overrides by sweep path (`devices` and `nodes` are the scale's own axis here).
     #[command(flatten)]
@@ -91,10 +93,14 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         Ok(w) => w,
         Err(e) => return Ok(e),
     };
+    let software = match a.software.load() {
+        Ok(s) => s,
+        Err(e) => return Ok(e),
+    };
     let mut systems = Vec::new();
     for path in &a.arch {
         match common::system(path) {
-            Ok(s) => systems.push(a.power.apply(s)),
+            Ok(s) => systems.push(common::SoftwareArgs::apply(&software, a.power.apply(s))),
             Err(e) => return Ok(e),
         }
     }
@@ -185,6 +191,9 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                     writeln!(out, "{}", title(s))?;
                     if let Some(p) = s.points.first() {
                         writeln!(out, "{}", common::boundary_line(p.estimate.power_boundary))?;
+                        if let Some(sw) = &p.estimate.software {
+                            writeln!(out, "software: {sw}")?;
+                        }
                     }
                     if let Some(b) = s.power_budget_w {
                         writeln!(

@@ -265,8 +265,17 @@ impl Problem<'_> {
         let n = self.cases.len();
         let mut j = DMatrix::zeros(n, theta.len());
         for k in 0..theta.len() {
-            let h = 1e-4 * theta[k].abs().max(1e-12);
             let (lo, hi) = (self.params[k].lo, self.params[k].hi);
+            // relative to the figure; from a figure of 0 (a stack with no per-step cost yet),
+            // relative to its box, or to one SI unit in an open one
+            let scale = if theta[k] != 0.0 {
+                theta[k].abs()
+            } else if hi.is_finite() {
+                hi - lo
+            } else {
+                1.0
+            };
+            let h = 1e-4 * scale;
             let mut up = theta.to_vec();
             let mut dn = theta.to_vec();
             up[k] = (theta[k] + h).min(hi);
