@@ -212,23 +212,29 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         let part = match &a.part {
             Some(p) => p.clone(),
             None => {
+                // a software stack's figures live in its `Software` file, the rest in the device's
+                let (kind, what) = if params.iter().all(|p| p.path.starts_with("software.")) {
+                    ("Software", "software stack")
+                } else {
+                    ("Device", "device")
+                };
                 let devs: Vec<&String> = first_files
                     .iter()
                     .flat_map(|f| f.files.iter())
-                    .filter(|(_, t)| tessera::check::kind_of(t).as_deref() == Some("Device"))
+                    .filter(|(_, t)| tessera::check::kind_of(t).as_deref() == Some(kind))
                     .map(|(n, _)| n)
                     .collect();
                 match devs.as_slice() {
                     [one] => (*one).clone(),
                     [] => {
                         return error(
-                            "the cases' device is not written in a part file of its own",
+                            &format!("the cases' {what} is not written in a part file of its own"),
                             Some("name the file to rewrite with `--part FILE`"),
                         )
                     }
                     _ => {
                         return error(
-                            "the cases read several device files",
+                            &format!("the cases read several {what} files"),
                             Some("name the one to rewrite with `--part FILE`"),
                         )
                     }

@@ -446,12 +446,14 @@ pub fn calibrate(cases: &[Case], params: &[Param]) -> Result<Fit, CalibrateError
     })
 }
 
-/// The field of a Device file a path writes, for [`write_part`].
+/// The field of a Device (or Software) file a path writes, for [`write_part`].
 fn part_field(path: &str) -> Option<crate::diag::Path> {
     let root = crate::diag::Path::root();
     match path.split('.').collect::<Vec<_>>().as_slice() {
         ["device", "efficiency", e] => Some(root.field("efficiency").field(e)),
         ["device", f @ ("tdp" | "idle_power")] => Some(root.field(f)),
+        // a `Software` file's own figure
+        ["software", "step_overhead"] => Some(root.field("step_overhead")),
         _ => None,
     }
 }
@@ -485,8 +487,8 @@ pub fn write_part(
     for f in &fit.figures {
         let field = part_field(&f.path).ok_or_else(|| {
             fail(
-                format!("a calibrated part file writes device figures; `{}` is not one", f.path),
-                Some("fit `device.efficiency.*`, `device.tdp` or `device.idle_power` to write a part file; print the fit without `-o` otherwise"),
+                format!("a calibrated part file writes device or software-stack figures; `{}` is not one", f.path),
+                Some("fit `device.efficiency.*`, `device.tdp`, `device.idle_power` or `software.step_overhead` to write a part file; print the fit without `-o` otherwise"),
             )
         })?;
         let last = match field.0.last() {
