@@ -236,13 +236,11 @@ impl RunArgs {
     /// (diagnostics on stderr); the devices to use (`--devices`, or a `devices`/`nodes` override).
     #[allow(clippy::type_complexity)]
     pub fn load(&self) -> Result<(System, Workload, MappingChoice, Option<u64>), Exit> {
-        let (mut sys, mut w) = match (system(&self.arch), workload(&self.workload)) {
+        let (sys, mut w) = match (system(&self.arch), workload(&self.workload)) {
             (Ok(s), Ok(w)) => (self.power.apply(s), w),
             _ => return Err(Exit::Failed),
         };
-        if let Some(sw) = self.software.load()? {
-            sys.with_software(sw);
-        }
+        let mut sys = SoftwareArgs::apply(&self.software.load()?, sys);
         self.serve.apply(&mut w)?;
         let mut choice = mapping(self.mapping.as_deref(), &w, self.objective)?;
         let mut devices = self.devices;
