@@ -176,10 +176,12 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // -2.6 %), the H100 FP8 factor refitted on its two cases (0.740 → 0.746), and SMC's GPT-3
     // energy case took its own run's layout (interleave 12, from its MLLOG) and left the gate at
     // -15.0 % for the known gaps: 4.50 % over 93, the largest 14.1 % (Llama 2 70B Server on 8
-    // H100, v4.1).
+    // H100, v4.1). Then the Brookhaven node-power observation (an 8-GPU H100 node training at
+    // 76 % of its 10.2 kW rating, Newkirk et al. 2025) joined at -6.1 %, above the mean: 4.52 %
+    // over 94.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.0450, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0452, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.142, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
