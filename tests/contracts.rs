@@ -256,6 +256,45 @@ fn compare() {
     insta::assert_snapshot!("compare", Shape::new(&[]).add(&v).render());
 }
 
+/// Issue 14: `compare --software` names the one stack every system runs on once, at the top, and
+/// each row carries it as its estimate does; without the flag the key is `null`.
+#[test]
+fn compare_names_its_software_stack_once() {
+    let args = |sw: bool| {
+        let mut a = vec![
+            "compare",
+            "architectures/dgx-h100.ron",
+            "architectures/dgx-b200.ron",
+            "--workload",
+            "workloads/llama3.1-8b-pretrain.ron",
+            "--format",
+            "json",
+        ];
+        if sw {
+            a.extend(["--software", "architectures/software/nemo-24.04.ron"]);
+        }
+        tessera(&a)
+    };
+    let v = args(true);
+    let name = v["software"].as_str().expect("software named").to_string();
+    assert!(name.contains("NeMo"), "{v}");
+    for s in v["systems"].as_array().expect("systems") {
+        assert_eq!(s["software"], v["software"], "{s}");
+    }
+    let bare = args(false);
+    assert!(bare["software"].is_null(), "{bare}");
+    // the stack's per-step time makes every system's step longer
+    for (a, b) in v["systems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(bare["systems"].as_array().unwrap())
+    {
+        let t = |x: &Value| x["step_time_s"].as_f64().expect("step");
+        assert!(t(a) > t(b), "{a} vs {b}");
+    }
+}
+
 /// `compare --power-budget`: a system that cannot run the workload at any size says why (its own
 /// reason, here no mapping fits NorthPole's cards), not that it is over the budget; the others
 /// stay within it.

@@ -167,6 +167,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     }
     let mut c = compare(ests);
     c.power_budget_w = a.power.power_budget;
+    c.software = software.as_ref().map(|sw| sw.name.clone());
     (c.concurrency, c.slo) = tessera::engine::serve::stated_load(&w);
     a.plot
         .draw(|size, o| tessera::plot::compare::compare(&c, size, o))?;
@@ -179,8 +180,8 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                     Format::Table => {
                         writeln!(out, "{} — baseline: {}", c.workload, c.baseline)?;
                         writeln!(out, "{}", common::boundary_line(c.power_boundary))?;
-                        if let Some(sw) = &software {
-                            writeln!(out, "software: {} (every system)", sw.name)?;
+                        if let Some(sw) = &c.software {
+                            writeln!(out, "software: {sw} (every system)")?;
                         }
                         if let Some(l) = &c.concurrency {
                             writeln!(

@@ -35,6 +35,8 @@ pub struct Comparison {
     pub concurrency: Option<String>,
     /// Serving: the latency target every system is held to (`ttft<=2 s,tpot<=40 ms`).
     pub slo: Option<String>,
+    /// With `--software`: the stack every system runs on (its name), else `null`.
+    pub software: Option<String>,
     pub systems: Vec<CompareRow>,
 }
 
@@ -85,6 +87,7 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
         power_budget_w: None,
         concurrency: None,
         slo: None,
+        software: None,
         systems,
     }
 }
