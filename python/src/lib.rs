@@ -155,7 +155,7 @@ fn mapping_choice(mapping: &str, w: &Workload, objective: Objective) -> PyResult
 /// The estimate's JSON, as `tessera estimate --format json` prints it; `set` holds the CLI's
 /// `--set PATH=VALUE` overrides as (path, value) pairs, applied by the same library code.
 #[pyfunction]
-#[pyo3(signature = (system, workload, mapping = "auto", objective = "time", devices = None, set = Vec::new(), power_boundary = "facility", slo = None, min_user_rate = None, concurrency = None))]
+#[pyo3(signature = (system, workload, mapping = "auto", objective = "time", devices = None, set = Vec::new(), power_boundary = "facility", slo = None, min_user_rate = None, concurrency = None, software = None))]
 #[allow(clippy::too_many_arguments)]
 fn estimate_json(
     py: Python<'_>,
@@ -169,11 +169,15 @@ fn estimate_json(
     slo: Option<String>,
     min_user_rate: Option<String>,
     concurrency: Option<String>,
+    software: Option<String>,
 ) -> PyResult<String> {
     let objective: Objective = choice("objective", objective)?;
     let mut c = mapping_choice(mapping, workload, objective)?;
     let (mut sys, mut w, mut devices) = (system.inner.clone(), workload.inner.clone(), devices);
     sys.power_boundary = choice("power_boundary", power_boundary)?;
+    if let Some(sw) = stack(software.as_deref())? {
+        sys.with_software(sw);
+    }
     serving(&mut w, slo, min_user_rate, concurrency)?;
     let overrides = tessera::sweep::set::Overrides::from_pairs(
         set.iter().map(|(p, v)| (p.as_str(), v.as_str())),
@@ -186,6 +190,13 @@ fn estimate_json(
     }
     let e = py.detach(|| tessera::engine::estimate(&sys, &w, &c, devices));
     serde_json::to_string(&e).map_err(usage)
+}
+
+/// The CLI's `--software FILE`: the stack read and checked (a `TesseraError` with its
+/// diagnostics when the file is bad).
+fn stack(path: Option<&str>) -> PyResult<Option<tessera::model::system::Software>> {
+    path.map(|p| loaded(tessera::model::system::load_software(p, &DiskFs)))
+        .transpose()
 }
 
 /// The CLI's `--slo`, `--min-user-rate` and `--concurrency`, parsed by the same library code and
@@ -215,7 +226,7 @@ fn serving(
 /// The comparison's JSON, as `tessera compare --format json` prints it (the first system is the
 /// baseline; `devices` is capped at each system's size, as the CLI does).
 #[pyfunction]
-#[pyo3(signature = (systems, workload, mapping = "auto", objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None))]
+#[pyo3(signature = (systems, workload, mapping = "auto", objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None, software = None))]
 #[allow(clippy::too_many_arguments)]
 fn compare_json(
     py: Python<'_>,
@@ -227,6 +238,7 @@ fn compare_json(
     slo: Option<String>,
     min_user_rate: Option<String>,
     concurrency: Option<String>,
+    software: Option<String>,
 ) -> PyResult<String> {
     if systems.is_empty() {
         return Err(usage("compare needs at least one system"));
@@ -237,7 +249,18 @@ fn compare_json(
     serving(&mut w, slo, min_user_rate, concurrency)?;
     tessera::engine::serve::one_load(&mut w);
     let c = mapping_choice(mapping, workload, objective)?;
-    let sys: Vec<&tessera::model::system::System> = systems.iter().map(|s| &s.inner).collect();
+    // every system on the one stack, as the CLI's `compare --software` puts them
+    let sw = stack(software.as_deref())?;
+    let sys: Vec<tessera::model::system::System> = systems
+        .iter()
+        .map(|s| {
+            let mut s = s.inner.clone();
+            if let Some(sw) = &sw {
+                s.with_software(sw.clone());
+            }
+            s
+        })
+        .collect();
     let mut cmp = py.detach(|| {
         tessera::report::compare::compare(
             sys.iter()
@@ -246,6 +269,7 @@ fn compare_json(
         )
     });
     (cmp.concurrency, cmp.slo) = tessera::engine::serve::stated_load(&w);
+    cmp.software = sw.map(|sw| sw.name);
     serde_json::to_string(&cmp).map_err(usage)
 }
 

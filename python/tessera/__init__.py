@@ -97,11 +97,23 @@ class Estimate:
         )
 
 
-_ESTIMATE_OPTIONS = ("devices", "objective", "power_boundary", "slo", "min_user_rate", "concurrency")
+_ESTIMATE_OPTIONS = (
+    "devices",
+    "objective",
+    "power_boundary",
+    "slo",
+    "min_user_rate",
+    "concurrency",
+    "software",
+)
 
 
 def _opt(v: Any) -> Optional[str]:
     return None if v is None else str(v)
+
+
+def _path(v: Optional[PathLike]) -> Optional[str]:
+    return None if v is None else os.fspath(v)
 
 
 def estimate(
@@ -118,7 +130,9 @@ def estimate(
     system), ``objective="time" | ...`` (what ``auto`` minimises), ``power_boundary="device" |
     "node" | "rack" | "it" | "facility"``; serving, as ``--slo``, ``--min-user-rate`` and
     ``--concurrency``: ``slo="ttft<=2s,tpot<=40ms"``, ``min_user_rate="50/s"``,
-    ``concurrency=64`` or ``"max"``. Overrides by sweep path, as ``--set PATH=VALUE``:
+    ``concurrency=64`` or ``"max"``; ``software="architectures/software/nemo-24.04.ron"`` (the
+    stack the run executes on, as ``--software``: its per-step time joins each training step).
+    Overrides by sweep path, as ``--set PATH=VALUE``:
     ``set={"device.tdp": "400 W", "workload.global_batch": 1024}``, or as keywords with ``__``
     for the dots: ``device__tdp="400 W"``, ``mapping__tp=8``.
     """
@@ -148,6 +162,7 @@ def estimate(
         slo=_opt(overrides.get("slo")),
         min_user_rate=_opt(overrides.get("min_user_rate")),
         concurrency=_opt(overrides.get("concurrency")),
+        software=_path(overrides.get("software")),
     )
     return Estimate(json.loads(text))
 
@@ -161,12 +176,13 @@ def compare(
     slo: Optional[str] = None,
     min_user_rate: Optional[str] = None,
     concurrency: Union[int, str, None] = None,
+    software: Optional[PathLike] = None,
 ):
     """Compare systems on one workload, as ``tessera compare --format json``; a pandas DataFrame
     with one row per system (the estimate's keys, ``breakdown_s.*`` and ``mapping.*`` flattened)
-    and ``ratio_to_baseline.*`` columns (the first system is the baseline). Serving options as
-    :func:`estimate`'s; the load and target every system is put at are in ``df.attrs``
-    (``concurrency``, ``slo``)."""
+    and ``ratio_to_baseline.*`` columns (the first system is the baseline). Serving options and
+    ``software`` (every system on that stack) as :func:`estimate`'s; the load, target and stack
+    every system is put at are in ``df.attrs`` (``concurrency``, ``slo``, ``software``)."""
     import pandas as pd
 
     text = _tessera.compare_json(
@@ -178,6 +194,7 @@ def compare(
         slo=_opt(slo),
         min_user_rate=_opt(min_user_rate),
         concurrency=_opt(concurrency),
+        software=_path(software),
     )
     c = json.loads(text)
     df = pd.json_normalize(c["systems"])
@@ -185,6 +202,7 @@ def compare(
     df.attrs["baseline"] = c["baseline"]
     df.attrs["concurrency"] = c.get("concurrency")
     df.attrs["slo"] = c.get("slo")
+    df.attrs["software"] = c.get("software")
     return df
 
 

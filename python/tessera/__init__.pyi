@@ -84,6 +84,7 @@ def estimate(
     slo: Optional[str] = None,
     min_user_rate: Optional[str] = None,
     concurrency: Union[int, str, None] = None,
+    software: Optional[PathLike] = None,
     **path_overrides: Any,
 ) -> Estimate: ...
 def compare(
@@ -95,6 +96,7 @@ def compare(
     slo: Optional[str] = None,
     min_user_rate: Optional[str] = None,
     concurrency: Union[int, str, None] = None,
+    software: Optional[PathLike] = None,
 ) -> pandas.DataFrame: ...
 def sweep(
     spec: Optional[SweepSpec] = None,

@@ -38,6 +38,7 @@ def estimate_json(
     slo: Optional[str] = None,
     min_user_rate: Optional[str] = None,
     concurrency: Optional[str] = None,
+    software: Optional[str] = None,
 ) -> str: ...
 def compare_json(
     systems: Sequence[System],
@@ -48,6 +49,7 @@ def compare_json(
     slo: Optional[str] = None,
     min_user_rate: Optional[str] = None,
     concurrency: Optional[str] = None,
+    software: Optional[str] = None,
 ) -> str: ...
 def run_sweep(
     file: Optional[str] = None,

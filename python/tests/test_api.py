@@ -99,6 +99,28 @@ def test_compare_is_a_dataframe(cli):
     assert df.attrs["baseline"] == want["baseline"]
 
 
+def test_software_stack_is_the_cli_flag(cli):
+    # --software: the same stack file, read and checked by the same library code
+    arch, wl = "architectures/dgx-h100.ron", "workloads/llama2-70b-lora.ron"
+    sw = "architectures/software/nemo-24.04.ron"
+    want = json.loads(
+        cli("estimate", "--arch", arch, "--workload", wl, "--software", sw, "--format",
+            "json").stdout
+    )
+    e = tessera.estimate(arch, wl, mapping="published", software=Path(sw))
+    assert e.to_dict() == want and want["software"].startswith("NVIDIA NeMo")
+    assert e.step_time_s > tessera.estimate(arch, wl, mapping="published").step_time_s
+    two = ["architectures/dgx-h100.ron", "architectures/dgx-b200.ron"]
+    want = json.loads(
+        cli("compare", *two, "--workload", wl, "--software", sw, "--format", "json").stdout
+    )
+    df = tessera.compare(two, wl, software=sw)
+    assert df.attrs["software"] == want["software"] == want["systems"][0]["software"]
+    assert list(df["step_time_s"]) == [r["step_time_s"] for r in want["systems"]]
+    with pytest.raises(tessera.TesseraError, match="no such file"):
+        tessera.estimate(arch, wl, software="architectures/software/none.ron")
+
+
 def test_serving_options_are_the_cli_flags(cli):
     # --slo, --min-user-rate and --concurrency, parsed and set by the same library code
     arch, wl = "architectures/dgx-h100.ron", "workloads/llama3.1-8b-serving.ron"
