@@ -142,6 +142,7 @@ const EXPECT: &[(&str, &str, &str, &str)] = &[
     ("self-reference", "tests/bad/self-reference.ron", "2:1", "circular reference: tests/bad/self-reference.ron -> tests/bad/self-reference.ron"),
     ("source-tag-with-space", "tests/bad/source-tag-with-space.ron", "40:10", "must be one word after `@`"),
     ("software-negative-overhead", "tests/bad/software-negative-overhead.ron", "5:20", "`step_overhead` must not be negative"),
+    ("software-reserve-not-bytes", "tests/bad/software-reserve-not-bytes.ron", "6:21", "`memory_reserve`: expected a size in bytes, found `s`, which is a time"),
     ("sparse-as-dense", "tests/bad/sparse-as-dense.ron", "21:24", "the fp8 peak is 4x the bf16 peak"),
     ("syntax-deep-nesting", "tests/bad/syntax-deep-nesting.ron", "4:11", "expected a string in double quotes"),
     ("syntax-map-missing-colon", "tests/bad/syntax-map-missing-colon.ron", "22:24", "expected `:` after the map key"),

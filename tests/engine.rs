@@ -281,6 +281,52 @@ fn a_software_stacks_step_overhead_adds_its_time_at_static_power() {
     assert!(e.mfu < base.mfu);
 }
 
+#[test]
+fn a_software_stacks_memory_reserve_comes_off_the_main_memory() {
+    // 70 GB of weights and 5 GB of activations on the 80 GB device: they fit with 5 GB to spare,
+    // not beside a stack that keeps 6 GB for itself (the point is then infeasible for memory,
+    // 74 GB available against 75 GB needed), and again beside one that keeps exactly 5 GB.
+    let mut p = gemm_program(8192.0, 8192.0, 8192.0);
+    p.footprint = Footprint {
+        weights: 70e9,
+        activations: 5e9,
+        ..Footprint::default()
+    };
+    let mut m = h100();
+    assert_eq!(
+        tessera::engine::cpu::place(&p.footprint, &m),
+        Some((Tier::Hbm, Tier::Hbm))
+    );
+    let base = eval(&p, &m);
+    assert_eq!(base.reason_code, 0);
+    m[t::MEMORY_RESERVE] = 6e9;
+    assert_eq!(tessera::engine::cpu::place(&p.footprint, &m), None);
+    let e = eval(&p, &m);
+    assert_eq!(e.reason_code, tessera::engine::reason::point::MEMORY);
+    assert_relative_eq!(e.needed_bytes, 75e9, max_relative = 1e-12);
+    assert_relative_eq!(e.available_bytes, 74e9, max_relative = 1e-12);
+    m[t::MEMORY_RESERVE] = 5e9;
+    let e = eval(&p, &m);
+    assert_eq!(e.reason_code, 0);
+    assert_eq!(
+        e.step_time, base.step_time,
+        "a reserve costs memory, not time"
+    );
+    // a reserve larger than the memory leaves none (never a negative capacity)
+    m[t::MEMORY_RESERVE] = 100e9;
+    assert_eq!(tessera::engine::cpu::usable_capacity(Tier::Hbm, &m), 0.0);
+    // on a device with SRAM only, the reserve comes off the SRAM
+    let mut sram = h100();
+    sram[t::HBM_CAPACITY] = 0.0;
+    sram[t::SRAM_CAPACITY] = 44e9;
+    sram[t::MEMORY_RESERVE] = 4e9;
+    assert_eq!(tessera::engine::cpu::main_tier(&sram), Tier::Sram);
+    assert_relative_eq!(
+        tessera::engine::cpu::usable_capacity(Tier::Sram, &sram),
+        40e9
+    );
+}
+
 const WORKLOAD: &str = common::GPT_13B_TRAINING;
 
 fn fixtures_with(workload: &str) -> (System, Workload) {

@@ -545,40 +545,16 @@ fn too_many_axes_is_an_error_not_a_panic() {
 #[test]
 fn placement_with_an_absent_tier_agrees_with_the_cpu() {
     use tessera::engine::cpu;
-    use tessera::engine::program::{Footprint, Op, Phase, Program, Section};
+    use tessera::engine::program::Footprint;
     use tessera::engine::table::{self as t, Machine};
     use tessera::model::precision::Precision;
     use tessera::sweep::space::{Axis, Derive, Sampling, Space, Target, Values};
     let Some(g) = gpu() else { return };
     let bf16 = Precision::Bf16.index();
-    let program = Program {
-        ops: vec![Op {
-            name: "gemm".into(),
-            matrix: true,
-            precision: bf16,
-            flops: 1e12,
-            weight_bytes: 1e9,
-            act_bytes: 0.0,
-            count: 1.0,
-            section: Section::MicroBatch,
-            phase: Phase::Forward,
-        }],
-        comms: Vec::new(),
-        stages: Vec::new(),
-        micro_batches: 1.0,
-        bubble: 0.0,
-        footprint: Footprint {
-            weights: 1e9,
-            ..Footprint::default()
-        },
-        devices: 1.0,
-        units_per_step: 1.0,
-        unit: "samples",
-        model_flops_per_step: 1e12,
-        mfu_precision: bf16,
-        steps: None,
-        host_steps: 0.0,
-    };
+    let program = one_gemm(Footprint {
+        weights: 1e9,
+        ..Footprint::default()
+    });
     let mut m = Machine::zero();
     m[t::MATRIX_PEAK + bf16] = 1e15;
     for e in [t::EFF_MATMUL, t::EFF_MEMORY, t::EFF_NETWORK, t::PUE] {
@@ -750,4 +726,104 @@ fn link_timelines_agree_on_every_section_and_overlap() {
         (8..64).contains(&exposed),
         "{exposed} of 64 points expose overlapped traffic: the axes should span hidden and bound"
     );
+}
+
+/// A software stack's memory reserve (`t::MEMORY_RESERVE`) comes off the main tier in both
+/// evaluators: over a reserve axis from none to more than the memory, on a device with HBM and on
+/// one with SRAM only, the kernel agrees with the CPU on which points fit, the headroom left (or
+/// how far over), and the step time. Checked to fail with the kernel reading the raw capacity.
+#[test]
+fn a_memory_reserve_places_the_same_in_both_evaluators() {
+    use tessera::engine::cpu;
+    use tessera::engine::program::Footprint;
+    use tessera::engine::table::{self as t, Machine};
+    use tessera::model::precision::Precision;
+    use tessera::sweep::space::{Axis, Derive, Sampling, Space, Target, Values};
+    let Some(g) = gpu() else { return };
+    let bf16 = Precision::Bf16.index();
+    let program = one_gemm(Footprint {
+        weights: 1e9,
+        activations: 0.5e9,
+        ..Footprint::default()
+    });
+    let reserves = [0.0, 0.25e9, 0.5e9, 0.75e9, 1.0e9, 2.0e9, 3.0e9];
+    let space = Space::new(
+        vec![Axis {
+            path: "software.memory_reserve".into(),
+            dimension: tessera::units::Dimension::Bytes,
+            values: Values::List(reserves.to_vec()),
+            targets: vec![Target {
+                field: t::MEMORY_RESERVE,
+                op: tessera::sweep::space::Op::Set {
+                    scale: 1.0,
+                    offset: 0.0,
+                    floor: f64::NEG_INFINITY,
+                },
+            }],
+        }],
+        Sampling::Grid,
+        Derive::default(),
+    )
+    .expect("space");
+    for (tier, cap) in [(t::HBM_CAPACITY, 2.5e9), (t::SRAM_CAPACITY, 2.5e9)] {
+        let mut m = Machine::zero();
+        m[t::MATRIX_PEAK + bf16] = 1e15;
+        for e in [t::EFF_MATMUL, t::EFF_MEMORY, t::EFF_NETWORK, t::PUE] {
+            m[e] = 1.0;
+        }
+        m[tier] = cap;
+        m[t::HBM_BANDWIDTH] = 1e12;
+        m[t::SRAM_BANDWIDTH] = 1e13;
+        m[t::TDP] = 500.0;
+        let words = kernel_words(g, &program, &m, &space, reserves.len() as u64);
+        let mut fits = 0;
+        for (i, r) in reserves.iter().enumerate() {
+            let mut mi = m.clone();
+            mi[t::MEMORY_RESERVE] = *r;
+            let e = cpu::eval(&program, &mi);
+            let c = Outcome::from_eval(i as u64, &program, &mi, &e);
+            let o = from_words(i as u64, &words[i * OUT_WORDS..(i + 1) * OUT_WORDS]);
+            assert_eq!(o.reason, c.reason, "reserve {r}: {o:?} vs {c:?}");
+            assert!(
+                (o.headroom - c.headroom).abs() <= 1e-6 * cap,
+                "reserve {r}: {o:?} vs {c:?}"
+            );
+            assert!(rel(o.step_time, c.step_time) < F32_BOUND, "{o:?} vs {c:?}");
+            // 1.5 GB of data in 2.5 GB: it fits while the reserve leaves 1.5 GB
+            assert_eq!(c.feasible(), *r <= 1.0e9, "reserve {r}: {c:?}");
+            fits += usize::from(c.feasible());
+        }
+        assert_eq!(fits, 5);
+    }
+}
+
+/// One 1 TFLOP BF16 GEMM reading 1 GB of weights, holding `footprint`: the placement tests' program.
+fn one_gemm(footprint: tessera::engine::program::Footprint) -> tessera::engine::program::Program {
+    use tessera::engine::program::{Op, Phase, Program, Section};
+    let bf16 = tessera::model::precision::Precision::Bf16.index();
+    Program {
+        ops: vec![Op {
+            name: "gemm".into(),
+            matrix: true,
+            precision: bf16,
+            flops: 1e12,
+            weight_bytes: 1e9,
+            act_bytes: 0.0,
+            count: 1.0,
+            section: Section::MicroBatch,
+            phase: Phase::Forward,
+        }],
+        comms: Vec::new(),
+        stages: Vec::new(),
+        micro_batches: 1.0,
+        bubble: 0.0,
+        footprint,
+        devices: 1.0,
+        units_per_step: 1.0,
+        unit: "samples",
+        model_flops_per_step: 1e12,
+        mfu_precision: bf16,
+        steps: None,
+        host_steps: 0.0,
+    }
 }

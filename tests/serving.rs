@@ -922,3 +922,54 @@ fn the_search_picks_a_prefill_pool_only_where_the_target_asks_for_it() {
         assert_eq!(e.disaggregated, Some(false), "{slo:?}");
     }
 }
+
+/// A software stack's memory reserve comes out of the KV cache: the requests the paged cache
+/// holds fall by the reserve over one request's bytes (the solve's slope), the placement agrees
+/// with the solve at the new limit, and one request more is infeasible for memory.
+#[test]
+fn a_stacks_memory_reserve_shrinks_the_kv_cache() {
+    let (s, w) = inputs();
+    let m = tp8();
+    let n = s.devices;
+    let bare = serve::max_concurrency(&s, &w, &m, n).expect("a KV limit");
+    let mut on = s.clone();
+    on.with_software(tessera::model::system::Software {
+        name: "test stack".into(),
+        step_overhead: 0.0,
+        memory_reserve: 8e9,
+        fitted: Vec::new(),
+    });
+    let held = serve::max_concurrency(&on, &w, &m, n).expect("a KV limit");
+    assert!(held < bare, "{held} vs {bare}");
+    // one request's device bytes, from two lowerings (the solve's own slope)
+    let per = |b: u64| {
+        lower::lower(&s, &w, &Mapping { batch: b, ..m }, n)
+            .unwrap()
+            .footprint
+            .total()
+    };
+    let slope = (per(128) - per(64)) / 64.0;
+    let dropped = (bare - held) as f64;
+    let want = 8e9 / slope;
+    assert!(
+        (dropped - want).abs() <= 1.0 + 1e-9,
+        "dropped {dropped} requests, the reserve holds {want}"
+    );
+    let at = |c: u64| {
+        let w = with_load(
+            &w,
+            Load {
+                concurrency: Concurrency::Total(c),
+                ..Load::default()
+            },
+        );
+        engine::estimate(&on, &w, &tp(8), None)
+    };
+    // the estimate's own limit (its tensor-parallel mapping at 8) is the one its placement keeps
+    let held = at(1).max_concurrency.expect("a KV limit");
+    let e = at(held);
+    assert!(e.feasible, "{held}: {:?}", e.reason);
+    let e = at(held + 1);
+    assert!(!e.feasible);
+    assert_eq!(e.reason_code, Some("memory"));
+}

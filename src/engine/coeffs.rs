@@ -238,7 +238,9 @@ pub fn tier_wgsl() -> String {
     };
     [
         format!(
-            "const TIER_EXTERNAL: u32 = {}u;\nconst TIER_NONE: u32 = {}u;\n",
+            "const TIER_SRAM: u32 = {}u;\nconst TIER_HBM: u32 = {}u;\nconst TIER_EXTERNAL: u32 = {}u;\nconst TIER_NONE: u32 = {}u;\n",
+            Tier::Sram.index(),
+            Tier::Hbm.index(),
             Tier::External.index(),
             Tier::ALL.len()
         ),

@@ -219,6 +219,27 @@ fn tier_energy(k: Tier, m: &Machine) -> f64 {
     m[k.slots().energy]
 }
 
+/// The device's main memory: HBM where it has any, else its SRAM (the tier the software stack's
+/// reserve and the serving KV cache come from).
+pub fn main_tier(m: &Machine) -> Tier {
+    if m[Tier::Hbm.slots().capacity] > 0.0 {
+        Tier::Hbm
+    } else {
+        Tier::Sram
+    }
+}
+
+/// What tier `k` holds of the run's data: its capacity, less the software stack's reserve on
+/// the main tier (never below 0; a tier the device lacks stays 0).
+pub fn usable_capacity(k: Tier, m: &Machine) -> f64 {
+    let cap = m[k.slots().capacity];
+    if k == main_tier(m) && cap > 0.0 {
+        (cap - m[t::MEMORY_RESERVE]).max(0.0)
+    } else {
+        cap
+    }
+}
+
 /// Place model state and working data in the fastest tier they fit (SRAM, then main memory),
 /// else state in the weight store and working data in that tier; `None` if nothing holds them,
 /// or if the activations offloaded to host memory exceed it.
@@ -229,7 +250,7 @@ pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     let (s, w) = (f.state(), f.working());
     let ext = m[t::EXT_CAPACITY];
     for k in [Tier::Sram, Tier::Hbm] {
-        let cap = m[k.slots().capacity];
+        let cap = usable_capacity(k, m);
         if cap > 0.0 && s + w <= cap {
             return Some((k, k));
         }
@@ -424,7 +445,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         weights_tier: Tier::Hbm,
         working_tier: Tier::Hbm,
         needed_bytes: p.footprint.total(),
-        available_bytes: m[t::SRAM_CAPACITY].max(m[t::HBM_CAPACITY]),
+        available_bytes: usable_capacity(Tier::Sram, m).max(usable_capacity(Tier::Hbm, m)),
         throttle: 1.0,
         device_power: 0.0,
         demand_power: 0.0,

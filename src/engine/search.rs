@@ -243,7 +243,9 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
             let dom = sys.scale_up_size().max(1);
             let mesh = sys.device.has_mesh();
             let mach = super::machine::machine(sys, n);
-            let cap = mach[super::table::HBM_CAPACITY].max(mach[super::table::SRAM_CAPACITY]);
+            let cap = super::cpu::usable_capacity(super::program::Tier::Hbm, &mach).max(
+                super::cpu::usable_capacity(super::program::Tier::Sram, &mach),
+            );
             let fits = |tp: u64| t.params() * inf.weights.bytes() / tp as f64 <= cap;
             // pools of a power of two of devices, or of all but a power of two (the decode
             // instances a power of two: prompt-heavy loads want the larger pool)

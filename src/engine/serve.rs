@@ -374,12 +374,8 @@ pub fn max_concurrency(sys: &System, w: &Workload, m: &Mapping, n: u64) -> Optio
     let p0 = lower::lower(sys, w, &Mapping { batch: b0, ..*m }, n).ok()?;
     let p1 = lower::lower(sys, w, &Mapping { batch: b1, ..*m }, n).ok()?;
     let mach = lower::machine(sys, n);
-    let tier = if mach[Tier::Hbm.slots().capacity] > 0.0 {
-        Tier::Hbm
-    } else {
-        Tier::Sram
-    };
-    let cap = mach[tier.slots().capacity];
+    // the main tier, less what the software stack keeps for itself
+    let cap = cpu::usable_capacity(cpu::main_tier(&mach), &mach);
     let mut best = f64::INFINITY;
     for (s0, s1) in p0.stage_list().iter().zip(p1.stage_list().iter()) {
         let (f0, f1) = (&s0.footprint, &s1.footprint);

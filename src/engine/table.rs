@@ -105,6 +105,8 @@ machine_table! {
         "Fixed time per operator call (s).";
     STEP_OVERHEAD [1] "step_overhead", Time, Model, true, ["software.step_overhead"],
         "The software stack's time per optimizer step outside the devices' work (s; 0 = no stack named): the program's `host_steps` of it join each step, the devices at static power meanwhile.";
+    MEMORY_RESERVE [1] "memory_reserve", Bytes, Model, true, ["software.memory_reserve"],
+        "Main memory per device the software stack keeps for itself (B; 0 = no stack named): taken from the main tier's capacity (HBM where the device has it, else SRAM) before placement and the KV-cache solve.";
     SRAM_CAPACITY [1] "sram_capacity", Bytes, Combined, true,
         ["device.memory.{sram}.capacity", "sram.capacity"],
         "On-chip data SRAM per device: the sum of the SRAM levels (B).";

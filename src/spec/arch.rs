@@ -471,4 +471,9 @@ pub struct SoftwareSpec {
     /// loop's host work, the step's synchronisations, optimizer and gradient-norm launches),
     /// during which the devices draw their static power: `"0.2 s"`.
     pub step_overhead: Q,
+    /// Device memory the stack keeps for itself on every device (its runtime's context, kernel
+    /// and communication workspaces, allocator slack), taken from the device's main memory
+    /// before the run's weights, state and activations: `"2 GiB"`. Default 0.
+    #[serde(default)]
+    pub memory_reserve: Option<Q>,
 }

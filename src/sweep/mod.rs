@@ -33,7 +33,7 @@ pub use report::Summary;
 pub use run::{run, Backend, Options, Progress};
 
 use crate::engine::program::{Eval, Program, Tier};
-use crate::engine::table::{self as t, Machine};
+use crate::engine::table::Machine;
 
 /// Why a point is not feasible (0 = feasible): the engine's point codes.
 pub use crate::engine::reason::point as reason;
@@ -67,12 +67,12 @@ impl Outcome {
         let headroom = if e.reason_code == reason::MEMORY {
             e.available_bytes - e.needed_bytes
         } else {
-            let room = |f: &crate::engine::program::Footprint| match crate::engine::cpu::place(f, m)
-            {
-                Some((Tier::External, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.working(),
-                Some((Tier::External, _)) => m[t::HBM_CAPACITY] - f.working(),
-                Some((_, Tier::Sram)) => m[t::SRAM_CAPACITY] - f.total(),
-                _ => m[t::HBM_CAPACITY] - f.total(),
+            use crate::engine::cpu::{place, usable_capacity};
+            let room = |f: &crate::engine::program::Footprint| match place(f, m) {
+                Some((Tier::External, Tier::Sram)) => usable_capacity(Tier::Sram, m) - f.working(),
+                Some((Tier::External, _)) => usable_capacity(Tier::Hbm, m) - f.working(),
+                Some((_, Tier::Sram)) => usable_capacity(Tier::Sram, m) - f.total(),
+                _ => usable_capacity(Tier::Hbm, m) - f.total(),
             };
             if p.stages.is_empty() {
                 room(&p.footprint)

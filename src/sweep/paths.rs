@@ -442,6 +442,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             knob(dim, vec![set(field)])
         }
         ["software", "step_overhead"] => knob(D::Time, vec![set(f::STEP_OVERHEAD)]),
+        ["software", "memory_reserve"] => knob(D::Bytes, vec![set(f::MEMORY_RESERVE)]),
         ["facility", "pue"] => Knob {
             min: 1.0,
             ..knob(D::Ratio, vec![set(f::PUE)])
@@ -722,14 +723,19 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
         }
         ["facility", "pue"] => sys.pue = v,
         // a system named with no stack runs on an unnamed one with that cost
-        ["software", "step_overhead"] => {
-            sys.software
+        ["software", field @ ("step_overhead" | "memory_reserve")] => {
+            let sw = sys
+                .software
                 .get_or_insert_with(|| crate::model::system::Software {
                     name: "(set)".into(),
                     step_overhead: 0.0,
+                    memory_reserve: 0.0,
                     fitted: Vec::new(),
-                })
-                .step_overhead = v
+                });
+            match *field {
+                "step_overhead" => sw.step_overhead = v,
+                _ => sw.memory_reserve = v,
+            }
         }
         _ => return None,
     }

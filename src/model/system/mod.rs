@@ -56,6 +56,9 @@ pub struct Software {
     pub name: String,
     /// Seconds per optimizer step outside the modelled work, the devices at static power.
     pub step_overhead: f64,
+    /// Bytes of each device's main memory the stack keeps for itself (the run's data gets the
+    /// rest).
+    pub memory_reserve: f64,
     /// Citations of its fitted figures (they name the cases they were fitted on).
     pub fitted: Vec<String>,
 }
@@ -95,10 +98,15 @@ pub fn load_software(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<Software> {
             &spec.step_overhead,
             crate::units::Dimension::Time,
         );
+        let reserve = match &spec.memory_reserve {
+            Some(q) => cx.non_negative("memory_reserve", q, crate::units::Dimension::Bytes),
+            None => Some(0.0),
+        };
         cx.leave();
         Some(Software {
             name: spec.name.clone(),
             step_overhead: step?,
+            memory_reserve: reserve?,
             fitted: cx.fitted.iter().cloned().collect(),
         })
     };

@@ -91,6 +91,17 @@ fn infeasible(reason: u32, head: f32) -> Point {
     return Point(vec4<f32>(0.0), vec4<f32>(0.0, head, f32(reason), 0.0));
 }
 
+// What tier `q` (SRAM or HBM) holds of the run's data (`cpu::usable_capacity`): its capacity,
+// less the software stack's reserve on the main tier (HBM where the device has it, else SRAM).
+fn usable_capacity(q: u32) -> f32 {
+    let cap = X[TIER_CAPACITY[q]];
+    let main = select(TIER_SRAM, TIER_HBM, X[TIER_CAPACITY[TIER_HBM]] > 0.0);
+    if (q == main && cap > 0.0) {
+        return max(cap - X[F_MEMORY_RESERVE], 0.0);
+    }
+    return cap;
+}
+
 fn tier_bandwidth(t: u32) -> f32 {
     return X[TIER_BANDWIDTH[t]] * X[TIER_EFFICIENCY[t]];
 }
@@ -181,7 +192,7 @@ fn evaluate(li: u32) -> Point {
         var wt = TIER_NONE;
         var at = TIER_NONE;
         for (var q = 0u; q < TIER_EXTERNAL && wt == TIER_NONE; q++) {
-            let cap = X[TIER_CAPACITY[q]];
+            let cap = usable_capacity(q);
             if (cap > 0.0 && st.total <= cap) {
                 wt = q;
                 at = q;
@@ -193,7 +204,7 @@ fn evaluate(li: u32) -> Point {
             }
         }
         if (wt == TIER_NONE) {
-            return infeasible(REASON_MEMORY, max(X[F_SRAM_CAPACITY], X[F_HBM_CAPACITY]) - st.total);
+            return infeasible(REASON_MEMORY, max(usable_capacity(TIER_SRAM), usable_capacity(TIER_HBM)) - st.total);
         }
         let bw_w = tier_bandwidth(wt);
         let bw_a = tier_bandwidth(at);
