@@ -240,6 +240,12 @@ pub fn usable_capacity(k: Tier, m: &Machine) -> f64 {
     }
 }
 
+/// The most any one device tier holds of the run's data (what a memory-infeasible point reports
+/// as available).
+pub fn largest_usable_capacity(m: &Machine) -> f64 {
+    usable_capacity(Tier::Sram, m).max(usable_capacity(Tier::Hbm, m))
+}
+
 /// Place model state and working data in the fastest tier they fit (SRAM, then main memory),
 /// else state in the weight store and working data in that tier; `None` if nothing holds them,
 /// or if the activations offloaded to host memory exceed it.
@@ -445,7 +451,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         weights_tier: Tier::Hbm,
         working_tier: Tier::Hbm,
         needed_bytes: p.footprint.total(),
-        available_bytes: usable_capacity(Tier::Sram, m).max(usable_capacity(Tier::Hbm, m)),
+        available_bytes: largest_usable_capacity(m),
         throttle: 1.0,
         device_power: 0.0,
         demand_power: 0.0,

@@ -243,9 +243,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
             let dom = sys.scale_up_size().max(1);
             let mesh = sys.device.has_mesh();
             let mach = super::machine::machine(sys, n);
-            let cap = super::cpu::usable_capacity(super::program::Tier::Hbm, &mach).max(
-                super::cpu::usable_capacity(super::program::Tier::Sram, &mach),
-            );
+            let cap = super::cpu::largest_usable_capacity(&mach);
             let fits = |tp: u64| t.params() * inf.weights.bytes() / tp as f64 <= cap;
             // pools of a power of two of devices, or of all but a power of two (the decode
             // instances a power of two: prompt-heavy loads want the larger pool)

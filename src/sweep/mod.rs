@@ -68,11 +68,12 @@ impl Outcome {
             e.available_bytes - e.needed_bytes
         } else {
             use crate::engine::cpu::{place, usable_capacity};
+            // what the working tier has left: beside the state, or alone with the state in a
+            // weight store
             let room = |f: &crate::engine::program::Footprint| match place(f, m) {
-                Some((Tier::External, Tier::Sram)) => usable_capacity(Tier::Sram, m) - f.working(),
-                Some((Tier::External, _)) => usable_capacity(Tier::Hbm, m) - f.working(),
-                Some((_, Tier::Sram)) => usable_capacity(Tier::Sram, m) - f.total(),
-                _ => usable_capacity(Tier::Hbm, m) - f.total(),
+                Some((Tier::External, at)) => usable_capacity(at, m) - f.working(),
+                Some((_, at)) => usable_capacity(at, m) - f.total(),
+                None => usable_capacity(Tier::Hbm, m) - f.total(),
             };
             if p.stages.is_empty() {
                 room(&p.footprint)
