@@ -110,6 +110,26 @@ pub enum Kernels {
     Compiled,
 }
 
+/// How expert parallelism moves a token to the devices of its experts and back.
+///
+/// - `AllToAll`: a plain all-to-all (Megatron-Core's `alltoall` dispatcher): each of a token's
+///   top-k copies goes straight to its expert's device, over the scale-out network where that
+///   device is in another scale-up domain.
+/// - `Hierarchical`: DeepEP's and HybridEP's dispatch (Megatron-Core's `flex` dispatcher;
+///   DeepSeek-V3, arXiv 2412.19437 §3.2.2): a token crosses the scale-out network once to each
+///   other domain that holds any of its experts, to the device of the same local rank there,
+///   which forwards it over the scale-up links to the devices of its experts; the combine returns
+///   the same way. Routing spread evenly over the group (what force-balanced and load-balanced
+///   routing train for), a token's k experts touch (o − 1)(1 − (1 − 1/o)^k) of the o − 1 other
+///   domains on average, where a plain all-to-all sends k(o − 1)/o copies out.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize, Default)]
+#[serde(rename_all(serialize = "lowercase"))]
+pub enum Dispatch {
+    #[default]
+    AllToAll,
+    Hierarchical,
+}
+
 /// How a training run scales the operands of its 8-bit-or-narrower GEMMs, and so what
 /// quantization work it does beside them (`engine::lower::training::ops`).
 ///

@@ -220,3 +220,161 @@ proptest! {
         prop_assert!((mix - want).abs() <= 1e-9 * want, "{mix} vs {want}");
     }
 }
+
+/// A DeepSeek-V3-shaped attention on the fixture's small model: hidden 7168, 128 heads whose
+/// non-rotary query/key width is 128, latent attention with a 1536-wide query latent, a 512-wide
+/// key/value latent and a 64-wide rotary key, values 128 wide. `mla: false`: the same heads as
+/// plain multi-head attention (keys and values 128 wide per head). Trained, or served
+/// (`serving`: 1,024-token prompts, 256 outputs, 16 requests).
+fn latent_workload(mla: bool, serving: bool) -> String {
+    let attention = if mla {
+        "head_dim: 128, mla: (q_rank: 1536, kv_rank: 512, rope_dim: 64, v_head_dim: 128),"
+    } else {
+        "head_dim: 128,"
+    };
+    let task = if serving {
+        r#"Inference(prompt: 1024, output: 256, batch: 16, weights: "bf16", compute: "bf16", kv_cache: "bf16", flash_attention: true)"#
+    } else {
+        "Training(seq_len: 4096, global_batch: 16, target: Steps(10), flash_attention: true, dropout: false)"
+    };
+    format!(
+        r#"Workload(
+    version: 1, name: "test", source: "t", sources: {{ "t": "test fixture" }},
+    model: Transformer(layers: 2, hidden: 7168, heads: 128, {attention} ffn: 2048, gated_ffn: true, vocab: 32000),
+    task: {task},
+)"#
+    )
+}
+
+#[test]
+fn latent_attention_counts_its_projections() {
+    // DeepSeek-V3's attention per layer (hand count): query down 7168·1536 = 11,010,048; query
+    // up 1536·128·(128 + 64) = 37,748,736; key/value down with the rotary key 7168·(512 + 64) =
+    // 4,128,768; key/value up 512·128·(128 + 128) = 16,777,216; output 128·128·7168 =
+    // 117,440,512: 187,105,280 in all.
+    let (_, w) = load(&latent_workload(true, false));
+    let t = transformer(&w);
+    assert_eq!(t.q_dim(), 128 * 192);
+    assert_eq!(t.v_dim(), 128 * 128);
+    assert_eq!(
+        t.qkv_params(),
+        (37_748_736.0 + 16_777_216.0, 11_010_048.0 + 4_128_768.0)
+    );
+    assert_relative_eq!(t.attn_params(), 187_105_280.0);
+    // The cache keeps the latent and the rotary key per token and layer: 576 elements, where the
+    // same heads as plain attention keep 2·128·128.
+    assert_relative_eq!(t.kv_cache_dim(), 576.0);
+    let (_, plain) = load(&latent_workload(false, false));
+    assert_relative_eq!(transformer(&plain).kv_cache_dim(), 32_768.0);
+    // Model FLOPs per token: the projections twice, and the attention core over 4,096 keys,
+    // scores 192 and context 128 wide per head, half of it skipped when causal:
+    // 2·4096·(24576 + 16384)·0.5 per layer.
+    let core = 2.0 * 4096.0 * (24_576.0 + 16_384.0) * 0.5;
+    assert_relative_eq!(
+        t.forward_flops_per_token(4096, true),
+        2.0 * t.active_params() + 2.0 * core,
+        max_relative = 1e-12
+    );
+}
+
+#[test]
+fn latent_attention_splits_only_its_up_projections() {
+    // tok = 4,096 tokens a micro-batch. The QKV operator runs the up projections' share of the
+    // rank's heads and the whole down projections; the attention core the rank's heads.
+    let (split, shared) = (54_525_952.0, 15_138_816.0);
+    for tp in [1u64, 2, 4] {
+        let (sys, w) = load(&latent_workload(true, false));
+        let m = Mapping {
+            dp: 8 / tp,
+            tp,
+            micro_batch: 1,
+            ..Mapping::single()
+        };
+        let p = lower(&sys, &w, &m, 8).unwrap();
+        let op = |name: &str| {
+            p.ops
+                .iter()
+                .find(|o| o.name == name && o.phase == tessera::engine::program::Phase::Forward)
+                .unwrap_or_else(|| panic!("no forward `{name}`"))
+                .clone()
+        };
+        let tok = 4096.0;
+        let tpf = tp as f64;
+        let qkv = op("qkv projection");
+        assert_relative_eq!(
+            qkv.flops,
+            2.0 * tok * (split / tpf + shared),
+            max_relative = 1e-12
+        );
+        assert_relative_eq!(
+            qkv.weight_bytes,
+            (split / tpf + shared) * 2.0,
+            max_relative = 1e-12
+        );
+        let core = op("attention scores + context");
+        assert_relative_eq!(
+            core.flops,
+            2.0 * tok * 4096.0 * (24_576.0 + 16_384.0) / tpf * 0.5,
+            max_relative = 1e-12
+        );
+        let out = op("attention output projection");
+        assert_relative_eq!(
+            out.flops,
+            2.0 * tok * 16_384.0 * 7168.0 / tpf,
+            max_relative = 1e-12
+        );
+        assert!(eval(&p, &machine(&sys, 8)).feasible);
+    }
+}
+
+#[test]
+fn a_latent_cache_is_small_and_not_split_by_tensor_parallelism() {
+    let kv = |mla: bool, tp: u64| {
+        let (sys, w) = load(&latent_workload(mla, true));
+        let m = Mapping {
+            tp,
+            micro_batch: 16,
+            ..Mapping::single()
+        };
+        lower(&sys, &w, &m, tp).unwrap().footprint.kv_cache
+    };
+    // One device: the latent cache is 576 / 32,768 of the plain one (same tokens, layers, bytes).
+    assert_relative_eq!(
+        kv(true, 1) / kv(false, 1),
+        576.0 / 32_768.0,
+        max_relative = 1e-12
+    );
+    // Tensor parallelism splits plain heads' keys and values, but every rank keeps the whole
+    // latent, which all its heads read.
+    assert_relative_eq!(kv(false, 4), kv(false, 1) / 4.0, max_relative = 1e-12);
+    assert_relative_eq!(kv(true, 4), kv(true, 1), max_relative = 1e-12);
+}
+
+#[test]
+fn latent_decode_reads_the_latent_once_per_request() {
+    // Decode attention in the absorbed form: per cached position and head, scores over the latent
+    // and the rotary key (576) and the context in the latent (512); the bytes it reads are the
+    // cache's (576 per position and layer), not every head's keys and values.
+    let (sys, w) = load(&latent_workload(true, true));
+    let m = Mapping {
+        micro_batch: 16,
+        ..Mapping::single()
+    };
+    let p = lower(&sys, &w, &m, 1).unwrap();
+    let attn = p
+        .ops
+        .iter()
+        .find(|o| o.name == "decode: attention over KV cache")
+        .expect("a decode attention operator");
+    let ctx = 1024.0 + 256.0 / 2.0;
+    assert_relative_eq!(
+        attn.flops,
+        2.0 * 16.0 * ctx * 128.0 * (576.0 + 512.0),
+        max_relative = 1e-12
+    );
+    assert_relative_eq!(
+        attn.act_bytes,
+        16.0 * ctx * 576.0 * 2.0,
+        max_relative = 1e-12
+    );
+}

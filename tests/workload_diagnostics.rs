@@ -39,6 +39,11 @@ const EXPECT: &[(&str, &str, &str)] = &[
     ),
     ("zero-layers", "8:17", "`layers` must be at least 1"),
     (
+        "mla-with-kv-heads",
+        "12:19",
+        "latent attention gives every one of the 32 heads its own key and value, but `kv_heads` is 8",
+    ),
+    (
         "speculative-acceptance-over-one",
         "12:46",
         "`acceptance` is the probability that the model keeps a drafted token, in (0, 1]; found `1.2 @paper`",

@@ -258,4 +258,29 @@ impl Comm {
         self.coeffs = Coeffs::of(&self);
         self
     }
+
+    /// An expert all-to-all of `top_k` copies per token sent by the hierarchical dispatcher
+    /// (`vocab::Dispatch::Hierarchical`): where the group spans `o` > 1 scale-up domains of `u`
+    /// ranks, each token crosses the scale-out network once per other domain holding any of its
+    /// experts, on average (o − 1)(1 − (1 − 1/o)^k) of them (the routing spread evenly), and
+    /// every copy but the ones a rank keeps for itself arrives over the scale-up links, sent by
+    /// a peer or forwarded by the rank that received it from another domain: (u − 1)/u of the
+    /// payload. The two phases are pipelined (the slower bounds it). Within one domain it is the
+    /// plain all-to-all.
+    pub fn hierarchical_dispatch(mut self, top_k: f64) -> Comm {
+        let (u, o, s) = (self.inner.max(1.0), self.outer.max(1.0), self.bytes);
+        if self.kind == CollKind::AllToAll && o > 1.0 && top_k >= 1.0 {
+            let remote = (o - 1.0) * (1.0 - (1.0 - 1.0 / o).powf(top_k));
+            let out = link(1.0, s / top_k * remote);
+            self.coeffs.out = [out, out];
+            let up = if u > 1.0 {
+                link(1.0, (u - 1.0) / u * s)
+            } else {
+                Link::default()
+            };
+            self.coeffs.up = [up, up];
+            self.coeffs.overlapped = true;
+        }
+        self
+    }
 }

@@ -41,6 +41,8 @@ pub struct MappingReport {
     /// Training: transformer layers per pipeline stage whose activations are offloaded to the
     /// node's host memory (0: none).
     pub offload_activation_layers: u64,
+    /// Expert parallelism's dispatcher (`alltoall`, `hierarchical`: `vocab::Dispatch`).
+    pub expert_dispatch: crate::vocab::Dispatch,
 }
 
 impl From<&Mapping> for MappingReport {
@@ -63,6 +65,7 @@ impl From<&Mapping> for MappingReport {
             prefill_pool: m.pool.any().then_some(m.pool),
             kernels: m.kernels,
             offload_activation_layers: m.offload_activation_layers,
+            expert_dispatch: m.expert_dispatch,
         }
     }
 }

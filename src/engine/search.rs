@@ -79,8 +79,14 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
     // The framework's overlap capabilities come with the workload's published mapping: a search
     // varies the parallel layout, not the software it runs on.
     let overlap = w.mapping.as_ref().map(|m| m.overlap).unwrap_or_default();
+    let expert_dispatch = w
+        .mapping
+        .as_ref()
+        .and_then(|m| m.expert_dispatch)
+        .unwrap_or_default();
     let base = Mapping {
         overlap,
+        expert_dispatch,
         ..Mapping::single()
     };
     match (&w.model, &w.task) {
@@ -202,6 +208,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 kernels: base.kernels,
                                                 // offloading variants are added below
                                                 offload_activation_layers: 0,
+                                                expert_dispatch,
                                             });
                                         }
                                     }

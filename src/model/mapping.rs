@@ -2,7 +2,7 @@
 //! context parallelism, ZeRO stage, micro-batching, recomputation).
 
 use crate::spec::mapping::{MappingSpec, OverlapKind, RecomputeSpec};
-use crate::vocab::{Dim, Kernels};
+use crate::vocab::{Dim, Dispatch, Kernels};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -53,6 +53,8 @@ pub struct MappingPlan {
     pub pool: Pool,
     /// Inference: the serving stack's kernels, as written (`None`: the device's).
     pub kernels: Option<Kernels>,
+    /// Expert parallelism's dispatcher, as written (`None`: a plain all-to-all).
+    pub expert_dispatch: Option<Dispatch>,
     pub offload_activation_layers: Option<u64>,
 }
 
@@ -94,6 +96,7 @@ impl From<&MappingSpec> for MappingPlan {
                 })
                 .unwrap_or_default(),
             kernels: s.kernels,
+            expert_dispatch: s.expert_dispatch,
             offload_activation_layers: s.offload_activation_layers,
         }
     }
@@ -312,6 +315,8 @@ pub struct Mapping {
     /// Training: transformer layers per pipeline stage whose activations are offloaded to the
     /// node's host memory (0: none).
     pub offload_activation_layers: u64,
+    /// Expert parallelism: how tokens reach their experts' devices (`vocab::Dispatch`).
+    pub expert_dispatch: Dispatch,
 }
 
 /// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
@@ -382,6 +387,7 @@ impl Mapping {
             pool: Pool::default(),
             kernels: None,
             offload_activation_layers: 0,
+            expert_dispatch: Dispatch::AllToAll,
         }
     }
 
@@ -507,6 +513,7 @@ impl Mapping {
             pool: spec.pool,
             kernels: spec.kernels,
             offload_activation_layers: spec.offload_activation_layers.unwrap_or(0),
+            expert_dispatch: spec.expert_dispatch.unwrap_or_default(),
         };
         if m.decode_devices() != devices {
             return Err(format!(

@@ -93,6 +93,10 @@ pub struct MappingSpec {
     /// `cpu_offloading_activations`). Default 0.
     #[serde(default)]
     pub offload_activation_layers: Option<u64>,
+    /// Expert parallelism: how tokens reach their experts' devices (`AllToAll`, `Hierarchical`:
+    /// see `vocab::Dispatch`). Default `AllToAll`.
+    #[serde(default)]
+    pub expert_dispatch: Option<crate::vocab::Dispatch>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,

@@ -46,6 +46,12 @@ pub struct TransformerSpec {
     /// output projections are `hidden × heads·head_dim`, not square.
     #[serde(default)]
     pub head_dim: Option<u64>,
+    /// Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass through
+    /// low-rank latents, and the KV cache holds the key/value latent and one shared rotary key
+    /// per token instead of every head's keys and values. `head_dim` is then the heads'
+    /// non-rotary query/key width.
+    #[serde(default)]
+    pub mla: Option<MlaSpec>,
     /// FFN inner size; defaults to 4 × hidden.
     #[serde(default)]
     pub ffn: Option<u64>,
@@ -66,6 +72,24 @@ pub struct TransformerSpec {
 
 fn yes() -> bool {
     true
+}
+
+/// Multi-head latent attention's dimensions, as DeepSeek's configs name them (`q_lora_rank`,
+/// `kv_lora_rank`, `qk_rope_head_dim`, `v_head_dim`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlaSpec {
+    /// Width of the query latent; absent: the queries are projected from the hidden state
+    /// directly (DeepSeek-V2-Lite).
+    #[serde(default)]
+    pub q_rank: Option<u64>,
+    /// Width of the key/value latent (what the KV cache keeps per token, with the rotary key).
+    pub kv_rank: u64,
+    /// Width of the rotary part of each query and of the one rotary key all heads share.
+    pub rope_dim: u64,
+    /// Width of one head's value; defaults to `head_dim`.
+    #[serde(default)]
+    pub v_head_dim: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

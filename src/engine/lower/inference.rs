@@ -357,10 +357,18 @@ fn build(
     let kvb = inf.kv_cache.bytes();
     let ab = inf.activations.bytes();
     let h = t.hidden as f64;
-    // the attention's query width: `hidden` unless the model sets `head_dim` apart
+    // the attention's query and context widths: `hidden` unless the model sets `head_dim` apart
+    // or uses latent attention; the keys' and values' mean width
     let qd = t.q_dim() as f64;
+    let vd = t.v_dim() as f64;
     let vocab = t.vocab as f64;
-    let kvd = (t.kv_heads * t.head_dim()) as f64;
+    let kvd = t.kv_dim();
+    // the KV cache per token and layer, and whether tensor parallelism splits it (a latent cache
+    // is shared by every head, so each rank keeps it whole); decode's attention per cached
+    // position and head (`Transformer::decode_core_dims`)
+    let kv_cache_dim = t.kv_cache_dim();
+    let (score_dim, context_dim) = t.decode_core_dims();
+    let attn_heads = t.heads as f64;
     // requests in flight per instance: the serving load's (the mapping's), else the workload's;
     // the prefill program: the one request whose prompt it runs
     let batch = if prefill_only {
@@ -427,7 +435,8 @@ fn build(
                 placement.devices()
             )));
         }
-        let kv_per_layer = kv_tokens(batch, inf.prompt as f64, inf.output as f64) * 2.0 * kvd * kvb;
+        let kv_per_layer =
+            kv_tokens(batch, inf.prompt as f64, inf.output as f64) * kv_cache_dim * kvb;
         let cap = WaferFit {
             x,
             y,
@@ -585,13 +594,15 @@ fn build(
     let ffn_mats = if t.gated_ffn { 3.0 } else { 2.0 };
     let ffn_width = t.layer_ffn_active() / (ffn_mats * h);
     let reductions = 5.0;
-    let reduced = (qd + 2.0 * kvd) + h + (ffn_mats - 1.0) * ffn_width + h + qd;
+    let reduced = (qd + 2.0 * kvd) + h + (ffn_mats - 1.0) * ffn_width + h + vd;
     let mut b = Builder::default();
     let mut out_stages: Vec<Stage> = Vec::new();
     let mut biggest = Footprint::default();
     for c in pieces {
         let (o0, c0) = (b.ops.len(), b.comms.len());
         let d = c.share;
+        // what the KV cache is divided by: the share, but for a latent cache on several devices
+        let kv_div = if t.kv_cache_split() { d } else { d.min(1.0) };
         let l = c.layers as f64;
         let g_tp = place_group(sys, c.devices, 1, dom);
         // the device's expert-parallel peers: the same place in the other instances of its
@@ -643,7 +654,8 @@ fn build(
                 // Q, K, V (three GEMMs, or one), the output projection, the MLP's up and gate
                 // (two GEMMs, or one with the activation in its epilogue), its down projection
                 let ffn_read = read - t.attn_params();
-                let (qkv, o) = (h * (qd + 2.0 * kvd), qd * h);
+                let (qkv_split, qkv_shared) = t.qkv_params();
+                let (qkv, o) = (qkv_split + qkv_shared, vd * h);
                 let up_share = (ffn_mats - 1.0) / ffn_mats;
                 let active = t.layer_ffn_active();
                 gemm(b, names[1], if sep { 3.0 } else { 1.0 }, qkv, qkv);
@@ -710,9 +722,9 @@ fn build(
                     .into(),
                     matrix: true,
                     precision: p,
-                    flops: 4.0 * tokens * ctx * qd / d,
+                    flops: 2.0 * tokens * ctx * attn_heads * (score_dim + context_dim) / d,
                     weight_bytes: 0.0,
-                    act_bytes: mbatch * ctx * 2.0 * kvd / d * kvb,
+                    act_bytes: mbatch * ctx * kv_cache_dim / kv_div * kvb,
                     count: layers,
                     section: mbs,
                     phase,
@@ -728,16 +740,20 @@ fn build(
                     overlap: Overlap::None,
                 });
                 if ep > 1 {
-                    b.comm(Collective {
-                        name: pick("ep all-to-all", "draft ep all-to-all").into(),
-                        role: Role::ExpertAllToAll,
-                        kind: CollKind::AllToAll,
-                        bytes: routed * tokens * h * ab / d,
-                        group: g_ep,
-                        count: 2.0 * layers * t.moe_fraction(),
-                        section: mbs,
-                        overlap: Overlap::None,
-                    });
+                    b.expert_all_to_all(
+                        Collective {
+                            name: pick("ep all-to-all", "draft ep all-to-all").into(),
+                            role: Role::ExpertAllToAll,
+                            kind: CollKind::AllToAll,
+                            bytes: routed * tokens * h * ab / d,
+                            group: g_ep,
+                            count: 2.0 * layers * t.moe_fraction(),
+                            section: mbs,
+                            overlap: Overlap::None,
+                        },
+                        routed,
+                        m.expert_dispatch,
+                    );
                 }
             }
             if heads > 0.0 {
@@ -908,9 +924,9 @@ fn build(
                 name: "prefill: attention".into(),
                 matrix: true,
                 precision: p,
-                flops: 4.0 * ptok * inf.prompt as f64 * qd / d * causal,
+                flops: 2.0 * ptok * inf.prompt as f64 * (qd + vd) / d * causal,
                 weight_bytes: 0.0,
-                act_bytes: ptok * (2.0 * qd + 2.0 * kvd) / d * ab,
+                act_bytes: ptok * (qd + vd + 2.0 * kvd) / d * ab,
                 count: l * amort,
                 section: stp,
                 phase,
@@ -926,16 +942,20 @@ fn build(
                 overlap: Overlap::None,
             });
             if ep > 1 {
-                b.comm(Collective {
-                    name: "prefill: ep all-to-all".into(),
-                    role: Role::ExpertAllToAll,
-                    kind: CollKind::AllToAll,
-                    bytes: routed * ptok * h * ab / d,
-                    group: g_ep,
-                    count: 2.0 * l * t.moe_fraction() * amort,
-                    section: stp,
-                    overlap: Overlap::None,
-                });
+                b.expert_all_to_all(
+                    Collective {
+                        name: "prefill: ep all-to-all".into(),
+                        role: Role::ExpertAllToAll,
+                        kind: CollKind::AllToAll,
+                        bytes: routed * ptok * h * ab / d,
+                        group: g_ep,
+                        count: 2.0 * l * t.moe_fraction() * amort,
+                        section: stp,
+                        overlap: Overlap::None,
+                    },
+                    routed,
+                    m.expert_dispatch,
+                );
             }
         }
         if prefill_only {
@@ -978,7 +998,8 @@ fn build(
         let weights = (l + draft) * layer_params / d * wb
             + if c.head { table } else { 0.0 }
             + if c.embed { table } else { 0.0 };
-        let kv_cache = kv_tokens(batch, inf.prompt as f64, inf.output as f64) * 2.0 * kvd / d
+        let kv_cache = kv_tokens(batch, inf.prompt as f64, inf.output as f64) * kv_cache_dim
+            / kv_div
             * kvb
             * (l + draft);
         let activations = if c.layers > 0 {
@@ -1104,10 +1125,10 @@ fn pool_prefill(
     }
     let pm = pool_mapping(m);
     let mut p = build(sys, t, inf, &pm, Mode::Prefill)?;
-    let kvd = (t.kv_heads * t.head_dim()) as f64;
     let per_instance = (m.decode_devices() / m.dp.max(1)).max(1);
     let sides = pm.tp.min(per_instance).max(1) as f64;
-    let bytes = inf.prompt as f64 * 2.0 * kvd * inf.kv_cache.bytes() * t.layers as f64 / sides;
+    let bytes =
+        inf.prompt as f64 * t.kv_cache_dim() * inf.kv_cache.bytes() * t.layers as f64 / sides;
     let dom = sys.scale_up_size().max(1);
     let group = if m.devices() <= dom {
         place_group(sys, 2, 1, dom)

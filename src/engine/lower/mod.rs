@@ -277,6 +277,18 @@ impl Builder {
         );
     }
 
+    /// Add the expert all-to-all `c` of `top_k` copies per token as `dispatch` sends it
+    /// (`Comm::hierarchical_dispatch`), unless it never runs, moves nothing or has one rank.
+    fn expert_all_to_all(&mut self, c: Collective, top_k: f64, dispatch: crate::vocab::Dispatch) {
+        let n = self.comms.len();
+        self.comm(c);
+        if dispatch == crate::vocab::Dispatch::Hierarchical && self.comms.len() > n {
+            if let Some(x) = self.comms.pop() {
+                self.comms.push(x.hierarchical_dispatch(top_k));
+            }
+        }
+    }
+
     /// Add `c` unless it never runs, moves nothing or has a single rank.
     fn comm(&mut self, c: Collective) {
         let g = c.group;

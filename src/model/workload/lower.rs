@@ -4,7 +4,7 @@
 use super::cnn::lower_cnn;
 use super::graph::{lower_graph, precision};
 use super::{
-    check_mapping, Experts, Inference, Lora, Model, Run, Speculative, Target, Task, Training,
+    check_mapping, Experts, Inference, Lora, Mla, Model, Run, Speculative, Target, Task, Training,
     Transformer, Workload,
 };
 use crate::diag::Path;
@@ -191,11 +191,45 @@ fn lower_transformer(cx: &mut Ctx, t: &TransformerSpec) -> Option<Transformer> {
             every: every?,
         })
     });
+    let mla = t.mla.as_ref().map(|a| {
+        cx.enter_field("mla", None);
+        let kv_rank = cx.count("kv_rank", a.kv_rank);
+        let rope_dim = cx.count("rope_dim", a.rope_dim);
+        let q_rank = match a.q_rank {
+            Some(r) => cx.count("q_rank", r),
+            None => Some(0),
+        };
+        let v_head_dim = a.v_head_dim.map(|v| cx.count("v_head_dim", v));
+        cx.leave();
+        (q_rank, kv_rank, rope_dim, v_head_dim)
+    });
+    if let (Some(_), Some(k), Some(a)) = (&mla, t.kv_heads, heads) {
+        if k != a {
+            cx.error(
+                "kv_heads",
+                format!("latent attention gives every one of the {a} heads its own key and value, but `kv_heads` is {k}"),
+                Some("with `mla`, leave out `kv_heads`: the heads share the key/value latent, not key/value heads".into()),
+            );
+        }
+    }
     let head_dim = match head_dim {
         Some(d) => d?,
         None => hidden? / heads?,
     };
+    let mla = match mla {
+        Some((q_rank, kv_rank, rope_dim, v_head_dim)) => Some(Mla {
+            q_rank: q_rank?,
+            kv_rank: kv_rank?,
+            rope_dim: rope_dim?,
+            v_head_dim: match v_head_dim {
+                Some(v) => v?,
+                None => head_dim,
+            },
+        }),
+        None => None,
+    };
     Some(Transformer {
+        mla,
         layers: layers?,
         hidden: hidden?,
         heads: heads?,

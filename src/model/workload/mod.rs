@@ -43,12 +43,30 @@ pub struct Transformer {
     /// Width of one attention head (`hidden / heads` unless the file sets it apart).
     pub head_dim: u64,
     pub kv_heads: u64,
+    /// Multi-head latent attention (`None`: multi-head or grouped-query attention).
+    pub mla: Option<Mla>,
     pub ffn: u64,
     pub gated_ffn: bool,
     pub vocab: u64,
     pub experts: Option<Experts>,
     pub tied_embeddings: bool,
     pub causal: bool,
+}
+
+/// Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434 §2.1; DeepSeek-V3, arXiv
+/// 2412.19437 §2.1.1). A token's hidden state is projected down to a query latent (`q_rank`
+/// wide) and to a key/value latent (`kv_rank`) plus one rotary key (`rope_dim`) that all heads
+/// share; each head's query (`head_dim` + `rope_dim`), key (`head_dim`, plus the shared rotary
+/// key) and value (`v_head_dim`) are projected up from the latents. The KV cache keeps only the
+/// latent and the rotary key. The down projections are not split by tensor parallelism (every
+/// rank computes them; their weights are replicated), the up projections are split by heads.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Mla {
+    /// 0: the queries come from the hidden state directly.
+    pub q_rank: u64,
+    pub kv_rank: u64,
+    pub rope_dim: u64,
+    pub v_head_dim: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -213,17 +231,89 @@ impl Transformer {
     pub fn head_dim(&self) -> u64 {
         self.head_dim
     }
-    /// Width of the queries (and of the attention context): heads × head dimension; equal to
-    /// `hidden` unless the model sets `head_dim` apart.
+    /// Width of one head's query and key in the attention core: `head_dim`, plus the rotary
+    /// part with latent attention.
+    pub fn qk_head_dim(&self) -> u64 {
+        self.head_dim + self.mla.map_or(0, |a| a.rope_dim)
+    }
+    /// Width of one head's value (and of its share of the attention's context).
+    pub fn v_head_dim(&self) -> u64 {
+        self.mla.map_or(self.head_dim, |a| a.v_head_dim)
+    }
+    /// Width of the queries: heads × their query/key width; equal to `hidden` unless the model
+    /// sets `head_dim` apart or uses latent attention.
     pub fn q_dim(&self) -> u64 {
-        self.heads * self.head_dim
+        self.heads * self.qk_head_dim()
+    }
+    /// Width of the attention's context (the values' width over all heads), the output
+    /// projection's input: `q_dim` but for latent attention with a value width of its own.
+    pub fn v_dim(&self) -> u64 {
+        self.heads * self.v_head_dim()
+    }
+    /// The mean of the key and value widths per token in the attention core (keys and values
+    /// together are twice it): kv heads × head dimension; with latent attention, every head's
+    /// key and value as projected up from the latent.
+    pub fn kv_dim(&self) -> f64 {
+        match self.mla {
+            Some(_) => (self.q_dim() + self.v_dim()) as f64 / 2.0,
+            None => (self.kv_heads * self.head_dim) as f64,
+        }
+    }
+    /// Parameters of the projections that produce a layer's queries, keys and values, as
+    /// (split over the tensor-parallel ranks by heads, replicated on every rank): `hidden ×
+    /// (q_dim + 2 kv_dim)` and none; with latent attention the up projections from the
+    /// latents, and the down projections to them (with the shared rotary key).
+    pub fn qkv_params(&self) -> (f64, f64) {
+        let h = self.hidden as f64;
+        match self.mla {
+            Some(a) => {
+                let q = self.q_dim() as f64;
+                let kv_up = (a.kv_rank * self.heads * (self.head_dim + a.v_head_dim)) as f64;
+                let kv_down = h * (a.kv_rank + a.rope_dim) as f64;
+                if a.q_rank > 0 {
+                    let r = a.q_rank as f64;
+                    (r * q + kv_up, h * r + kv_down)
+                } else {
+                    (h * q + kv_up, kv_down)
+                }
+            }
+            None => (h * (self.q_dim() as f64 + 2.0 * self.kv_dim()), 0.0),
+        }
+    }
+    /// Width of the latents a token's down projections write (query latent, key/value latent
+    /// and rotary key): 0 without latent attention.
+    pub fn latent_dim(&self) -> f64 {
+        self.mla
+            .map_or(0.0, |a| (a.q_rank + a.kv_rank + a.rope_dim) as f64)
+    }
+    /// Elements one token keeps in the KV cache of one layer: its key and value (2 × kv heads ×
+    /// head dimension), or with latent attention its key/value latent and rotary key.
+    pub fn kv_cache_dim(&self) -> f64 {
+        match self.mla {
+            Some(a) => (a.kv_rank + a.rope_dim) as f64,
+            None => 2.0 * self.kv_dim(),
+        }
+    }
+    /// Whether tensor parallelism splits the KV cache (by its kv heads). The latent cache is
+    /// shared by every head, so each tensor-parallel rank keeps all of it.
+    pub fn kv_cache_split(&self) -> bool {
+        self.mla.is_none()
+    }
+    /// Decode-time attention over one cached position, per head, as (score width, context
+    /// width) in multiply-accumulates: the head's query/key and value widths; with latent
+    /// attention, the absorbed form that works on the latent directly (DeepSeek-V2 §2.1.2: the
+    /// key up projection folded into the query, the value up projection into the output), so
+    /// (`kv_rank` + `rope_dim`, `kv_rank`).
+    pub fn decode_core_dims(&self) -> (f64, f64) {
+        match self.mla {
+            Some(a) => ((a.kv_rank + a.rope_dim) as f64, a.kv_rank as f64),
+            None => (self.qk_head_dim() as f64, self.v_head_dim() as f64),
+        }
     }
     /// Q, K, V and output projection parameters of one layer.
     pub fn attn_params(&self) -> f64 {
-        let h = self.hidden as f64;
-        let q = self.q_dim() as f64;
-        let kv = (self.kv_heads * self.head_dim()) as f64;
-        h * q + 2.0 * h * kv + q * h
+        let (split, shared) = self.qkv_params();
+        split + shared + (self.v_dim() * self.hidden) as f64
     }
     fn ffn_matrices(&self) -> f64 {
         if self.gated_ffn {
@@ -298,7 +388,8 @@ impl Transformer {
     /// Forward FLOPs per token at context length `s` (attention over `s` keys; halved when causal
     /// blocks are skipped).
     pub fn forward_flops_per_token(&self, s: u64, causal_skip: bool) -> f64 {
-        let attn = 4.0 * (s * self.q_dim()) as f64 * if causal_skip { 0.5 } else { 1.0 };
+        let attn =
+            2.0 * (s * (self.q_dim() + self.v_dim())) as f64 * if causal_skip { 0.5 } else { 1.0 };
         2.0 * self.active_params() + self.layers as f64 * attn
     }
 }

@@ -133,17 +133,21 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     }
     if let Some(e) = d.t.experts.as_ref() {
         if m.ep > 1 {
-            b.comm(Collective {
-                name: "ep all-to-all".into(),
-                role: Role::ExpertAllToAll,
-                kind: CollKind::AllToAll,
-                bytes: tok * h * e.top_k as f64 * ab / act_shard,
-                group: g_ep,
-                // only the layers with experts route (a dense/MoE mix: their share of l)
-                count: l * d.t.moe_fraction() * (4.0 + 2.0 * rec_extra),
-                section: mbs,
-                overlap: Overlap::None,
-            });
+            b.expert_all_to_all(
+                Collective {
+                    name: "ep all-to-all".into(),
+                    role: Role::ExpertAllToAll,
+                    kind: CollKind::AllToAll,
+                    bytes: tok * h * e.top_k as f64 * ab / act_shard,
+                    group: g_ep,
+                    // only the layers with experts route (a dense/MoE mix: their share of l)
+                    count: l * d.t.moe_fraction() * (4.0 + 2.0 * rec_extra),
+                    section: mbs,
+                    overlap: Overlap::None,
+                },
+                e.top_k as f64,
+                m.expert_dispatch,
+            );
         }
     }
     if pp > 1 {

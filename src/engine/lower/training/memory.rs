@@ -172,9 +172,11 @@ pub(super) fn activations(d: &Shape) -> Activations {
     let keep_proj = if adapted >= 2 { e_lin } else { 0.0 };
     let keep_ffn = if lora.is_none() { e_lin } else { 0.0 };
     let dropout_masks = if tr.dropout { 2.0 * h } else { 0.0 };
-    let replicated = 2.0 * h * e + dropout_masks + h * keep_qkv + h * keep_ffn;
+    // Latent attention also keeps the latents, the up projections' inputs (computed whole on
+    // every tensor-parallel rank by the unsplit down projections).
+    let replicated = 2.0 * h * e + dropout_masks + (h + t.latent_dim()) * keep_qkv + h * keep_ffn;
     let split = (qd + 2.0 * kvd) * e
-        + qd * keep_proj
+        + d.vd * keep_proj
         + act_in * ffn_inner * e
         + ffn_inner * keep_ffn
         + if tr.flash_attention || m.recompute != Recompute::None {

@@ -37,10 +37,13 @@ struct Shape<'a> {
     /// Tokens of a micro-batch on one device (the sequence split over cp).
     tok: f64,
     h: f64,
-    /// Width of the queries and of the attention context: heads × head dimension (= `h` unless
-    /// the model sets `head_dim` apart).
+    /// Width of the queries: heads × their query/key width (= `h` unless the model sets
+    /// `head_dim` apart or uses latent attention).
     qd: f64,
-    /// Width of the keys (and of the values): kv heads × head dimension.
+    /// Width of the attention context (the values over all heads; = `qd` but for latent
+    /// attention).
+    vd: f64,
+    /// The mean width of the keys and values: kv heads × head dimension (`Transformer::kv_dim`).
     kvd: f64,
     tpf: f64,
     /// Layers on the pipeline stage this shape describes.
@@ -112,7 +115,8 @@ impl<'a> Shape<'a> {
             tok,
             h,
             qd: t.q_dim() as f64,
-            kvd: (t.kv_heads * t.head_dim()) as f64,
+            vd: t.v_dim() as f64,
+            kvd: t.kv_dim(),
             tpf,
             l: stage.layers as f64,
             embedding: stage.embedding,

@@ -87,12 +87,21 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
     } else {
         1.0
     };
-    // Q is qd wide (heads × head_dim), K and V kvd; the output projection maps qd back to h.
-    let qkv_f = 2.0 * tok * h * (qd + 2.0 * kvd) / tpf;
-    let qkv_w = h * (qd + 2.0 * kvd) / tpf * wb;
-    let attn_f = 4.0 * tok * s * qd / tpf * causal;
-    let proj_f = 2.0 * tok * qd * h / tpf;
-    let proj_w = qd * h / tpf * wb;
+    // Q is qd wide (heads × their query/key width), K and V kvd each on average; the output
+    // projection maps the context (vd: heads × value width) back to h. The projections that make
+    // Q, K and V are split by heads over tp, but for latent attention's down projections, which
+    // every rank runs whole (`Transformer::qkv_params`); the latents they write are read by the
+    // up projections.
+    let (qkv_split, qkv_shared) = t.qkv_params();
+    let qkv_params = qkv_split / tpf + qkv_shared;
+    let vd = d.vd;
+    let qkv_f = 2.0 * tok * qkv_params;
+    let qkv_w = qkv_params * wb;
+    let latent_bytes = 2.0 * tok * t.latent_dim() * ab;
+    // scores over qd, the context over vd (4·tok·s·qd where the two are equal)
+    let attn_f = 2.0 * tok * s * (qd + vd) / tpf * causal;
+    let proj_f = 2.0 * tok * vd * h / tpf;
+    let proj_w = vd * h / tpf * wb;
     // A dense/MoE layer mix takes the mean over the layers (`Transformer::layer_mix`): exact for
     // the step's work and for a single stage; with pipeline stages of unequal mixes the slowest
     // stage is understated.
@@ -127,7 +136,7 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
     // the probabilities, and a separate fused scale-mask-softmax + dropout kernel reads the scores
     // and writes the probabilities and a 1-byte dropout mask. The kernels run one after the other,
     // so the softmax is its own (memory-bound) operator rather than hidden under the GEMMs' FLOPs.
-    let qkvo_bytes = (2.0 * tok * qd / tpf + 2.0 * tok * kvd / tpf) * ab;
+    let qkvo_bytes = (tok * (qd + vd) / tpf + 2.0 * tok * kvd / tpf) * ab;
     let score_elems = mb * heads_local * (s / cp as f64) * s;
     let (attn_bytes, softmax_bytes, softmax_flops) = if tr.flash_attention {
         (qkvo_bytes, 0.0, 0.0)
@@ -162,7 +171,7 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
     };
     let copies = experts.map_or(1.0, |e| t.layer_mix((e.top_k + e.shared) as f64, 1.0));
     let q_in = if quant > 0.0 {
-        tok * ((1.0 + copies) * h / act_shard + (qd + ffn_inner) / tpf)
+        tok * ((1.0 + copies) * h / act_shard + (vd + ffn_inner) / tpf)
     } else {
         0.0
     };
@@ -178,7 +187,7 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
             precision: p,
             flops: qkv_f,
             weight_bytes: qkv_w,
-            act_bytes: x / act_shard + tok * (qd + 2.0 * kvd) / tpf * ab,
+            act_bytes: x / act_shard + tok * (qd + 2.0 * kvd) / tpf * ab + latent_bytes,
             backward: Backward::Gemm,
             // Inconsistent with the forward (see `Redo`): no QKV write, no sp split.
             redo: Redo {
@@ -224,8 +233,8 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
             precision: p,
             flops: proj_f,
             weight_bytes: proj_w,
-            // reads the context (tok × qd), writes tok × h
-            act_bytes: (tok * qd * ab + x) / tpf,
+            // reads the context (tok × vd), writes tok × h
+            act_bytes: (tok * vd * ab + x) / tpf,
             backward: Backward::Gemm,
             redo: Redo {
                 full: "recompute: output projection",
