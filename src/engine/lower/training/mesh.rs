@@ -27,7 +27,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape) {
     let Shape {
         tok,
         h,
-        kvd,
+        vd,
         ab,
         wb,
         tpf,
@@ -36,11 +36,14 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape) {
     } = *d;
     // The layer's GEMMs (QKV, output projection, FFN up with its gate, FFN down) as (input
     // activations, weights) per device; the experts a token visits for a mixture of experts.
+    // QKV holds `Transformer::qkv_params` (heads × head_dim wide, latent attention's projections
+    // through its latents), the output projection maps the context (vd) back to h.
+    let (qkv_split, qkv_shared) = d.t.qkv_params();
     let inner = d.ffn_inner / tpf;
     let up_w = (d.act_in * h * d.ffn_inner) / tpf;
     let gemms = [
-        (tok * h, h * (h + 2.0 * kvd) / tpf),
-        (tok * h / tpf, h * h / tpf),
+        (tok * h, qkv_split / tpf + qkv_shared),
+        (tok * vd / tpf, vd * h / tpf),
         (tok * h, up_w),
         (tok * inner, h * d.ffn_inner / tpf),
     ];
