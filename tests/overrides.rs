@@ -247,3 +247,59 @@ fn metas_llama3_405b_layout_fits_on_80_gb() {
     assert_eq!(v["mapping"]["pp"], 16);
     assert_eq!(v["devices"], 8192);
 }
+
+#[test]
+fn the_expert_dispatcher_is_a_mapping_override() {
+    // DeepSeek-V3 at Megatron-Bridge's DGX B200 layout (EP 32 over four nodes): the hierarchical
+    // dispatcher sends fewer bytes over InfiniBand, so the step is shorter; the JSON names it.
+    let run = |dispatch: &str| {
+        let set = format!("mapping.expert_dispatch={dispatch}");
+        let out = tessera(&[
+            "estimate",
+            "--arch",
+            "architectures/dgx-b200-cluster.ron",
+            "--workload",
+            "workloads/mbridge-deepseek-v3.ron",
+            "--devices",
+            "256",
+            "--set",
+            "mapping.pp=8",
+            "--set",
+            "mapping.interleave=2",
+            "--set",
+            "mapping.ep=32",
+            "--set",
+            &set,
+            "--format",
+            "json",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let (plain, hier) = (run("AllToAll"), run("hierarchical"));
+    assert_eq!(plain["mapping"]["expert_dispatch"], "alltoall");
+    assert_eq!(hier["mapping"]["expert_dispatch"], "hierarchical");
+    let step = |v: &Value| v["step_time_s"].as_f64().unwrap();
+    assert!(
+        step(&hier) < step(&plain),
+        "{} vs {}",
+        step(&hier),
+        step(&plain)
+    );
+    // A word that names no dispatcher is told with the choices.
+    let bad = tessera(&[
+        "estimate",
+        "--arch",
+        "architectures/dgx-b200-cluster.ron",
+        "--workload",
+        "workloads/mbridge-deepseek-v3.ron",
+        "--set",
+        "mapping.expert_dispatch=deepep",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("not an expert dispatcher") && err.contains("AllToAll or Hierarchical"),
+        "{err}"
+    );
+}

@@ -22,7 +22,7 @@ use crate::units::Dimension;
 use crate::vocab::MemoryKind;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).
-pub const MAPPING_AXES: [&str; 12] = [
+pub const MAPPING_AXES: [&str; 13] = [
     "dp",
     "tp",
     "pp",
@@ -35,6 +35,7 @@ pub const MAPPING_AXES: [&str; 12] = [
     "recompute",
     "sp",
     "offload_activation_layers",
+    "expert_dispatch",
 ];
 
 /// What a machine path resolves to.
@@ -857,9 +858,10 @@ pub enum MapVal {
     Count(u64),
     Recompute(crate::model::mapping::Recompute),
     Bool(bool),
+    Dispatch(crate::vocab::Dispatch),
 }
 
-/// Parse one value of the mapping field `field` (`8`, `Selective`, `true`).
+/// Parse one value of the mapping field `field` (`8`, `Selective`, `true`, `Hierarchical`).
 pub fn mapping_value(field: &str, word: &str) -> Result<MapVal, (String, Option<String>)> {
     use crate::model::mapping::Recompute;
     let w = word.trim();
@@ -877,6 +879,14 @@ pub fn mapping_value(field: &str, word: &str) -> Result<MapVal, (String, Option<
             "true" | "1" => Ok(MapVal::Bool(true)),
             "false" | "0" => Ok(MapVal::Bool(false)),
             _ => Err((format!("`{w}` is not true or false"), None)),
+        },
+        "expert_dispatch" => match w.to_ascii_lowercase().as_str() {
+            "alltoall" => Ok(MapVal::Dispatch(crate::vocab::Dispatch::AllToAll)),
+            "hierarchical" => Ok(MapVal::Dispatch(crate::vocab::Dispatch::Hierarchical)),
+            _ => Err((
+                format!("`{w}` is not an expert dispatcher"),
+                Some("choose AllToAll or Hierarchical".into()),
+            )),
         },
         _ => match w.parse::<u64>() {
             Ok(c) => Ok(MapVal::Count(c)),
@@ -903,6 +913,7 @@ pub fn set_mapping(s: &mut crate::model::mapping::MappingPlan, field: &str, v: &
         ("recompute", MapVal::Recompute(r)) => s.recompute = Some(*r),
         ("sp", MapVal::Bool(b)) => s.sp = Some(*b),
         ("offload_activation_layers", MapVal::Count(c)) => s.offload_activation_layers = Some(*c),
+        ("expert_dispatch", MapVal::Dispatch(d)) => s.expert_dispatch = Some(*d),
         _ => {}
     }
 }

@@ -317,7 +317,7 @@ fn resolve(
             }
             paths::PathKind::Mapping(field) => {
                 let vals: Result<Vec<MapVal>, (String, Option<String>)> = match field {
-                    "recompute" | "sp" => expr::parse_words(&a.values)
+                    "recompute" | "sp" | "expert_dispatch" => expr::parse_words(&a.values)
                         .iter()
                         .map(|s| paths::mapping_value(field, s))
                         .collect(),
