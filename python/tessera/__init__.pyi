@@ -67,6 +67,9 @@ class Estimate:
     utilization: Optional[float]
     disaggregated: Optional[bool]
     prefill_pool_devices: Optional[int]
+    # training with a precision schedule: [{share, compute, scaling, step_time_s,
+    # energy_per_step_j}], the run's own precision last; null without one
+    precision_schedule: Optional[List[Dict[str, Any]]]
     def __init__(self, d: Dict[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
 

@@ -166,6 +166,21 @@ pub struct Estimate {
     /// Serving, disaggregated: devices of the prefill pool (counted in `devices`, power and
     /// energy).
     pub prefill_pool_devices: Option<u64>,
+    /// Training with a precision schedule: each phase's share of the steps, its precision and
+    /// its step (the run's own precision last, for the steps the schedule leaves); the
+    /// estimate's per-step figures are then the run's means (`step_time_s` = time to train /
+    /// steps). Null without a schedule.
+    pub precision_schedule: Option<Vec<PhaseReport>>,
+}
+
+/// One phase of a training run's precision schedule, as estimated.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseReport {
+    pub share: f64,
+    pub compute: &'static str,
+    pub scaling: crate::vocab::Scaling,
+    pub step_time_s: f64,
+    pub energy_per_step_j: f64,
 }
 
 impl Estimate {
@@ -229,8 +244,78 @@ impl Estimate {
             utilization: None,
             disaggregated: None,
             prefill_pool_devices: None,
+            precision_schedule: None,
         }
     }
+}
+
+/// A training run's precision schedule, evaluated: each phase (`Training::phases`) lowered on the
+/// same mapping and machine, with its share of the steps. `None` without a schedule; the first
+/// phase that cannot run, as its reason.
+type Phases = Vec<(
+    f64,
+    crate::model::workload::Training,
+    program::Program,
+    Eval,
+)>;
+
+fn scheduled(
+    sys: &System,
+    w: &Workload,
+    m: &Mapping,
+    mach: &program::Machine,
+) -> Option<Result<Phases, Reason>> {
+    let Task::Training(tr) = &w.task else {
+        return None;
+    };
+    if tr.precision_schedule.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (share, phase) in tr.phases() {
+        let wp = Workload {
+            task: Task::Training(phase.clone()),
+            ..w.clone()
+        };
+        let p = match super::lower::lower(sys, &wp, m, m.devices()) {
+            Ok(p) => p,
+            Err(r) => return Some(Err(r)),
+        };
+        let e = cpu::eval(&p, mach);
+        if let Some(r) = e.reason() {
+            return Some(Err(r));
+        }
+        out.push((share, phase, p, e));
+    }
+    Some(Ok(out))
+}
+
+/// The run's mean step over its phases: times, breakdowns and energies weighted by the phases'
+/// shares of the steps (so time to train and energy are the sums over the phases), power the
+/// energy over the time, the device's power weighted by time, its clock the lowest of any phase.
+fn mean_step(phases: &Phases, units: f64) -> Eval {
+    // the run's own precision is the last phase (`Training::phases`): MFU is against its peak
+    let own = &phases[phases.len() - 1].3;
+    let mut e = own.clone();
+    let (mut t, mut energy, mut device, mut demand) = (0.0, 0.0, 0.0, 0.0f64);
+    let mut b = Breakdown::default();
+    for (share, _, _, x) in phases {
+        t += share * x.step_time;
+        energy += share * x.energy_per_step;
+        device += share * x.step_time * x.device_power;
+        demand = demand.max(x.demand_power);
+        b.add(&x.breakdown.scale(*share));
+        e.throttle = e.throttle.min(x.throttle);
+    }
+    e.mfu = own.mfu * own.step_time / t;
+    e.step_time = t;
+    e.breakdown = b;
+    e.energy_per_step = energy;
+    e.average_power = energy / t;
+    e.throughput = units / t;
+    e.device_power = device / t;
+    e.demand_power = demand;
+    e
 }
 
 fn slo_text(w: &Workload) -> Option<String> {
@@ -246,6 +331,21 @@ pub fn finish(
     p: &program::Program,
     mach: &program::Machine,
 ) -> Estimate {
+    let phases = match scheduled(sys, w, m, mach) {
+        Some(Err(r)) => return Estimate::infeasible(sys, w, m.devices(), Some(m), &r, p.unit),
+        Some(Ok(ph)) => Some(ph),
+        None => None,
+    };
+    // With a schedule, the phase that takes the most of the run names the bottleneck and the
+    // placement; the memory is the largest any phase needs.
+    let dominant = phases.as_ref().and_then(|ph| {
+        ph.iter()
+            .max_by(|a, b| (a.0 * a.3.step_time).total_cmp(&(b.0 * b.3.step_time)))
+    });
+    let footprint = phases.as_ref().map_or(p.footprint.total(), |ph| {
+        ph.iter().map(|x| x.2.footprint.total()).fold(0.0, f64::max)
+    });
+    let p = dominant.map_or(p, |d| &d.2);
     let mut trace = Vec::new();
     let e: Eval = cpu::eval_traced(p, mach, Some(&mut trace));
     let devices = m.devices();
@@ -257,18 +357,6 @@ pub fn finish(
     }
     let sv = serve::figures(sys, w, m, devices, &e, mach);
     let slo = serve::load_of(w).slo;
-    let b = e.breakdown;
-    let cats = [
-        ("compute", b.compute),
-        ("memory", b.memory),
-        ("communication", b.communication),
-        ("bubble", b.bubble),
-        ("other", b.other),
-    ];
-    let bottleneck = cats
-        .iter()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|c| c.0.to_string());
     let names: Vec<&str> = p
         .ops
         .iter()
@@ -280,6 +368,21 @@ pub fn finish(
         .enumerate()
         .max_by(|a, b| a.1.total_cmp(b.1))
         .map(|(i, t)| format!("{} ({:.0}% of the step)", names[i], 100.0 * t / e.step_time));
+    let e = match &phases {
+        Some(ph) => mean_step(ph, p.units_per_step),
+        None => e,
+    };
+    let b = e.breakdown;
+    let bottleneck = [
+        ("compute", b.compute),
+        ("memory", b.memory),
+        ("communication", b.communication),
+        ("bubble", b.bubble),
+        ("other", b.other),
+    ]
+    .iter()
+    .max_by(|a, b| a.1.total_cmp(&b.1))
+    .map(|c| c.0.to_string());
     let steps = p.steps;
     let tier = |t: program::Tier| format!("{t:?}").to_lowercase();
     Estimate {
@@ -316,7 +419,7 @@ pub fn finish(
             tier(e.weights_tier),
             tier(e.working_tier)
         )),
-        memory_per_device_bytes: Some(p.footprint.total()),
+        memory_per_device_bytes: Some(footprint),
         host_memory_per_device_bytes: Some(p.footprint.offloaded),
         mappings_tried: None,
         perf_per_watt: Some(e.throughput / e.average_power),
@@ -345,5 +448,16 @@ pub fn finish(
         utilization: sv.map(|s| s.tail.utilization),
         disaggregated: sv.map(|s| s.disaggregated),
         prefill_pool_devices: sv.filter(|s| s.disaggregated).map(|_| m.pool.devices()),
+        precision_schedule: phases.as_ref().map(|ph| {
+            ph.iter()
+                .map(|(share, tr, _, x)| PhaseReport {
+                    share: *share,
+                    compute: tr.compute.name(),
+                    scaling: tr.scaling,
+                    step_time_s: x.step_time,
+                    energy_per_step_j: x.energy_per_step,
+                })
+                .collect()
+        }),
     }
 }

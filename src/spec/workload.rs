@@ -243,6 +243,24 @@ pub struct TrainingSpec {
     /// Images in the data set, for `Epochs` targets.
     #[serde(default)]
     pub dataset_samples: Option<u64>,
+    /// A precision schedule: phases from the start of the run, each a share of its optimizer
+    /// steps at a compute precision (and scaling recipe) of its own; the steps they leave run at
+    /// `precision` (e.g. NVFP4 for the first 90 %, then the run's FP8).
+    #[serde(default)]
+    pub precision_schedule: Vec<PrecisionPhaseSpec>,
+}
+
+/// One phase of a precision schedule.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrecisionPhaseSpec {
+    /// The share of the run's optimizer steps, in (0, 1].
+    pub share: f64,
+    /// Format of the matrix multiplications in this phase.
+    pub compute: String,
+    /// The scaling recipe of this phase's 8-bit-or-narrower GEMMs (default `Delayed`).
+    #[serde(default)]
+    pub scaling: Option<crate::vocab::Scaling>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

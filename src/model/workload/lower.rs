@@ -4,8 +4,8 @@
 use super::cnn::lower_cnn;
 use super::graph::{lower_graph, precision};
 use super::{
-    check_mapping, Experts, Inference, Lora, Mla, Model, Run, Speculative, Target, Task, Training,
-    Transformer, Workload,
+    check_mapping, Experts, Inference, Lora, Mla, Model, PrecisionPhase, Run, Speculative, Target,
+    Task, Training, Transformer, Workload,
 };
 use crate::diag::Path;
 use crate::model::Ctx;
@@ -315,6 +315,39 @@ fn lower_training(cx: &mut Ctx, t: &TrainingSpec, model: Option<&Model>) -> Opti
         rank: l.rank,
         adapted_per_layer: l.adapted_per_layer,
     });
+    let mut schedule = Vec::new();
+    let mut total = 0.0;
+    for (i, ph) in t.precision_schedule.iter().enumerate() {
+        cx.enter(crate::diag::Seg::Field("precision_schedule".into()), None);
+        cx.enter(crate::diag::Seg::Index(i), None);
+        if !(ph.share.is_finite() && ph.share > 0.0 && ph.share <= 1.0) {
+            cx.error(
+                "share",
+                format!("a phase's `share` of the steps must be in (0, 1], found {}", ph.share),
+                Some("`share: 0.9` runs the first 90 % of the optimizer steps at this phase's precision".into()),
+            );
+        } else {
+            total += ph.share;
+        }
+        let compute = precision(cx, "compute", &ph.compute);
+        cx.leave();
+        cx.leave();
+        schedule.push(PrecisionPhase {
+            share: ph.share,
+            compute,
+            scaling: ph.scaling.unwrap_or_default(),
+        });
+    }
+    if total > 1.0 + 1e-9 {
+        cx.error(
+            "precision_schedule",
+            format!(
+                "the schedule's phases share {} of the steps, more than all of them",
+                (total * 1e9).round() / 1e9
+            ),
+            Some("the shares add up to at most 1; the steps they leave run at `precision`".into()),
+        );
+    }
     Some(Training {
         seq: seq?,
         global_batch: gb?,
@@ -329,5 +362,6 @@ fn lower_training(cx: &mut Ctx, t: &TrainingSpec, model: Option<&Model>) -> Opti
         flash_attention: t.flash_attention,
         dropout: t.dropout.unwrap_or(true),
         dataset_samples: t.dataset_samples,
+        precision_schedule: schedule,
     })
 }

@@ -165,6 +165,51 @@ pub struct Training {
     /// The run applies dropout (its masks are kept for the backward pass).
     pub dropout: bool,
     pub dataset_samples: Option<u64>,
+    /// Phases of other compute precisions from the start of the run (empty: the whole run at
+    /// `compute`); the steps they leave run at `compute` and `scaling`.
+    pub precision_schedule: Vec<PrecisionPhase>,
+}
+
+/// A share of a training run's optimizer steps at a compute precision of its own.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PrecisionPhase {
+    pub share: f64,
+    pub compute: Precision,
+    pub scaling: crate::vocab::Scaling,
+}
+
+impl Training {
+    /// The run's phases as (share of the steps, the task at that phase's precision): the
+    /// schedule's phases, then the rest at the task's own precision (left out where the schedule
+    /// covers every step). Without a schedule, the task alone.
+    pub fn phases(&self) -> Vec<(f64, Training)> {
+        let mut out: Vec<(f64, Training)> = self
+            .precision_schedule
+            .iter()
+            .map(|ph| {
+                (
+                    ph.share,
+                    Training {
+                        compute: ph.compute,
+                        scaling: ph.scaling,
+                        precision_schedule: Vec::new(),
+                        ..self.clone()
+                    },
+                )
+            })
+            .collect();
+        let rest = 1.0 - self.precision_schedule.iter().map(|p| p.share).sum::<f64>();
+        if rest > 1e-12 {
+            out.push((
+                rest,
+                Training {
+                    precision_schedule: Vec::new(),
+                    ..self.clone()
+                },
+            ));
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]

@@ -205,6 +205,19 @@ pub fn build(
     let (Some(sys), Some(w)) = (ls.value, lw.value) else {
         return fail(files, diags);
     };
+    // A sweep evaluates one program per point; a precision schedule is several (its phases).
+    if let crate::model::workload::Task::Training(tr) = &w.task {
+        if !tr.precision_schedule.is_empty() {
+            diags.push(w_at.error(
+                format!(
+                    "the workload `{}` has a precision schedule, which a sweep cannot evaluate yet",
+                    w.name
+                ),
+                Some("sweep the workload without `precision_schedule` (each phase's precision on its own); `estimate`, `compare` and `scale` run the schedule".into()),
+            ));
+            return fail(files, diags);
+        }
+    }
     let mut mapping_mode = MappingMode::Published;
     match &inputs.mapping {
         Some((m, _)) if m == "auto" => mapping_mode = MappingMode::Auto,
