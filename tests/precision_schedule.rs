@@ -7,21 +7,11 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use approx::assert_relative_eq;
+use common::{root, tessera};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tessera")
-}
+mod common;
 
 /// The shipped Llama 3.1 8B pretraining workload (FP8) with `schedule` written after its
 /// precision, in a file of its own under the target directory.

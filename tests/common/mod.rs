@@ -15,6 +15,21 @@ impl Fs for CrateFs {
     }
 }
 
+/// The crate root, where the shipped files are.
+pub fn root() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Run the `tessera` binary with `args` from the crate root (so paths read and print as the
+/// shipped files' do).
+pub fn tessera(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run tessera")
+}
+
 /// A system and a workload from their file text, loaded as `tessera` loads files (in memory);
 /// panics with the diagnostics where either has any.
 pub fn load_texts(
