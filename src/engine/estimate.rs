@@ -249,9 +249,8 @@ impl Estimate {
     }
 }
 
-/// A training run's precision schedule, evaluated: each phase (`Training::phases`) lowered on the
-/// same mapping and machine, with its share of the steps. `None` without a schedule; the first
-/// phase that cannot run, as its reason.
+/// A training run's precision schedule, evaluated: each phase (`Training::phases`) with its share
+/// of the steps, its task, its program on the run's mapping and machine, and its evaluation.
 type Phases = Vec<(
     f64,
     crate::model::workload::Training,
@@ -259,6 +258,8 @@ type Phases = Vec<(
     Eval,
 )>;
 
+/// Each phase of `w`'s precision schedule lowered on mapping `m` and evaluated on `mach`: `None`
+/// without a schedule, the first phase that cannot run as its reason.
 fn scheduled(
     sys: &System,
     w: &Workload,
