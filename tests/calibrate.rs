@@ -60,6 +60,16 @@ fn the_shipped_fitted_figures_are_reproduced_from_their_cases() {
             ],
         ),
         (
+            "architectures/software/nemo-automodel.ron",
+            "step_overhead",
+            "software.step_overhead",
+            1.0,
+            &[
+                "validation/automodel/automodel-llama3-8b-lora-h100-1-bf16.ron",
+                "validation/automodel/automodel-llama3-70b-lora-h100-16-bf16.ron",
+            ],
+        ),
+        (
             "architectures/parts/h100-sxm.ron",
             "low_precision_matmul",
             "device.efficiency.low_precision_matmul",

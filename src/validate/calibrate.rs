@@ -526,14 +526,20 @@ pub fn write_part(
         .ok_or_else(|| {
             fail(
                 "the part file has no `sources: { … }` map to add the calibration's citation to",
-                Some("add `sources: {},` to the Device"),
+                Some("add `sources: {},` to the file's top level"),
             )
         })?;
     let esc = citation.replace('\\', "\\\\").replace('"', "\\\"");
+    // an empty map (`sources: {}`) gets its closing brace on a line of its own
+    let close = if text[src_at + 1..].trim_start().starts_with('}') {
+        "\n    "
+    } else {
+        ""
+    };
     edits.push((
         src_at + 1,
         src_at + 1,
-        format!("\n        \"{key}\": \"{esc}\","),
+        format!("\n        \"{key}\": \"{esc}\",{close}"),
     ));
     edits.sort_by_key(|e| std::cmp::Reverse(e.0));
     let mut out = text.to_string();

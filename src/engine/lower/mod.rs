@@ -239,7 +239,7 @@ struct Builder {
 /// `bucket_cap_mb` = 25). Gradients are reduced bucket by bucket as the backward pass produces
 /// them, so the reduction hides behind the backward compute, except the last bucket: it is
 /// ready only when the backward pass ends and is reduced after it.
-const LAST_GRAD_BUCKET: f64 = 25e6;
+pub(crate) const LAST_GRAD_BUCKET: f64 = 25e6;
 
 impl Builder {
     /// Add `op` unless it never runs (count ≤ 0) or does no work (no FLOPs, no bytes).

@@ -1,0 +1,178 @@
+//! Where gradients and weights are sharded, the collectives follow: ZeRO 2 and 3 (FSDP)
+//! reduce-scatter each micro-batch's gradients (a rank keeps only its shard), ZeRO 1 once per
+//! step; ZeRO 3 gathers a LoRA run's frozen base weights as it gathers any weights. Hand counts
+//! of the bytes on a dense 4-layer model trained in 4 micro-batches per step on 8 GPUs, and a
+//! law: a step's gradient traffic never falls as the ZeRO stage rises.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
+use approx::assert_relative_eq;
+use tessera::engine::lower::lower;
+use tessera::engine::program::{Overlap, Program, Role, Section};
+use tessera::model::mapping::Mapping;
+
+mod common;
+
+const SYSTEM: &str = r#"System(
+    version: 1, name: "test node", source: "t", sources: { "t": "test fixture" },
+    device: Device(
+        name: "gpu", source: "t",
+        die: Die(name: "die", source: "t", compute: [(name: "tc", kind: Matrix, peak: { "bf16": "989.4 TFLOP/s" })]),
+        memory: [(name: "HBM", kind: Hbm, attach: Package, capacity: "80 GB", bandwidth: "3.35 TB/s")],
+        tdp: "700 W", idle_power: "100 W",
+        efficiency: (matmul: "0.7", memory: "0.9", network: "0.8", kernel_overhead: "2 us"),
+    ),
+    node: Node(name: "node", source: "t", devices: 8, host: (cpus: 2, cpu_tdp: "350 W"), other_power: "1 kW"),
+    nodes: 1,
+    scale_up: (name: "nvlink", topology: Switched, size: 8, bandwidth: "900 GB/s", counted: BothDirections, latency: "2 us"),
+    facility: (pue: "1.2"),
+)"#;
+
+/// 4 layers, bf16 weights and gradients; global batch 32 over dp 8 at micro-batch 1: 4
+/// micro-batches per step. `{lora}` is replaced by a LoRA clause or nothing.
+const WORKLOAD: &str = r#"Workload(
+    version: 1, name: "test", source: "t", sources: { "t": "test fixture" },
+    model: Transformer(layers: 4, hidden: 4096, heads: 32, kv_heads: 8, ffn: 14336, gated_ffn: true, vocab: 32000),
+    task: Training(seq_len: 2048, global_batch: 32, target: Steps(10), flash_attention: true, dropout: false{lora}),
+)"#;
+
+fn program(zero: u8, lora: bool) -> Program {
+    program_at(zero, lora, 32)
+}
+
+fn program_at(zero: u8, lora: bool, global_batch: u64) -> Program {
+    let w = WORKLOAD
+        .replace("global_batch: 32", &format!("global_batch: {global_batch}"))
+        .replace(
+            "{lora}",
+            if lora {
+                ", lora: (rank: 16, adapted_per_layer: 4)"
+            } else {
+                ""
+            },
+        );
+    let (sys, w) = common::load_texts(SYSTEM, &w);
+    let m = Mapping {
+        dp: 8,
+        zero,
+        micro_batch: 1,
+        overlap_grad_reduce: true,
+        ..Mapping::single()
+    };
+    lower(&sys, &w, &m, 8).unwrap_or_else(|r| panic!("zero {zero}: {r}"))
+}
+
+/// The gradient reduction's bytes per step, over all its pieces.
+fn gradient_bytes_per_step(p: &Program) -> f64 {
+    p.comms
+        .iter()
+        .filter(|c| c.role == Role::GradientReduction)
+        .map(|c| {
+            let per = match c.section {
+                Section::MicroBatch => p.micro_batches,
+                Section::Step => 1.0,
+            };
+            c.bytes * c.count * per
+        })
+        .sum()
+}
+
+/// Parameters of the model (untied embedding and head, no biases): what each rank holds whole
+/// at dp without tp.
+fn params() -> f64 {
+    let (h, f, kv, l, v) = (4096.0, 14336.0, 8.0 * 128.0, 4.0, 32000.0);
+    l * (h * (h + 2.0 * kv) + h * h + 3.0 * h * f) + 2.0 * v * h
+}
+
+#[test]
+fn zero_one_reduces_once_per_step_and_two_and_three_every_micro_batch() {
+    let grads = params() * 2.0;
+    for zero in [1u8, 2, 3] {
+        let p = program(zero, false);
+        assert_eq!(p.micro_batches, 4.0);
+        let red: Vec<_> = p
+            .comms
+            .iter()
+            .filter(|c| c.role == Role::GradientReduction)
+            .collect();
+        let per_step = gradient_bytes_per_step(&p);
+        // the step's last bucket waits for the end of the last backward: exposed, once
+        let last: Vec<_> = red
+            .iter()
+            .filter(|c| c.section == Section::Step && c.overlap == Overlap::None)
+            .collect();
+        assert_eq!(last.len(), 1, "zero {zero}: {red:?}");
+        assert_eq!(last[0].bytes, 25e6);
+        if zero == 1 {
+            // the bulk behind the last micro-batch's backward, once per step
+            assert_eq!(red.len(), 2, "zero {zero}: {red:?}");
+            assert!(red.iter().all(|c| c.section == Section::Step));
+            assert_relative_eq!(per_step, grads, max_relative = 1e-9);
+        } else {
+            // the bulk behind each micro-batch's backward; the other micro-batches' last buckets
+            // behind the next forward (3 of every 4)
+            assert_eq!(red.len(), 3, "zero {zero}: {red:?}");
+            assert!(red.iter().any(|c| c.section == Section::MicroBatch
+                && c.overlap == Overlap::Backward
+                && c.bytes > 1e9));
+            assert!(red.iter().any(|c| c.section == Section::MicroBatch
+                && c.overlap == Overlap::Forward
+                && c.bytes == 25e6
+                && c.count == 0.75));
+            assert_relative_eq!(per_step, 4.0 * grads, max_relative = 1e-9);
+        }
+    }
+}
+
+#[test]
+fn with_one_micro_batch_per_step_zero_two_reduces_as_zero_one_does() {
+    // at global batch 8 (one micro-batch per replica) sharding the gradients moves no byte and
+    // hides none more: the same step
+    let one = program_at(1, false, 8);
+    let two = program_at(2, false, 8);
+    assert_eq!(one.micro_batches, 1.0);
+    assert_relative_eq!(
+        gradient_bytes_per_step(&one),
+        gradient_bytes_per_step(&two),
+        max_relative = 1e-12
+    );
+    let (sys, _) = common::load_texts(SYSTEM, &WORKLOAD.replace("{lora}", ""));
+    let m = tessera::engine::machine::machine(&sys, 8);
+    let (a, b) = (
+        tessera::engine::cpu::eval(&one, &m),
+        tessera::engine::cpu::eval(&two, &m),
+    );
+    assert_relative_eq!(a.step_time, b.step_time, max_relative = 1e-12);
+}
+
+#[test]
+fn a_steps_gradient_traffic_never_falls_as_the_zero_stage_rises() {
+    let bytes: Vec<f64> = (0u8..=3)
+        .map(|z| gradient_bytes_per_step(&program(z, false)))
+        .collect();
+    for w in bytes.windows(2) {
+        assert!(w[1] >= w[0] * (1.0 - 1e-12), "{bytes:?}");
+    }
+}
+
+#[test]
+fn zero_three_gathers_a_lora_runs_frozen_weights() {
+    let gather = |p: &Program| {
+        p.comms
+            .iter()
+            .filter(|c| c.role == Role::WeightGather)
+            .map(|c| c.bytes * c.count)
+            .sum::<f64>()
+    };
+    // ZeRO 3: every layer's weights, before its forward and again before its backward, whether
+    // the weights are trained or frozen
+    let full = program(3, false);
+    let lora = program(3, true);
+    assert_relative_eq!(gather(&full), 2.0 * params() * 2.0, max_relative = 1e-9);
+    assert_relative_eq!(gather(&lora), gather(&full), max_relative = 1e-9);
+    // ZeRO 1 keeps the weights whole: no gathers before use, and none of a frozen base after
+    // the step
+    let lora1 = program(1, true);
+    assert_eq!(gather(&lora1), 0.0);
+    assert!(lora1.comms.iter().all(|c| c.role != Role::ParameterGather));
+}
