@@ -5,21 +5,10 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+use common::{root, tessera};
 use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, Output};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tessera")
-}
+mod common;
 
 /// The figure `field` of a part file as written (`matmul: "0.41 @fitted-ibm-ddl"`): its value
 /// and the number of decimals it is written to; it must cite a `fitted` source.
@@ -213,7 +202,7 @@ fn a_stacks_step_overhead_is_fitted_from_zero() {
     std::fs::write(dir.join("mlperf-v40-lora-h100-8.ron"), case).unwrap();
     std::fs::write(
         dir.join("stack.ron"),
-        r#"Software(version: 1, name: "A stack", step_overhead: "0 s @assumed")"#,
+        "Software(\n    version: 1,\n    name: \"A stack\",\n    sources: {},\n    step_overhead: \"0 s @assumed\",\n)\n",
     )
     .unwrap();
     let file = dir.join("mlperf-v40-lora-h100-8.ron");
@@ -228,5 +217,33 @@ fn a_stacks_step_overhead_is_fitted_from_zero() {
     let published = v["residuals"][0]["published"].as_f64().unwrap();
     let want = -before * published / 396.0;
     approx::assert_relative_eq!(f["value"].as_f64().unwrap(), want, max_relative = 1e-3);
+    // written out: the citation enters the empty `sources: {}`, whose closing brace gets a line
+    // of its own, and the file loads
+    let o = dir.join("stack-calibrated.ron");
+    let out = tessera(&[
+        "calibrate",
+        file.to_str().unwrap(),
+        "--fit",
+        "software.step_overhead",
+        "--key",
+        "fitted-stack",
+        "-o",
+        o.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&o).unwrap();
+    assert!(
+        text.contains(
+            "    sources: {\n        \"fitted-stack\": \"fitted: software.step_overhead "
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\",\n    },\n    step_overhead: \""),
+        "{text}"
+    );
+    assert!(text.contains("@fitted-stack\""), "{text}");
+    let check = tessera(&["check", o.to_str().unwrap()]);
+    assert!(check.status.success(), "{check:?}\n{text}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -16,20 +16,7 @@ use tessera::model::workload::{load_workload, Model, Task, Transformer, Workload
 
 mod common;
 
-const SYSTEM: &str = r#"System(
-    version: 1, name: "test node", source: "t", sources: { "t": "test fixture" },
-    device: Device(
-        name: "gpu", source: "t",
-        die: Die(name: "die", source: "t", compute: [(name: "tc", kind: Matrix, peak: { "bf16": "989.4 TFLOP/s", "fp8": "1978.9 TFLOP/s" })]),
-        memory: [(name: "HBM", kind: Hbm, attach: Package, capacity: "80 GB", bandwidth: "3.35 TB/s")],
-        tdp: "700 W", idle_power: "100 W",
-        efficiency: (matmul: "0.7", memory: "0.9", network: "0.8", kernel_overhead: "2 us"),
-    ),
-    node: Node(name: "node", source: "t", devices: 8, host: (cpus: 2, cpu_tdp: "350 W"), other_power: "1 kW"),
-    nodes: 1,
-    scale_up: (name: "nvlink", topology: Switched, size: 8, bandwidth: "900 GB/s", counted: BothDirections, latency: "2 us"),
-    facility: (pue: "1.2"),
-)"#;
+use common::NODE_8 as SYSTEM;
 
 /// 8 layers, all with 8 routed experts of 768 (top-2, gated), no shared expert.
 const WORKLOAD: &str = r#"Workload(

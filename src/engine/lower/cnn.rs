@@ -107,16 +107,19 @@ pub(super) fn cnn_training(
         } else {
             Overlap::None
         };
-        b.grad_comm(Collective {
-            name: "dp gradient all-reduce".into(),
-            role: Role::GradientReduction,
-            kind: CollKind::AllReduce,
-            bytes: params * tr.gradients.bytes(),
-            group: g_dp,
-            count: 1.0,
-            section: Section::Step,
-            overlap: ov,
-        });
+        b.grad_comm(
+            Collective {
+                name: "dp gradient all-reduce".into(),
+                role: Role::GradientReduction,
+                kind: CollKind::AllReduce,
+                bytes: params * tr.gradients.bytes(),
+                group: g_dp,
+                count: 1.0,
+                section: Section::Step,
+                overlap: ov,
+            },
+            None,
+        );
     }
     b.op(Op {
         name: "optimizer update".into(),

@@ -239,7 +239,7 @@ struct Builder {
 /// `bucket_cap_mb` = 25). Gradients are reduced bucket by bucket as the backward pass produces
 /// them, so the reduction hides behind the backward compute, except the last bucket: it is
 /// ready only when the backward pass ends and is reduced after it.
-pub(crate) const LAST_GRAD_BUCKET: f64 = 25e6;
+const LAST_GRAD_BUCKET: f64 = 25e6;
 
 impl Builder {
     /// Add `op` unless it never runs (count ≤ 0) or does no work (no FLOPs, no bytes).
@@ -317,8 +317,20 @@ impl Builder {
     }
 
     /// A data-parallel gradient reduction: overlapped with the backward pass when `c.overlap`
-    /// says so, but for its last bucket, which is exposed.
-    fn grad_comm(&mut self, c: Collective) {
+    /// says so, but for its last bucket, which is exposed at the step's end.
+    ///
+    /// `every`: `Some(micro-batches per step)` where the gradients are reduced after each
+    /// micro-batch's backward rather than once per step (sharded gradients, ZeRO 2 and 3). The
+    /// bulk then runs in the micro-batch section, behind each micro-batch's backward, and the
+    /// last bucket of every micro-batch but the step's last behind the next micro-batch's
+    /// forward (`Overlap::Forward`: the timeline of a micro-batch stands for its neighbour's);
+    /// the step's last one is exposed as above. The bytes per step are micro-batches × `c.bytes`.
+    fn grad_comm(&mut self, c: Collective, every: Option<f64>) {
+        let section = if every.is_some() {
+            Section::MicroBatch
+        } else {
+            c.section
+        };
         if c.overlap == Overlap::Backward && c.bytes > LAST_GRAD_BUCKET {
             let last = Collective {
                 name: format!("{} (last bucket)", c.name).into(),
@@ -328,11 +340,22 @@ impl Builder {
             };
             self.comm(Collective {
                 bytes: c.bytes - LAST_GRAD_BUCKET,
-                ..c
+                section,
+                ..c.clone()
             });
+            if let Some(m) = every.filter(|m| *m > 1.0) {
+                self.comm(Collective {
+                    name: format!("{} (last bucket, behind the next forward)", c.name).into(),
+                    bytes: LAST_GRAD_BUCKET,
+                    count: c.count * (m - 1.0) / m,
+                    section,
+                    overlap: Overlap::Forward,
+                    ..c
+                });
+            }
             self.comm(last);
         } else {
-            self.comm(c);
+            self.comm(Collective { section, ..c });
         }
     }
 }

@@ -4,9 +4,7 @@
 
 use super::memory::{Activations, State};
 use super::Shape;
-use crate::engine::lower::{
-    domain_size, place_group, Builder, Collective, Group, LAST_GRAD_BUCKET,
-};
+use crate::engine::lower::{domain_size, place_group, Builder, Collective, Group};
 use crate::engine::program::*;
 use crate::model::mapping::{ExtraOverlap, Recompute};
 use crate::model::system::System;
@@ -264,48 +262,16 @@ fn step_reduction(
         section: stp,
         overlap: ov,
     };
-    if z >= 2 {
-        // Sharded gradients (ZeRO 2, ZeRO 3 / FSDP): a rank keeps only its shard of the
-        // gradients, so each micro-batch's gradients are reduce-scattered as its backward
-        // produces them, bucket by bucket, not once per step (DeepSpeed reduces every
-        // micro-step at stages 2 and 3; PyTorch FSDP does unless `no_sync` keeps the unsharded
-        // gradients, which NeMo AutoModel's `defer_fsdp_grad_sync: False` turns off). The bulk
-        // hides behind that micro-batch's backward. Its last bucket, ready when the backward
-        // ends, hides behind the next micro-batch's forward (`Overlap::Forward`: the timeline of
-        // a micro-batch stands for its neighbour's) for all but the step's last micro-batch,
-        // whose last bucket is exposed at the step's end, as ZeRO 1's is: the same bytes in all,
-        // micro-batches × the gradients.
-        let mb = d.micro_batches.max(1.0);
-        let bulk = (c.bytes - LAST_GRAD_BUCKET).max(0.0);
-        let section = Section::MicroBatch;
-        if ov == Overlap::Backward && bulk > 0.0 {
-            let last = c.bytes - bulk;
-            b.comm(Collective {
-                bytes: bulk,
-                section,
-                ..c.clone()
-            });
-            if mb > 1.0 {
-                b.comm(Collective {
-                    name: format!("{name} (last bucket, behind the next forward)").into(),
-                    bytes: last,
-                    count: (mb - 1.0) / mb,
-                    section,
-                    overlap: Overlap::Forward,
-                    ..c.clone()
-                });
-            }
-            b.comm(Collective {
-                name: format!("{name} (last bucket)").into(),
-                bytes: last,
-                overlap: Overlap::None,
-                ..c
-            });
-        } else {
-            b.comm(Collective { section, ..c });
-        }
-    } else if last_bucket {
-        b.grad_comm(c);
+    // Sharded gradients (ZeRO 2, ZeRO 3 / FSDP): a rank keeps only its shard of the gradients,
+    // so each micro-batch's gradients are reduce-scattered as its backward produces them, not
+    // once per step (DeepSpeed reduces every micro-step at stages 2 and 3; PyTorch FSDP does
+    // unless `no_sync` keeps the unsharded gradients, which NeMo AutoModel's
+    // `defer_fsdp_grad_sync: False` turns off).
+    let every = (z >= 2).then_some(d.micro_batches);
+    if last_bucket {
+        b.grad_comm(c, every);
+    } else if every.is_some() {
+        b.comm(Collective { section: mbs, ..c });
     } else {
         b.comm(c);
     }
