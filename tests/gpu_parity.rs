@@ -76,13 +76,8 @@ fn plan_of(
         text.push_str(&format!("\"{p}\": {v},"));
     }
     text.push_str(&format!("}}, sampling: {sampling})"));
-    let dir = std::env::temp_dir().join(format!("tessera-gpu-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // Tests run in parallel threads of one process: each call writes a file of its own, or one
-    // test reads the file while another truncates it to write it again.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = dir.join(format!("{arch}-{workload}-{call}.ron"));
+    let dir = common::scratch_dir("tessera-gpu-test");
+    let path = dir.join(format!("{arch}-{workload}.ron"));
     std::fs::write(&path, text).unwrap();
     let path = path.to_string_lossy().into_owned();
     let l = plan::read_file(&path, &Disk);

@@ -4,6 +4,8 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+mod common;
+
 use std::collections::BTreeSet;
 use tessera::spec::Fs;
 use tessera::sweep::plan::{self, Plan};
@@ -30,8 +32,7 @@ fn load(path: &str) -> Result<Plan, Vec<tessera::diag::Diagnostic>> {
 }
 
 fn load_text(text: &str, name: &str) -> Result<Plan, Vec<tessera::diag::Diagnostic>> {
-    let dir = std::env::temp_dir().join(format!("tessera-sweep-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir("tessera-sweep-test");
     let p = dir.join(name);
     let root = std::env::current_dir().unwrap();
     let text = text.replace("ROOT", &root.to_string_lossy());

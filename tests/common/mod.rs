@@ -30,6 +30,17 @@ pub fn tessera(args: &[&str]) -> std::process::Output {
         .expect("run tessera")
 }
 
+/// A fresh folder of its own under the system's temporary folder, for a test that must write a
+/// file to disk. Tests run on parallel threads of one process and several write files of the same
+/// name: a folder per call keeps one test from reading a file another is rewriting.
+pub fn scratch_dir(prefix: &str) -> std::path::PathBuf {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}/{call}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// A system and a workload from their file text, loaded as `tessera` loads files (in memory);
 /// panics with the diagnostics where either has any.
 pub fn load_texts(
