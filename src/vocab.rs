@@ -174,3 +174,77 @@ impl Scaling {
         }
     }
 }
+
+/// A part of a transformer layer that a recompute policy of its own (`recompute: Ops([...])`)
+/// re-runs in the backward pass. JAX remat policies (MaxText's `save_dot_except_mlpwi`,
+/// `qkv_proj_offloaded`, `custom`) and PyTorch checkpoint selections name what they save; the
+/// backward then re-runs what it needs and was not saved, and these are the parts it can re-run:
+/// - `Qkv`: the query, key and value projections;
+/// - `Attention`: the attention core (scores, softmax, the product with V);
+/// - `OutProj`: the attention output projection;
+/// - `FfnUp`: the FFN's input projections (gate and up of a gated FFN: MaxText's `mlpwi`);
+/// - `FfnDown`: the FFN's output projection (`mlpwo`);
+/// - `Elementwise`: norms, residual adds, the FFN activation, dropout and quantizing casts.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum LayerPart {
+    Qkv,
+    Attention,
+    OutProj,
+    FfnUp,
+    FfnDown,
+    Elementwise,
+}
+
+impl LayerPart {
+    pub const ALL: [LayerPart; 6] = [
+        LayerPart::Qkv,
+        LayerPart::Attention,
+        LayerPart::OutProj,
+        LayerPart::FfnUp,
+        LayerPart::FfnDown,
+        LayerPart::Elementwise,
+    ];
+
+    /// Its name in reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            LayerPart::Qkv => "qkv",
+            LayerPart::Attention => "attention",
+            LayerPart::OutProj => "output projection",
+            LayerPart::FfnUp => "ffn up",
+            LayerPart::FfnDown => "ffn down",
+            LayerPart::Elementwise => "elementwise",
+        }
+    }
+}
+
+/// A set of [`LayerPart`]s (a copyable bit set, so a mapping stays `Copy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Parts(u8);
+
+impl Parts {
+    /// Every part: what full recomputation re-runs.
+    pub const ALL: Parts = Parts(0b11_1111);
+
+    pub fn of(parts: &[LayerPart]) -> Parts {
+        Parts(parts.iter().fold(0, |s, p| s | 1 << *p as u8))
+    }
+
+    pub fn has(self, p: LayerPart) -> bool {
+        self.0 & (1 << p as u8) != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = LayerPart> {
+        LayerPart::ALL.into_iter().filter(move |p| self.has(*p))
+    }
+}
+
+impl serde::Serialize for Parts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}

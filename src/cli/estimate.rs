@@ -55,7 +55,7 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         r.push((
             "mapping".into(),
             format!(
-                "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}, recompute {:?}{})",
+                "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}, recompute {}{})",
                 m.dp, m.tp, m.pp, m.cp, m.ep,
                 // expert tensor parallelism, where it differs from tp (MoE parallel folding)
                 if m.etp != m.tp { format!(", etp {}", m.etp) } else { String::new() },
@@ -279,7 +279,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                             m.cp.to_string(),
                             m.interleave.to_string(),
                             m.micro_batch.to_string(),
-                            format!("{:?}", m.recompute),
+                            m.recompute.to_string(),
                             si(Some(ev.step_time), "s"),
                             si(Some(ev.throughput), "/s"),
                         ]

@@ -2,23 +2,56 @@
 //! context parallelism, ZeRO stage, micro-batching, recomputation).
 
 use crate::spec::mapping::{MappingSpec, OverlapKind, RecomputeSpec};
-use crate::vocab::{Dim, Dispatch, Kernels};
+use crate::vocab::{Dim, Dispatch, Kernels, LayerPart, Parts};
 use serde::Serialize;
 
+/// What the backward pass recomputes instead of keeping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Recompute {
     None,
+    /// The attention core where it is not fused (Korthikanti et al. 2022).
     Selective,
+    /// The whole layer from its input.
     Full,
+    /// These parts of each layer (a remat policy of its own): the layer's input is kept, and so
+    /// is every tensor a part outside the set produces.
+    Ops(Parts),
 }
 
-impl From<RecomputeSpec> for Recompute {
-    fn from(r: RecomputeSpec) -> Self {
+impl Recompute {
+    /// The parts of each layer the backward re-runs (`Selective`: none of these; its attention
+    /// core is handled apart, and only where attention is not fused).
+    pub fn parts(self) -> Parts {
+        match self {
+            Recompute::None | Recompute::Selective => Parts::default(),
+            Recompute::Full => Parts::ALL,
+            Recompute::Ops(p) => p,
+        }
+    }
+}
+
+impl std::fmt::Display for Recompute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Recompute::None => f.write_str("None"),
+            Recompute::Selective => f.write_str("Selective"),
+            Recompute::Full => f.write_str("Full"),
+            Recompute::Ops(p) => {
+                let names: Vec<&str> = p.iter().map(LayerPart::label).collect();
+                write!(f, "Ops({})", names.join(", "))
+            }
+        }
+    }
+}
+
+impl From<&RecomputeSpec> for Recompute {
+    fn from(r: &RecomputeSpec) -> Self {
         match r {
             RecomputeSpec::None => Recompute::None,
             RecomputeSpec::Selective => Recompute::Selective,
             RecomputeSpec::Full => Recompute::Full,
+            RecomputeSpec::Ops(parts) => Recompute::Ops(Parts::of(parts)),
         }
     }
 }
@@ -71,7 +104,7 @@ impl From<&MappingSpec> for MappingPlan {
             zero: s.zero,
             micro_batch: s.micro_batch,
             interleave: s.interleave,
-            recompute: s.recompute.map(Into::into),
+            recompute: s.recompute.as_ref().map(Into::into),
             overlap_grad_reduce: s.overlap_grad_reduce,
             embedding_in_pipeline_split: s.embedding_in_pipeline_split,
             loss_in_pipeline_split: s.loss_in_pipeline_split,

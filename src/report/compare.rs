@@ -172,7 +172,7 @@ fn superlinear_cause(base: &Estimate, e: &Estimate) -> String {
     }
     match (&base.mapping, &e.mapping) {
         (Some(a), Some(b)) if a.recompute != b.recompute => format!(
-            "more memory per device allows recompute {:?} instead of {:?}",
+            "more memory per device allows recompute {} instead of {}",
             b.recompute, a.recompute
         ),
         (Some(a), Some(b)) => format!(

@@ -1,6 +1,6 @@
 //! File-shaped type of a parallel mapping: how a workload is split over devices.
 
-pub use crate::vocab::Dim;
+pub use crate::vocab::{Dim, LayerPart};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -142,11 +142,14 @@ fn one() -> u64 {
     1
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, serde::Serialize)]
 pub enum RecomputeSpec {
     None,
     Selective,
     Full,
+    /// The backward re-runs these parts of each layer and keeps what the others produce (a JAX
+    /// remat policy or a PyTorch checkpoint selection, written as what it re-runs).
+    Ops(Vec<LayerPart>),
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]

@@ -39,7 +39,7 @@ fn evaluate(
 fn mapping_words(e: &engine::Estimate) -> String {
     match &e.mapping {
         Some(m) => format!(
-            "dp {} tp {} pp {} cp {} v {} mb {} zero {} {:?}",
+            "dp {} tp {} pp {} cp {} v {} mb {} zero {} {}",
             m.dp, m.tp, m.pp, m.cp, m.interleave, m.micro_batch, m.zero, m.recompute
         )
         .to_lowercase(),

@@ -527,6 +527,15 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
         check_pool(cx, m, p);
     }
     check_split(cx, m);
+    if let Some(crate::spec::mapping::RecomputeSpec::Ops(parts)) = &m.recompute {
+        if parts.is_empty() {
+            cx.error(
+                "recompute",
+                "`recompute: Ops([])` names no part of the layer to re-run",
+                Some("list what the backward re-runs, from Qkv, Attention, OutProj, FfnUp, FfnDown, Elementwise; or write `recompute: None`".into()),
+            );
+        }
+    }
     if let Some(z) = m.zero {
         if z > 3 {
             cx.error(

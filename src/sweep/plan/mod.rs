@@ -644,9 +644,13 @@ pub fn base_fields(sys: &System, n: u64) -> Fields {
 /// A short description of a program.
 pub fn label(devices: u64, m: &Mapping) -> String {
     let rc = match m.recompute {
-        Recompute::None => "",
-        Recompute::Selective => ", selective recompute",
-        Recompute::Full => ", full recompute",
+        Recompute::None => String::new(),
+        Recompute::Selective => ", selective recompute".into(),
+        Recompute::Full => ", full recompute".into(),
+        Recompute::Ops(p) => {
+            let names: Vec<&str> = p.iter().map(|x| x.label()).collect();
+            format!(", recompute of {}", names.join(", "))
+        }
     };
     format!(
         "{devices} devices: dp {} tp {} pp {} cp {} ep {}, mb {}, v {}, ZeRO {}{rc}",

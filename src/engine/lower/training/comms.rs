@@ -10,6 +10,38 @@ use crate::model::mapping::{ExtraOverlap, Recompute};
 use crate::model::system::System;
 use crate::vocab::Dim;
 
+/// The share of a layer's forward collectives of each kind its recomputation runs again: 1 under
+/// full recomputation, 0 without; a policy of its own ([`Recompute::Ops`]) re-runs
+/// - of the tensor-parallel ones, those around the parts it re-runs: with sequence parallelism
+///   the gathers before the QKV and FFN-up GEMMs and the reduce-scatters after the output
+///   and FFN-down projections, a quarter each (taken as one share for gathers and scatters
+///   alike); without, the all-reduces after the output and FFN-down projections, half each;
+/// - the context-parallel key/value gather where it re-runs the attention core;
+/// - the expert all-to-alls, the dispatch where it re-runs the FFN's input projections and the
+///   combine where it re-runs its output projection, half each.
+struct Redo {
+    tp: f64,
+    cp: f64,
+    ep: f64,
+}
+
+impl Redo {
+    fn of(r: Recompute, sp: bool) -> Redo {
+        use crate::vocab::LayerPart::*;
+        let p = r.parts();
+        let on = |x| if p.has(x) { 1.0 } else { 0.0 };
+        Redo {
+            tp: if sp {
+                (on(Qkv) + on(OutProj) + on(FfnUp) + on(FfnDown)) / 4.0
+            } else {
+                (on(OutProj) + on(FfnDown)) / 2.0
+            },
+            cp: on(Attention),
+            ep: (on(FfnUp) + on(FfnDown)) / 2.0,
+        }
+    }
+}
+
 /// Every collective of the program, in program order.
 pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     let Shape {
@@ -55,11 +87,8 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     let mbs = Section::MicroBatch;
 
     // --- per micro-batch ---
-    let rec_extra = if m.recompute == Recompute::Full {
-        1.0
-    } else {
-        0.0
-    };
+    let redo = Redo::of(m.recompute, sp);
+    let rec_extra = redo.tp;
     // MoE parallel folding: with etp ≠ tp the routed experts' MLP leaves the tp group. The
     // tp collectives of a layer come in two equal halves, attention and MLP (every count
     // below is even per layer); the MLP half of the layers with experts moves to the etp
@@ -116,7 +145,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             kind: CollKind::AllGather,
             bytes: kv_bytes,
             group: g_cp,
-            count: l * (1.0 + rec_extra),
+            count: l * (1.0 + redo.cp),
             section: mbs,
             overlap: Overlap::Compute,
         });
@@ -141,7 +170,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
                     bytes: tok * h * e.top_k as f64 * ab / act_shard,
                     group: g_ep,
                     // only the layers with experts route (a dense/MoE mix: their share of l)
-                    count: l * d.t.moe_fraction() * (4.0 + 2.0 * rec_extra),
+                    count: l * d.t.moe_fraction() * (4.0 + 2.0 * redo.ep),
                     section: mbs,
                     overlap: Overlap::None,
                 },

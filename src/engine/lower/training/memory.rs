@@ -4,6 +4,7 @@
 use super::Shape;
 use crate::model::mapping::Recompute;
 use crate::model::precision::Precision;
+use crate::vocab::LayerPart;
 
 /// Parameters and model state per device of one stage class.
 pub(super) struct State {
@@ -174,19 +175,43 @@ pub(super) fn activations(d: &Shape) -> Activations {
     let dropout_masks = if tr.dropout { 2.0 * h } else { 0.0 };
     // Latent attention also keeps the latents, the up projections' inputs (computed whole on
     // every tensor-parallel rank by the unsplit down projections).
+    // the score matrix, kept where attention is not fused
+    let scores = if tr.flash_attention {
+        0.0
+    } else {
+        5.0 * t.heads as f64 * s * e / 2.0
+    };
     let replicated = 2.0 * h * e + dropout_masks + (h + t.latent_dim()) * keep_qkv + h * keep_ffn;
     let split = (qd + 2.0 * kvd) * e
         + d.vd * keep_proj
         + act_in * ffn_inner * e
         + ffn_inner * keep_ffn
-        + if tr.flash_attention || m.recompute != Recompute::None {
-            0.0
+        + if m.recompute == Recompute::None {
+            scores
         } else {
-            5.0 * t.heads as f64 * s * e / 2.0
+            0.0
         };
     let per_token = match m.recompute {
         // full recomputation keeps the layer input only
         Recompute::Full => h * e / act_shard,
+        // A policy of its own keeps the layer input and what the parts it does not re-run
+        // produce: the second norm's input (the residual after the output projection), the
+        // GEMMs' normed inputs, masks and the FFN-down input (elementwise work), Q, K, V and the
+        // latents (QKV), the context (attention) and the FFN activation's inputs (FFN up).
+        // Re-running every part keeps what full recomputation keeps.
+        Recompute::Ops(parts) => {
+            let keep = |p: LayerPart| if parts.has(p) { 0.0 } else { 1.0 };
+            let replicated = h * e
+                + keep(LayerPart::OutProj) * h * e
+                + keep(LayerPart::Elementwise) * (dropout_masks + h * keep_qkv + h * keep_ffn)
+                + keep(LayerPart::Qkv) * t.latent_dim() * keep_qkv;
+            let split = keep(LayerPart::Qkv) * (qd + 2.0 * kvd) * e
+                + keep(LayerPart::Attention) * d.vd * keep_proj
+                + keep(LayerPart::FfnUp) * act_in * ffn_inner * e
+                + keep(LayerPart::Elementwise) * ffn_inner * keep_ffn
+                + keep(LayerPart::Attention) * scores;
+            replicated / act_shard + split / tpf
+        }
         _ => replicated / act_shard + split / tpf,
     };
     let per_layer = per_token * tok;

@@ -9,8 +9,8 @@
 use super::Shape;
 use crate::engine::lower::{Builder, Collective};
 use crate::engine::program::*;
-use crate::model::mapping::Recompute;
 use crate::model::system::System;
+use crate::vocab::LayerPart;
 
 /// The mesh collectives of one training step on `sys`'s device, if it has a mesh.
 pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape) {
@@ -47,15 +47,25 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape) {
         (tok * h, up_w),
         (tok * inner, h * d.ffn_inner / tpf),
     ];
-    let per_core: f64 = gemms
-        .iter()
-        .map(|&(a, w)| (a * ab).max(w * wb))
-        .sum::<f64>()
+    let shift = |&(a, w): &(f64, f64)| (a * ab).max(w * wb);
+    let per_core: f64 = gemms.iter().map(shift).sum::<f64>() / side;
+    // forward once; backward twice (input and weight gradients); once more for the GEMMs the
+    // recomputation re-runs (all of them under full recomputation)
+    let parts = d.m.recompute.parts();
+    let redone: f64 = [
+        LayerPart::Qkv,
+        LayerPart::OutProj,
+        LayerPart::FfnUp,
+        LayerPart::FfnDown,
+    ]
+    .iter()
+    .zip(&gemms)
+    .filter(|(p, _)| parts.has(**p))
+    .map(|(_, g)| shift(g))
+    .sum::<f64>()
         / side;
-    // forward once; backward twice (input and weight gradients); once more under full
-    // recomputation
-    let redo = if d.m.recompute == Recompute::Full {
-        1.0
+    let redo = if per_core > 0.0 {
+        redone / per_core
     } else {
         0.0
     };

@@ -7,6 +7,7 @@ use super::Shape;
 use crate::engine::lower::Builder;
 use crate::engine::program::{Op, Phase, Section};
 use crate::model::mapping::Recompute;
+use crate::vocab::LayerPart;
 
 /// How an operator's backward pass relates to its forward.
 ///
@@ -45,6 +46,17 @@ struct Redo {
     selective: Option<&'static str>,
     /// Activation bytes when redone, where they differ from the forward's.
     act_bytes: Option<f64>,
+    /// The part of the layer it belongs to, for a recompute policy of its own
+    /// ([`Recompute::Ops`]).
+    part: Part,
+}
+
+/// Which [`LayerPart`] an operator is: one, or the FFN, whose input projections (`FfnUp`) carry
+/// `up` of its FLOPs and weights and its output projection (`FfnDown`) the rest.
+#[derive(Clone, Copy)]
+enum Part {
+    One(LayerPart),
+    Ffn { up: f64 },
 }
 
 /// One forward operator of a transformer layer, with what its backward and recomputation cost.
@@ -194,6 +206,7 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
                 full: "recompute: qkv",
                 selective: None,
                 act_bytes: Some(x),
+                part: Part::One(LayerPart::Qkv),
             },
         },
         LayerOp {
@@ -211,6 +224,7 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
                 full: "recompute: attention",
                 selective: Some("recompute: attention scores"),
                 act_bytes: None,
+                part: Part::One(LayerPart::Attention),
             },
         },
         LayerOp {
@@ -225,6 +239,7 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
                 full: "recompute: attention softmax + dropout",
                 selective: Some("recompute: attention softmax + dropout"),
                 act_bytes: None,
+                part: Part::One(LayerPart::Attention),
             },
         },
         LayerOp {
@@ -240,6 +255,7 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
                 full: "recompute: output projection",
                 selective: None,
                 act_bytes: None,
+                part: Part::One(LayerPart::OutProj),
             },
         },
         LayerOp {
@@ -255,6 +271,9 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
                 full: "recompute: ffn",
                 selective: None,
                 act_bytes: Some(x + 2.0 * tok * ffn_inner / tpf * ab),
+                part: Part::Ffn {
+                    up: act_in / (act_in + 1.0),
+                },
             },
         },
         LayerOp {
@@ -271,6 +290,7 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
                 full: "recompute: quantize gemm operands",
                 selective: None,
                 act_bytes: None,
+                part: Part::One(LayerPart::Elementwise),
             },
         },
         LayerOp {
@@ -287,6 +307,7 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
                 full: "recompute: elementwise",
                 selective: None,
                 act_bytes: None,
+                part: Part::One(LayerPart::Elementwise),
             },
         },
     ]
@@ -333,6 +354,18 @@ impl LayerOp {
             ..self.forward(d)
         }
     }
+
+    /// The recomputation of a `share` of it (one of the FFN's projections): that share of its
+    /// FLOPs, weight and activation bytes.
+    fn share(&self, d: &Shape, label: &'static str, share: f64) -> Op {
+        let whole = self.recompute(d, label);
+        Op {
+            flops: whole.flops * share,
+            weight_bytes: whole.weight_bytes * share,
+            act_bytes: whole.act_bytes * share,
+            ..whole
+        }
+    }
 }
 
 /// Every operator of one stage class, in program order: the layers forward, backward, the LoRA
@@ -347,11 +380,6 @@ pub(super) fn build(b: &mut Builder, d: &Shape, state: &State) {
     }
     lora(b, d);
     match d.m.recompute {
-        Recompute::Full => {
-            for o in &layer {
-                b.op(o.recompute(d, o.redo.full));
-            }
-        }
         Recompute::Selective if !d.tr.flash_attention => {
             for o in &layer {
                 if let Some(label) = o.redo.selective {
@@ -359,7 +387,23 @@ pub(super) fn build(b: &mut Builder, d: &Shape, state: &State) {
                 }
             }
         }
-        _ => {}
+        r => {
+            let parts = r.parts();
+            for o in &layer {
+                match o.redo.part {
+                    Part::One(p) if parts.has(p) => b.op(o.recompute(d, o.redo.full)),
+                    Part::One(_) => {}
+                    Part::Ffn { up } => {
+                        match (parts.has(LayerPart::FfnUp), parts.has(LayerPart::FfnDown)) {
+                            (true, true) => b.op(o.recompute(d, o.redo.full)),
+                            (true, false) => b.op(o.share(d, "recompute: ffn up", up)),
+                            (false, true) => b.op(o.share(d, "recompute: ffn down", 1.0 - up)),
+                            (false, false) => {}
+                        }
+                    }
+                }
+            }
+        }
     }
     if d.head {
         head(b, d);
