@@ -263,9 +263,14 @@ impl<'a> Ctx<'a> {
         let keys: Vec<&str> = known
             .map(|k| k.keys().map(|s| s.as_str()).collect())
             .unwrap_or_default();
+        // A figure cites its key after `@` ("700 W @key"); a `source:` field names it bare.
+        let (at, assumed) = match field {
+            Some(_) => ("@", "`@assumed`"),
+            None => ("", "`source: \"assumed\"`"),
+        };
         let hint = match crate::diag::did_you_mean(key, keys.iter().copied()) {
-            Some(s) => format!("did you mean `@{s}`? declare every key in this file's `sources`, or write `@assumed`"),
-            None => "declare the key in this file's `sources: { \"key\": \"citation\" }`, or write `@assumed`".into(),
+            Some(s) => format!("did you mean `{at}{s}`? declare every key in this file's `sources`, or write {assumed}"),
+            None => format!("declare the key in this file's `sources: {{ \"key\": \"citation\" }}`, or write {assumed}"),
         };
         let msg = format!("source `{key}` is not declared in `sources`");
         match field {
