@@ -55,11 +55,14 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         r.push((
             "mapping".into(),
             format!(
-                "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}, recompute {}{})",
+                "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}{}, recompute {}{})",
                 m.dp, m.tp, m.pp, m.cp, m.ep,
                 // expert tensor parallelism, where it differs from tp (MoE parallel folding)
                 if m.etp != m.tp { format!(", etp {}", m.etp) } else { String::new() },
-                m.interleave, m.micro_batch, m.zero, m.recompute,
+                m.interleave, m.micro_batch, m.zero,
+                // hybrid sharding, where the shard group is smaller than dp × cp
+                if m.shard < m.dp * m.cp { format!(" sharded over {}", m.shard) } else { String::new() },
+                m.recompute,
                 if m.sp { ", sequence parallel" } else { "" }
             ),
         ));

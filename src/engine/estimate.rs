@@ -22,6 +22,9 @@ pub struct MappingReport {
     pub cp: u64,
     pub sp: bool,
     pub zero: u8,
+    /// The ranks ZeRO shares the model state out over: dp × cp, unless hybrid sharding makes
+    /// it a smaller group (`Mapping::shard_group`).
+    pub shard: u64,
     pub micro_batch: u64,
     pub interleave: u64,
     pub recompute: Recompute,
@@ -56,6 +59,7 @@ impl From<&Mapping> for MappingReport {
             cp: m.cp,
             sp: m.sp,
             zero: m.zero,
+            shard: m.shard_group(),
             micro_batch: m.micro_batch,
             interleave: m.interleave,
             recompute: m.recompute,

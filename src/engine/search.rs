@@ -193,6 +193,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 cp,
                                                 sp: tp > 1,
                                                 zero,
+                                                shard: 0,
                                                 micro_batch: mb,
                                                 interleave: v,
                                                 recompute: rc,

@@ -70,6 +70,7 @@ pub struct MappingPlan {
     pub cp: Option<u64>,
     pub sp: Option<bool>,
     pub zero: Option<u8>,
+    pub shard: Option<u64>,
     pub micro_batch: Option<u64>,
     pub interleave: Option<u64>,
     pub recompute: Option<Recompute>,
@@ -102,6 +103,7 @@ impl From<&MappingSpec> for MappingPlan {
             cp: s.cp,
             sp: s.sp,
             zero: s.zero,
+            shard: s.shard,
             micro_batch: s.micro_batch,
             interleave: s.interleave,
             recompute: s.recompute.as_ref().map(Into::into),
@@ -315,6 +317,10 @@ pub struct Mapping {
     pub cp: u64,
     pub sp: bool,
     pub zero: u8,
+    /// ZeRO's shard group: the innermost `shard` of the dp × cp ranks share out the model
+    /// state, replicated over the other groups (hybrid sharding); 0: all of dp × cp. Read
+    /// through [`Mapping::shard_group`].
+    pub shard: u64,
     pub micro_batch: u64,
     pub interleave: u64,
     pub recompute: Recompute,
@@ -406,6 +412,7 @@ impl Mapping {
             cp: 1,
             sp: false,
             zero: 0,
+            shard: 0,
             micro_batch: 1,
             interleave: 1,
             recompute: Recompute::None,
@@ -421,6 +428,17 @@ impl Mapping {
             kernels: None,
             offload_activation_layers: 0,
             expert_dispatch: Dispatch::AllToAll,
+        }
+    }
+
+    /// The ranks that share out the model state under ZeRO: `shard` where written, else all of
+    /// dp × cp.
+    pub fn shard_group(&self) -> u64 {
+        let n = self.dp * self.cp;
+        if self.shard == 0 {
+            n
+        } else {
+            self.shard.min(n)
         }
     }
 
@@ -518,6 +536,7 @@ impl Mapping {
             cp,
             sp: spec.sp.unwrap_or(tp > 1),
             zero: spec.zero.unwrap_or(1),
+            shard: spec.shard.unwrap_or(0),
             // 0 (an inference default): requests per micro-batch chosen by lowering
             micro_batch: spec
                 .micro_batch
@@ -548,6 +567,21 @@ impl Mapping {
             offload_activation_layers: spec.offload_activation_layers.unwrap_or(0),
             expert_dispatch: spec.expert_dispatch.unwrap_or_default(),
         };
+        if m.shard > 0 {
+            let n = m.dp * m.cp;
+            if !n.is_multiple_of(m.shard) {
+                return Err(format!(
+                    "a shard group of {} ranks does not divide the dp × cp = {n} data-parallel ranks",
+                    m.shard
+                ));
+            }
+            if m.zero == 0 && m.shard < n {
+                return Err(format!(
+                    "a shard group of {} ranks shards nothing at ZeRO 0: set `zero` to 1-3",
+                    m.shard
+                ));
+            }
+        }
         if m.decode_devices() != devices {
             return Err(format!(
                 "dp × tp × pp × cp = {} × {} × {} × {} = {} devices, but {} are available",

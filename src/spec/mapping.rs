@@ -34,6 +34,12 @@ pub struct MappingSpec {
     /// ZeRO stage (0-3); FSDP is stage 3.
     #[serde(default)]
     pub zero: Option<u8>,
+    /// Hybrid sharding: ZeRO shards the model state over groups of `shard` data-parallel ranks
+    /// (the innermost of dp × cp) and replicates it over the (dp × cp) / `shard` groups (PyTorch
+    /// FSDP's HYBRID_SHARD, torchtitan's dp_shard × dp_replicate, MaxText's ici_fsdp × ici_data,
+    /// Megatron-Core's `num_distributed_optimizer_instances`). Default: all of dp × cp.
+    #[serde(default)]
+    pub shard: Option<u64>,
     #[serde(default)]
     pub micro_batch: Option<u64>,
     /// Virtual pipeline stages per device (interleaved 1F1B).

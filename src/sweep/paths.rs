@@ -22,7 +22,7 @@ use crate::units::Dimension;
 use crate::vocab::MemoryKind;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).
-pub const MAPPING_AXES: [&str; 13] = [
+pub const MAPPING_AXES: [&str; 14] = [
     "dp",
     "tp",
     "pp",
@@ -32,6 +32,7 @@ pub const MAPPING_AXES: [&str; 13] = [
     "micro_batch",
     "interleave",
     "zero",
+    "shard",
     "recompute",
     "sp",
     "offload_activation_layers",
@@ -910,6 +911,7 @@ pub fn set_mapping(s: &mut crate::model::mapping::MappingPlan, field: &str, v: &
         ("micro_batch", MapVal::Count(c)) => s.micro_batch = Some(*c),
         ("interleave", MapVal::Count(c)) => s.interleave = Some(*c),
         ("zero", MapVal::Count(c)) => s.zero = Some((*c).min(255) as u8),
+        ("shard", MapVal::Count(c)) => s.shard = Some(*c),
         ("recompute", MapVal::Recompute(r)) => s.recompute = Some(*r),
         ("sp", MapVal::Bool(b)) => s.sp = Some(*b),
         ("offload_activation_layers", MapVal::Count(c)) => s.offload_activation_layers = Some(*c),

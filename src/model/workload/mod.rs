@@ -488,6 +488,7 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
         ("cp", m.cp),
         ("micro_batch", m.micro_batch),
         ("interleave", m.interleave),
+        ("shard", m.shard),
     ] {
         if let Some(v) = v {
             cx.count(f, v);

@@ -70,7 +70,12 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
         .min(if cp > 1 { m.stride(Dim::Cp) } else { u64::MAX });
     let g_tp = place_group(sys, tp, m.stride(Dim::Tp), dom);
     let g_cp = place_group(sys, cp, m.stride(Dim::Cp), dom);
-    let g_dp = place_group(sys, dp * cp, dp_cp_stride, dom);
+    // Hybrid sharding: ZeRO's shard group is the innermost `shard` of the dp × cp ranks, its
+    // replicas the ranks `shard` apart (all of dp × cp, one replica, without it).
+    let shard = m.shard_group();
+    let g_dp = place_group(sys, shard, dp_cp_stride, dom);
+    let replicas = dp * cp / shard.max(1);
+    let g_rep = place_group(sys, replicas, dp_cp_stride * shard, dom);
     // The expert layers fold their groups over the stage's tp × cp × dp ranks from the innermost
     // (Megatron-Core's expert rank order: etp, ep, edp): the ep group's ranks are etp apart, the
     // edp group's etp × ep apart. With etp = tp that is the old placement: ep inside dp × cp.
@@ -209,7 +214,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     } else {
         (0.0, 0.0)
     };
-    if dp * cp > 1 {
+    if shard > 1 {
         step_reduction(
             b,
             d,
@@ -218,6 +223,15 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             (state.params_local - expert_params) * d.wb,
             g_dp,
             true,
+        );
+    }
+    if replicas > 1 {
+        replica_reduction(
+            b,
+            d,
+            state.trainable_local * d.gb / shard as f64,
+            g_rep,
+            shard == 1,
         );
     }
     if apart && m.edp() > 1 {
@@ -232,6 +246,42 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             g_edp,
             dp * cp == 1,
         );
+    }
+}
+
+/// Hybrid sharding's second reduction: each shard group reduce-scatters the gradients inside
+/// itself (`step_reduction`), then the ranks holding the same shard in the other groups
+/// all-reduce it, `grad_bytes` each (the gradients over the shard group), over `group`. It
+/// follows the first: once per step where gradients are reduced once per step (ZeRO 1, and
+/// ZeRO 0, where the replicas are all there is), every micro-batch where each micro-batch's are
+/// (ZeRO 2, 3), behind the backward like it. `last_bucket`: the step's last bucket is exposed
+/// (where no shard-group reduction before it exposed one).
+fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, group: Group, last_bucket: bool) {
+    let m = d.m;
+    let c = Collective {
+        name: "dp replica gradient all-reduce".into(),
+        role: Role::GradientReduction,
+        kind: CollKind::AllReduce,
+        bytes: grad_bytes,
+        group,
+        count: 1.0,
+        section: Section::Step,
+        overlap: if m.overlap_grad_reduce {
+            Overlap::Backward
+        } else {
+            Overlap::None
+        },
+    };
+    let every = (m.zero >= 2).then_some(d.micro_batches);
+    if last_bucket {
+        b.grad_comm(c, every);
+    } else if every.is_some() {
+        b.comm(Collective {
+            section: Section::MicroBatch,
+            ..c
+        });
+    } else {
+        b.comm(c);
     }
 }
 

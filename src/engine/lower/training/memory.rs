@@ -14,7 +14,7 @@ pub(super) struct State {
     pub trainable_local: f64,
     /// Of those, the routed experts' (held by one device: expert params / (ep × etp)), and the
     /// routed experts' it trains (none under LoRA). They are replicated over the expert-data-
-    /// parallel ranks (`Shape::edpn`), not over dp × cp.
+    /// parallel ranks (`Mapping::edp`), not over dp × cp.
     pub expert_local: f64,
     pub trainable_expert: f64,
     /// Bytes of weights, gradients and optimizer state it holds.
@@ -32,8 +32,8 @@ pub(super) fn state(d: &Shape) -> State {
         tpf,
         wb,
         gb,
-        dpn,
-        edpn,
+        shardn: dpn,
+        eshardn: edpn,
         etpf,
         ..
     } = *d;
@@ -73,7 +73,8 @@ pub(super) fn state(d: &Shape) -> State {
     // ZeRO shards each parameter's state over the ranks that hold the same parameter: dp × cp
     // for the dense ones, the expert-data-parallel ranks for the routed experts (Megatron-Core's
     // distributed optimizer keeps the expert parameters in their own buffer, sharded over the
-    // expert-data-parallel group).
+    // expert-data-parallel group); under hybrid sharding over the shard group only (`dpn` and
+    // `edpn` here are the shard groups, `Shape::shardn` and `Shape::eshardn`).
     let shard = |stage: u8, dense: f64, expert: f64| {
         if z >= stage {
             dense / dpn + expert / edpn

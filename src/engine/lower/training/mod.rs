@@ -70,11 +70,15 @@ struct Shape<'a> {
     logits: f64,
     /// Ranks of the gradient reduction: dp × cp.
     dpn: f64,
-    /// The routed experts' tensor-parallel width (`Mapping::etp`), and their expert-data-
-    /// parallel width (`Mapping::edp`: the ranks of a stage holding the same expert shard, over
-    /// which expert gradients are reduced and expert state sharded; dp × cp without experts).
+    /// Ranks that share out the model state under ZeRO (`Mapping::shard_group`: dp × cp unless
+    /// hybrid sharding makes it fewer), for the dense parameters and for the routed experts
+    /// (their expert-data-parallel ranks, `Mapping::edp`: those of a stage holding the same
+    /// expert shard, over which expert gradients are reduced and expert state sharded; dp × cp
+    /// without experts).
+    shardn: f64,
+    eshardn: f64,
+    /// The routed experts' tensor-parallel width (`Mapping::etp`).
     etpf: f64,
-    edpn: f64,
 }
 
 impl<'a> Shape<'a> {
@@ -130,8 +134,13 @@ impl<'a> Shape<'a> {
             x: tok * h * ab,
             logits: tok * t.vocab as f64 / tpf * 4.0,
             dpn: (dp * cp) as f64,
+            shardn: m.shard_group() as f64,
             etpf: m.etp() as f64,
-            edpn: if t.experts.is_some() {
+            // hybrid sharding is refused where the experts have groups of their own (`check`),
+            // so where it applies the experts shard over the same group as the dense parameters
+            eshardn: if m.shard_group() < dp * cp {
+                m.shard_group() as f64
+            } else if t.experts.is_some() {
                 m.edp() as f64
             } else {
                 (dp * cp) as f64
@@ -290,6 +299,11 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping, host_link: bool) -> Result
             "global batch {} is not a multiple of dp {dp} × micro-batch {}",
             tr.global_batch, m.micro_batch
         )));
+    }
+    if m.shard_group() < dp * cp && t.experts.is_some() && (m.ep > 1 || m.etp() != tp) {
+        return Err(Reason::unsupported(
+            "hybrid sharding (`shard`) with the routed experts in groups of their own (ep > 1 or etp ≠ tp) is not modelled",
+        ));
     }
     if let Some(e) = t.experts.as_ref() {
         if m.ep > e.count || e.count % m.ep != 0 {

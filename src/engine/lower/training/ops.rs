@@ -487,9 +487,11 @@ fn head(b: &mut Builder, d: &Shape) {
 /// it once to zero it for the next step (Megatron-LM / NeMo: clip_grad 1.0, zero_grad).
 fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
     // ZeRO shards the dense parameters' update over dp × cp, the routed experts' over their
-    // expert-data-parallel ranks (`memory::state`).
+    // expert-data-parallel ranks, or both over the shard group of hybrid sharding
+    // (`memory::state`).
     let updated = if d.m.zero >= 1 {
-        (state.trainable_local - state.trainable_expert) / d.dpn + state.trainable_expert / d.edpn
+        (state.trainable_local - state.trainable_expert) / d.shardn
+            + state.trainable_expert / d.eshardn
     } else {
         state.trainable_local
     };
