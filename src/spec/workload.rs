@@ -111,6 +111,11 @@ pub struct ExpertsSpec {
     /// Maverick interleaves: 2). Default 1 (all of them).
     #[serde(default)]
     pub every: Option<u64>,
+    /// Training with expert parallelism: the routed tokens the busiest expert-parallel rank
+    /// receives over the mean per rank (router imbalance). Default 1: balanced, as benchmark
+    /// recipes force it.
+    #[serde(default)]
+    pub load_imbalance: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -181,6 +181,17 @@ fn lower_transformer(cx: &mut Ctx, t: &TransformerSpec) -> Option<Transformer> {
                 );
             }
         }
+        let load_imbalance = match e.load_imbalance {
+            Some(x) if !(x.is_finite() && x >= 1.0) => {
+                cx.error(
+                    "load_imbalance",
+                    format!("`load_imbalance` {x} is below 1"),
+                    Some("the busiest expert-parallel rank's routed tokens over the mean per rank: 1 is balanced, 1.2 a rank with a fifth more than the mean".into()),
+                );
+                None
+            }
+            x => Some(x.unwrap_or(1.0)),
+        };
         cx.leave();
         Some(Experts {
             count: count?,
@@ -189,6 +200,7 @@ fn lower_transformer(cx: &mut Ctx, t: &TransformerSpec) -> Option<Transformer> {
             shared: e.shared,
             dense_layers: e.dense_layers,
             every: every?,
+            load_imbalance: load_imbalance?,
         })
     });
     let mla = t.mla.as_ref().map(|a| {

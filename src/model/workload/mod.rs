@@ -81,6 +81,10 @@ pub struct Experts {
     /// [`Transformer::moe_layers`].
     pub dense_layers: u64,
     pub every: u64,
+    /// Training with expert parallelism: the busiest expert-parallel rank's routed tokens over
+    /// the mean per rank (1: balanced). Each MoE layer waits for that rank: its expert GEMMs
+    /// and the token exchange scale by it.
+    pub load_imbalance: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]

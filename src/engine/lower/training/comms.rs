@@ -172,7 +172,8 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
                     name: "ep all-to-all".into(),
                     role: Role::ExpertAllToAll,
                     kind: CollKind::AllToAll,
-                    bytes: tok * h * e.top_k as f64 * ab / act_shard,
+                    // the busiest rank receives (and sends back) `expert_load` × the mean
+                    bytes: tok * h * e.top_k as f64 * ab / act_shard * d.expert_load,
                     group: g_ep,
                     // only the layers with experts route (a dense/MoE mix: their share of l)
                     count: l * d.t.moe_fraction() * (4.0 + 2.0 * redo.ep),

@@ -79,6 +79,9 @@ struct Shape<'a> {
     eshardn: f64,
     /// The routed experts' tensor-parallel width (`Mapping::etp`).
     etpf: f64,
+    /// The busiest expert-parallel rank's routed tokens over the mean (`Experts::load_imbalance`
+    /// with ep > 1; 1 without experts or with all of them on every device).
+    expert_load: f64,
 }
 
 impl<'a> Shape<'a> {
@@ -136,6 +139,10 @@ impl<'a> Shape<'a> {
             dpn: (dp * cp) as f64,
             shardn: m.shard_group() as f64,
             etpf: m.etp() as f64,
+            expert_load: match t.experts.as_ref() {
+                Some(e) if m.ep > 1 => e.load_imbalance,
+                _ => 1.0,
+            },
             // hybrid sharding is refused where the experts have groups of their own (`check`),
             // so where it applies the experts shard over the same group as the dense parameters
             eshardn: if m.shard_group() < dp * cp {

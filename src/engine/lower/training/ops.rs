@@ -127,8 +127,15 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
             // their width, tok × top_k / tp token-expert pairs of full width per device.
             let local_width = (e.count / m.ep) as f64 / d.etpf + e.shared as f64 / tpf;
             (
+                // The busiest expert-parallel rank computes `expert_load` × the mean routed
+                // pairs; each MoE layer waits for it.
                 t.layer_mix(
-                    2.0 * tok * h * e.ffn as f64 * mats * (e.top_k + e.shared) as f64 / tpf,
+                    2.0 * tok
+                        * h
+                        * e.ffn as f64
+                        * mats
+                        * (e.top_k as f64 * d.expert_load + e.shared as f64)
+                        / tpf,
                     2.0 * tok * t.ffn_params(t.ffn) / tpf,
                 ),
                 t.layer_mix(

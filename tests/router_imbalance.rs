@@ -1,0 +1,121 @@
+//! Router imbalance in MoE training (`experts: (…, load_imbalance: x)`): with expert parallelism
+//! each MoE layer waits for the rank that received the most routed tokens, so its expert GEMMs
+//! and its token exchange scale by the busiest rank's load over the mean. Hand counts on an
+//! 8-layer model with 8 experts (top-2) over 8 GPUs; balanced is the old program to the bit; all
+//! experts on every device has no busiest rank; more imbalance never makes a step faster.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
+use approx::assert_relative_eq;
+use tessera::engine::cpu::eval;
+use tessera::engine::lower::{lower, machine};
+use tessera::engine::program::{Phase, Program, Role};
+use tessera::model::mapping::Mapping;
+
+mod common;
+
+use common::NODE_8 as SYSTEM;
+
+/// 8 layers, all with 8 routed experts of 768 (top-2, gated), no shared expert; `{imbalance}`
+/// is replaced by a `load_imbalance` clause or nothing.
+const WORKLOAD: &str = r#"Workload(
+    version: 1, name: "test", source: "t", sources: { "t": "test fixture" },
+    model: Transformer(layers: 8, hidden: 2048, heads: 32, kv_heads: 4, ffn: 6144, gated_ffn: true, vocab: 32000,
+        experts: (count: 8, top_k: 2, ffn: 768{imbalance})),
+    task: Training(seq_len: 4096, global_batch: 16, target: Steps(10), flash_attention: true, dropout: false),
+)"#;
+
+fn text(imbalance: Option<f64>) -> String {
+    WORKLOAD.replace(
+        "{imbalance}",
+        &imbalance.map_or(String::new(), |x| format!(", load_imbalance: {x}")),
+    )
+}
+
+fn program(imbalance: Option<f64>, ep: u64) -> (Program, f64) {
+    let (sys, w) = common::load_texts(SYSTEM, &text(imbalance));
+    let m = Mapping {
+        dp: 8,
+        ep,
+        zero: 1,
+        micro_batch: 1,
+        ..Mapping::single()
+    };
+    let p = lower(&sys, &w, &m, 8).unwrap_or_else(|r| panic!("{r}"));
+    let t = eval(&p, &machine(&sys, 8)).step_time;
+    (p, t)
+}
+
+fn ffn_forward_flops(p: &Program) -> f64 {
+    p.ops
+        .iter()
+        .filter(|o| o.name == "ffn" && o.phase == Phase::Forward)
+        .map(|o| o.flops)
+        .sum()
+}
+
+fn all_to_all_bytes(p: &Program) -> f64 {
+    p.comms
+        .iter()
+        .filter(|c| c.role == Role::ExpertAllToAll)
+        .map(|c| c.bytes)
+        .sum()
+}
+
+#[test]
+fn balanced_is_the_old_program() {
+    let ((a, ta), (b, tb)) = (program(None, 8), program(Some(1.0), 8));
+    assert_eq!(ffn_forward_flops(&a), ffn_forward_flops(&b));
+    assert_eq!(all_to_all_bytes(&a), all_to_all_bytes(&b));
+    assert_eq!(ta, tb);
+}
+
+#[test]
+fn the_busiest_rank_computes_and_receives_its_load() {
+    let (p, _) = program(Some(1.25), 8);
+    // per device and layer: tok × top-2 pairs × 1.25 on the busiest rank, each 2·h·768 FLOPs
+    // through each of the 3 matrices of a gated expert
+    let tok = 4096.0;
+    assert_relative_eq!(
+        ffn_forward_flops(&p),
+        2.0 * tok * 2048.0 * 768.0 * 3.0 * (2.0 * 1.25),
+        max_relative = 1e-12
+    );
+    // the dispatch and the combine carry its tok × top-2 × h bf16 values, × 1.25
+    assert_relative_eq!(
+        all_to_all_bytes(&p),
+        tok * 2048.0 * 2.0 * 2.0 * 1.25,
+        max_relative = 1e-12
+    );
+}
+
+#[test]
+fn with_every_expert_on_every_device_no_rank_is_busiest() {
+    let ((a, ta), (b, tb)) = (program(None, 1), program(Some(1.25), 1));
+    assert_eq!(ffn_forward_flops(&a), ffn_forward_flops(&b));
+    assert_eq!(ta, tb);
+}
+
+#[test]
+fn more_imbalance_never_makes_a_step_faster() {
+    let mut last = 0.0;
+    for x in [1.0, 1.05, 1.2, 1.5, 2.0, 4.0] {
+        let (_, t) = program(Some(x), 8);
+        assert!(t >= last, "load_imbalance {x}: {t} < {last}");
+        last = t;
+    }
+    // and the busiest rank's fourfold load is not free
+    assert!(last > program(Some(1.0), 8).1 * 1.1);
+}
+
+#[test]
+fn an_imbalance_below_one_is_an_error_with_its_place() {
+    let dir = common::scratch_dir("tessera-router-imbalance");
+    let path = dir.join("below.ron");
+    std::fs::write(&path, text(Some(0.8))).unwrap();
+    let out = common::tessera(&["check", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("below.ron:4:"), "{err}");
+    assert!(err.contains("`load_imbalance` 0.8 is below 1"), "{err}");
+}
