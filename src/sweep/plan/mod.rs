@@ -652,8 +652,14 @@ pub fn label(devices: u64, m: &Mapping) -> String {
             format!(", recompute of {}", names.join(", "))
         }
     };
+    // the shard group only where hybrid sharding makes it smaller than dp × cp
+    let shard = if m.shard_group() < m.dp * m.cp {
+        format!(" over {}", m.shard_group())
+    } else {
+        String::new()
+    };
     format!(
-        "{devices} devices: dp {} tp {} pp {} cp {} ep {}, mb {}, v {}, ZeRO {}{rc}",
+        "{devices} devices: dp {} tp {} pp {} cp {} ep {}, mb {}, v {}, ZeRO {}{shard}{rc}",
         m.dp, m.tp, m.pp, m.cp, m.ep, m.micro_batch, m.interleave, m.zero
     )
 }

@@ -19,18 +19,18 @@ use crate::vocab::Dim;
 /// - the context-parallel key/value gather where it re-runs the attention core;
 /// - the expert all-to-alls, the dispatch where it re-runs the FFN's input projections and the
 ///   combine where it re-runs its output projection, half each.
-struct Redo {
+struct RedoShare {
     tp: f64,
     cp: f64,
     ep: f64,
 }
 
-impl Redo {
-    fn of(r: Recompute, sp: bool) -> Redo {
+impl RedoShare {
+    fn of(r: Recompute, sp: bool) -> RedoShare {
         use crate::vocab::LayerPart::*;
         let p = r.parts();
         let on = |x| if p.has(x) { 1.0 } else { 0.0 };
-        Redo {
+        RedoShare {
             tp: if sp {
                 (on(Qkv) + on(OutProj) + on(FfnUp) + on(FfnDown)) / 4.0
             } else {
@@ -92,7 +92,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     let mbs = Section::MicroBatch;
 
     // --- per micro-batch ---
-    let redo = Redo::of(m.recompute, sp);
+    let redo = RedoShare::of(m.recompute, sp);
     let rec_extra = redo.tp;
     // MoE parallel folding: with etp ≠ tp the routed experts' MLP leaves the tp group. The
     // tp collectives of a layer come in two equal halves, attention and MLP (every count
