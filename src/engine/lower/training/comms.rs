@@ -227,13 +227,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
         );
     }
     if replicas > 1 {
-        replica_reduction(
-            b,
-            d,
-            state.trainable_local * d.gb / shard as f64,
-            g_rep,
-            shard == 1,
-        );
+        replica_reduction(b, d, state.trainable_local * d.gb / shard as f64, g_rep);
     }
     if apart && m.edp() > 1 {
         // Its own buckets, overlapped like the dense ones; the step's one exposed last bucket
@@ -255,9 +249,10 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
 /// all-reduce it, `grad_bytes` each (the gradients over the shard group), over `group`. It
 /// follows the first: once per step where gradients are reduced once per step (ZeRO 1, and
 /// ZeRO 0, where the replicas are all there is), every micro-batch where each micro-batch's are
-/// (ZeRO 2, 3), behind the backward like it. `last_bucket`: the step's last bucket is exposed
-/// (where no shard-group reduction before it exposed one).
-fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, group: Group, last_bucket: bool) {
+/// (ZeRO 2, 3), behind the backward like it. A bucket's all-reduce can only start once its
+/// reduce-scatter is done, so the step's last bucket is exposed here too, after the shard
+/// group's.
+fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, group: Group) {
     let m = d.m;
     let c = Collective {
         name: "dp replica gradient all-reduce".into(),
@@ -273,17 +268,7 @@ fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, group: Group, 
             Overlap::None
         },
     };
-    let every = (m.zero >= 2).then_some(d.micro_batches);
-    if last_bucket {
-        b.grad_comm(c, every);
-    } else if every.is_some() {
-        b.comm(Collective {
-            section: Section::MicroBatch,
-            ..c
-        });
-    } else {
-        b.comm(c);
-    }
+    b.grad_comm(c, (m.zero >= 2).then_some(d.micro_batches));
 }
 
 /// Labels of one group's gradient reduction and parameter gathers.
