@@ -32,8 +32,8 @@ pub(super) fn state(d: &Shape) -> State {
         tpf,
         wb,
         gb,
-        shardn: dpn,
-        eshardn: edpn,
+        shardn,
+        eshardn,
         etpf,
         ..
     } = *d;
@@ -73,11 +73,10 @@ pub(super) fn state(d: &Shape) -> State {
     // ZeRO shards each parameter's state over the ranks that hold the same parameter: dp × cp
     // for the dense ones, the expert-data-parallel ranks for the routed experts (Megatron-Core's
     // distributed optimizer keeps the expert parameters in their own buffer, sharded over the
-    // expert-data-parallel group); under hybrid sharding over the shard group only (`dpn` and
-    // `edpn` here are the shard groups, `Shape::shardn` and `Shape::eshardn`).
+    // expert-data-parallel group); under hybrid sharding over the shard group only.
     let shard = |stage: u8, dense: f64, expert: f64| {
         if z >= stage {
-            dense / dpn + expert / edpn
+            dense / shardn + expert / eshardn
         } else {
             dense + expert
         }
@@ -87,9 +86,9 @@ pub(super) fn state(d: &Shape) -> State {
     // layers' unsharded parameters (DeepSpeed's `stage3_prefetch_bucket_size` / FSDP's
     // `forward_prefetch` keep one ahead; Rajbhandari et al., ZeRO, SC'20, §5.3 — an assumption
     // of two buffers).
-    let gather = if z >= 3 && (dpn > 1.0 || edpn > 1.0) {
-        let per_layer = (dense_layer / tpf * (1.0 - 1.0 / dpn))
-            .max(expert_layer / (etpf * m.ep as f64) * (1.0 - 1.0 / edpn));
+    let gather = if z >= 3 && (shardn > 1.0 || eshardn > 1.0) {
+        let per_layer = (dense_layer / tpf * (1.0 - 1.0 / shardn))
+            .max(expert_layer / (etpf * m.ep as f64) * (1.0 - 1.0 / eshardn));
         2.0 * per_layer * wb
     } else {
         0.0
@@ -174,14 +173,14 @@ pub(super) fn activations(d: &Shape) -> Activations {
     let keep_proj = if adapted >= 2 { e_lin } else { 0.0 };
     let keep_ffn = if lora.is_none() { e_lin } else { 0.0 };
     let dropout_masks = if tr.dropout { 2.0 * h } else { 0.0 };
-    // Latent attention also keeps the latents, the up projections' inputs (computed whole on
-    // every tensor-parallel rank by the unsplit down projections).
     // the score matrix, kept where attention is not fused
     let scores = if tr.flash_attention {
         0.0
     } else {
         5.0 * t.heads as f64 * s * e / 2.0
     };
+    // Latent attention also keeps the latents, the up projections' inputs (computed whole on
+    // every tensor-parallel rank by the unsplit down projections).
     let replicated = 2.0 * h * e + dropout_masks + (h + t.latent_dim()) * keep_qkv + h * keep_ffn;
     let split = (qd + 2.0 * kvd) * e
         + d.vd * keep_proj
