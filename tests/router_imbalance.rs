@@ -1,6 +1,7 @@
 //! Router imbalance in MoE training (`experts: (…, load_imbalance: x)`): with expert parallelism
-//! each MoE layer waits for the rank that received the most routed tokens, so its expert GEMMs
-//! and its token exchange scale by the busiest rank's load over the mean. Hand counts on an
+//! each MoE layer waits for the rank that received the most routed tokens, so its expert GEMMs,
+//! its token exchange and the activations it keeps scale by the busiest rank's load over the
+//! mean. Hand counts on an
 //! 8-layer model with 8 experts (top-2) over 8 GPUs; balanced is the old program to the bit; all
 //! experts on every device has no busiest rank; more imbalance never makes a step faster.
 
@@ -86,6 +87,19 @@ fn the_busiest_rank_computes_and_receives_its_load() {
         all_to_all_bytes(&p),
         tok * 2048.0 * 2.0 * 2.0 * 1.25,
         max_relative = 1e-12
+    );
+}
+
+/// The busiest rank also keeps its routed pairs' FFN activations for the backward: the gate and
+/// up outputs and the down projection's input, 3 × 768 bf16 values per pair and layer.
+#[test]
+fn the_busiest_rank_keeps_its_load_of_activations() {
+    let ((a, _), (b, _)) = (program(None, 8), program(Some(1.25), 8));
+    let extra_pairs = 4096.0 * 2.0 * 0.25;
+    assert_relative_eq!(
+        b.footprint.activations - a.footprint.activations,
+        8.0 * extra_pairs * 3.0 * 768.0 * 2.0,
+        max_relative = 1e-9
     );
 }
 

@@ -60,7 +60,8 @@ struct Shape<'a> {
     /// Backward cost of the weight-bearing GEMMs relative to forward: 2× for trained weights;
     /// LoRA computes only input gradients through the frozen base (1×).
     bwd: f64,
-    /// Width of the FFN's inner activation per token (top-k plus shared experts with MoE).
+    /// Width of the FFN's inner activation per token (top-k plus shared experts with MoE, the
+    /// routed ones at the busiest expert-parallel rank's load).
     ffn_inner: f64,
     /// Inputs of the FFN activation: 2 for a gated FFN.
     act_in: f64,
@@ -102,8 +103,16 @@ impl<'a> Shape<'a> {
         let h = t.hidden as f64;
         let tpf = tp as f64;
         let sp = m.sp && tp > 1;
+        let expert_load = match t.experts.as_ref() {
+            Some(e) if m.ep > 1 => e.load_imbalance,
+            _ => 1.0,
+        };
+        // the busiest expert-parallel rank's: its routed pairs at `expert_load` × the mean
         let ffn_inner = match t.experts.as_ref() {
-            Some(e) => t.layer_mix(e.ffn as f64 * (e.top_k + e.shared) as f64, t.ffn as f64),
+            Some(e) => t.layer_mix(
+                e.ffn as f64 * (e.top_k as f64 * expert_load + e.shared as f64),
+                t.ffn as f64,
+            ),
             None => t.ffn as f64,
         };
         Shape {
@@ -139,10 +148,7 @@ impl<'a> Shape<'a> {
             dpn: (dp * cp) as f64,
             shardn: m.shard_group() as f64,
             etpf: m.etp() as f64,
-            expert_load: match t.experts.as_ref() {
-                Some(e) if m.ep > 1 => e.load_imbalance,
-                _ => 1.0,
-            },
+            expert_load,
             // hybrid sharding is refused where the experts have groups of their own (`check`),
             // so where it applies the experts shard over the same group as the dense parameters
             eshardn: if m.shard_group() < dp * cp {

@@ -188,7 +188,9 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
     } else {
         0.0
     };
-    let copies = experts.map_or(1.0, |e| t.layer_mix((e.top_k + e.shared) as f64, 1.0));
+    let copies = experts.map_or(1.0, |e| {
+        t.layer_mix(e.top_k as f64 * d.expert_load + e.shared as f64, 1.0)
+    });
     let q_in = if quant > 0.0 {
         tok * ((1.0 + copies) * h / act_shard + (vd + ffn_inner) / tpf)
     } else {
