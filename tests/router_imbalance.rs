@@ -1,50 +1,24 @@
 //! Router imbalance in MoE training (`experts: (…, load_imbalance: x)`): with expert parallelism
 //! each MoE layer waits for the rank that received the most routed tokens, so its expert GEMMs,
 //! its token exchange and the activations it keeps scale by the busiest rank's load over the
-//! mean. Hand counts on an
-//! 8-layer model with 8 experts (top-2) over 8 GPUs; balanced is the old program to the bit; all
-//! experts on every device has no busiest rank; more imbalance never makes a step faster.
+//! mean. Hand counts on an 8-layer model with 8 experts (top-2) over 8 GPUs
+//! (`common::MOE_8_EXPERTS`); balanced is the old program to the bit; all experts on every device
+//! has no busiest rank; more imbalance never makes a step faster.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use approx::assert_relative_eq;
-use tessera::engine::cpu::eval;
-use tessera::engine::lower::{lower, machine};
 use tessera::engine::program::{Phase, Program, Role};
-use tessera::model::mapping::Mapping;
 
 mod common;
 
-use common::NODE_8 as SYSTEM;
-
-/// 8 layers, all with 8 routed experts of 768 (top-2, gated), no shared expert; `{imbalance}`
-/// is replaced by a `load_imbalance` clause or nothing.
-const WORKLOAD: &str = r#"Workload(
-    version: 1, name: "test", source: "t", sources: { "t": "test fixture" },
-    model: Transformer(layers: 8, hidden: 2048, heads: 32, kv_heads: 4, ffn: 6144, gated_ffn: true, vocab: 32000,
-        experts: (count: 8, top_k: 2, ffn: 768{imbalance})),
-    task: Training(seq_len: 4096, global_batch: 16, target: Steps(10), flash_attention: true, dropout: false),
-)"#;
-
-fn text(imbalance: Option<f64>) -> String {
-    WORKLOAD.replace(
-        "{imbalance}",
-        &imbalance.map_or(String::new(), |x| format!(", load_imbalance: {x}")),
-    )
+/// The `load_imbalance` clause, or nothing.
+fn clause(imbalance: Option<f64>) -> String {
+    imbalance.map_or(String::new(), |x| format!(", load_imbalance: {x}"))
 }
 
 fn program(imbalance: Option<f64>, ep: u64) -> (Program, f64) {
-    let (sys, w) = common::load_texts(SYSTEM, &text(imbalance));
-    let m = Mapping {
-        dp: 8,
-        ep,
-        zero: 1,
-        micro_batch: 1,
-        ..Mapping::single()
-    };
-    let p = lower(&sys, &w, &m, 8).unwrap_or_else(|r| panic!("{r}"));
-    let t = eval(&p, &machine(&sys, 8)).step_time;
-    (p, t)
+    common::moe_program(&clause(imbalance), ep)
 }
 
 fn ffn_forward_flops(p: &Program) -> f64 {
@@ -126,7 +100,11 @@ fn more_imbalance_never_makes_a_step_faster() {
 fn an_imbalance_below_one_is_an_error_with_its_place() {
     let dir = common::scratch_dir("tessera-router-imbalance");
     let path = dir.join("below.ron");
-    std::fs::write(&path, text(Some(0.8))).unwrap();
+    std::fs::write(
+        &path,
+        common::MOE_8_EXPERTS.replace("{moe}", &clause(Some(0.8))),
+    )
+    .unwrap();
     let out = common::tessera(&["check", path.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");

@@ -180,10 +180,12 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // 76 % of its 10.2 kW rating, Newkirk et al. 2025) joined at -6.1 %, above the mean: 4.52 %
     // over 94. MaxText's two v6e rows that the format can write and that fit joined at +10.9 and
     // +13.5 % (a new family on parts whose efficiencies are assumed, not fitted): 4.66 % over 102;
-    // its Mixtral 8x7B row on 256 v5p at -6.5 %: 4.68 % over 103.
+    // its Mixtral 8x7B row on 256 v5p at -6.5 %: 4.68 % over 103; its two dropped-token Mixtral
+    // rows on v6e-256 (capacity factor and dense-einsum dispatch modelled) at -5.5 and -6.8 %:
+    // 4.70 % over 105.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.0468, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0471, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.142, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 

@@ -60,7 +60,7 @@ pub struct TransformerSpec {
     pub gated_ffn: bool,
     pub vocab: u64,
     #[serde(default)]
-    pub experts: Option<ExpertsSpec>,
+    pub experts: Option<Box<ExpertsSpec>>,
     /// Input and output embeddings share one matrix.
     #[serde(default)]
     pub tied_embeddings: bool,
@@ -116,6 +116,12 @@ pub struct ExpertsSpec {
     /// recipes force it.
     #[serde(default)]
     pub load_imbalance: Option<f64>,
+    /// Training: tokens dropped at a fixed capacity, dispatched by dense einsums (GShard, Switch
+    /// Transformer; MaxText with `sparse_matmul: False` and `capacity_factor` > 0). Each expert
+    /// has C = capacity_factor × tokens × top_k / experts slots per sequence, filled or padded.
+    /// Default: dropless (grouped GEMMs over the routed tokens).
+    #[serde(default)]
+    pub capacity_factor: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -112,3 +112,29 @@ pub const NODE_8: &str = r#"System(
     scale_up: (name: "nvlink", topology: Switched, size: 8, bandwidth: "900 GB/s", counted: BothDirections, latency: "2 us"),
     facility: (pue: "1.2"),
 )"#;
+
+/// 8 layers, all with 8 routed experts of 768 (top-2, gated), no shared expert, trained at
+/// sequence 4096, global batch 16; `{moe}` is replaced by further `experts` clauses (routing
+/// under test) or nothing.
+pub const MOE_8_EXPERTS: &str = r#"Workload(
+    version: 1, name: "test", source: "t", sources: { "t": "test fixture" },
+    model: Transformer(layers: 8, hidden: 2048, heads: 32, kv_heads: 4, ffn: 6144, gated_ffn: true, vocab: 32000,
+        experts: (count: 8, top_k: 2, ffn: 768{moe})),
+    task: Training(seq_len: 4096, global_batch: 16, target: Steps(10), flash_attention: true, dropout: false),
+)"#;
+
+/// [`MOE_8_EXPERTS`] with `moe` for its `{moe}`, on [`NODE_8`] at dp 8, expert parallelism
+/// `ep`, ZeRO 1, micro-batch 1: the program and its step time.
+pub fn moe_program(moe: &str, ep: u64) -> (tessera::engine::program::Program, f64) {
+    let (sys, w) = load_texts(NODE_8, &MOE_8_EXPERTS.replace("{moe}", moe));
+    let m = tessera::model::mapping::Mapping {
+        dp: 8,
+        ep,
+        zero: 1,
+        micro_batch: 1,
+        ..tessera::model::mapping::Mapping::single()
+    };
+    let p = tessera::engine::lower::lower(&sys, &w, &m, 8).unwrap_or_else(|r| panic!("{r}"));
+    let t = tessera::engine::cpu::eval(&p, &tessera::engine::lower::machine(&sys, 8)).step_time;
+    (p, t)
+}

@@ -192,6 +192,17 @@ fn lower_transformer(cx: &mut Ctx, t: &TransformerSpec) -> Option<Transformer> {
             }
             x => Some(x.unwrap_or(1.0)),
         };
+        let capacity_factor = match e.capacity_factor {
+            Some(x) if !(x.is_finite() && x > 0.0) => {
+                cx.error(
+                    "capacity_factor",
+                    format!("`capacity_factor` {x} gives the experts no capacity"),
+                    Some("the slots per expert over an even share of the routed tokens: 1.25 is GShard's and MaxText's usual figure; leave it out for dropless routing".into()),
+                );
+                None
+            }
+            x => Some(x),
+        };
         cx.leave();
         Some(Experts {
             count: count?,
@@ -201,6 +212,7 @@ fn lower_transformer(cx: &mut Ctx, t: &TransformerSpec) -> Option<Transformer> {
             dense_layers: e.dense_layers,
             every: every?,
             load_imbalance: load_imbalance?,
+            capacity_factor: capacity_factor?,
         })
     });
     let mla = t.mla.as_ref().map(|a| {

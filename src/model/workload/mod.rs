@@ -85,6 +85,11 @@ pub struct Experts {
     /// the mean per rank (1: balanced). Each MoE layer waits for that rank: its expert GEMMs
     /// and the token exchange scale by it.
     pub load_imbalance: f64,
+    /// Training, dropped tokens at a fixed capacity dispatched by dense einsums: every expert
+    /// computes capacity_factor × (tokens × top_k / experts) slots per sequence, filled or padded,
+    /// whatever the routing (so no rank is busier than that), and the dispatch and combine are
+    /// einsums over the slots. `None`: dropless.
+    pub capacity_factor: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

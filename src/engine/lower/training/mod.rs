@@ -80,8 +80,9 @@ struct Shape<'a> {
     eshardn: f64,
     /// The routed experts' tensor-parallel width (`Mapping::etp`).
     etpf: f64,
-    /// The busiest expert-parallel rank's routed tokens over the mean (`Experts::load_imbalance`
-    /// with ep > 1; 1 without experts or with all of them on every device).
+    /// The routed pairs the busiest device computes over an even share: the capacity factor of
+    /// dropped-token dispatch, else `Experts::load_imbalance` with ep > 1; 1 without experts or
+    /// with all of them on every device.
     expert_load: f64,
 }
 
@@ -103,9 +104,16 @@ impl<'a> Shape<'a> {
         let h = t.hidden as f64;
         let tpf = tp as f64;
         let sp = m.sp && tp > 1;
+        // Routed pairs on the busiest device over an even share: the capacity factor where
+        // tokens are dropped at a fixed capacity (every device computes its slots, filled or
+        // padded), else the router's imbalance where the experts are spread over ep ranks.
         let expert_load = match t.experts.as_ref() {
-            Some(e) if m.ep > 1 => e.load_imbalance,
-            _ => 1.0,
+            Some(e) => match e.capacity_factor {
+                Some(cf) => cf,
+                None if m.ep > 1 => e.load_imbalance,
+                None => 1.0,
+            },
+            None => 1.0,
         };
         // the busiest expert-parallel rank's: its routed pairs at `expert_load` × the mean
         let ffn_inner = match t.experts.as_ref() {

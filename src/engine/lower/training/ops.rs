@@ -72,7 +72,7 @@ struct LayerOp {
 }
 
 /// The forward operators of one layer, in program order.
-fn layer(d: &Shape) -> [LayerOp; 7] {
+fn layer(d: &Shape) -> [LayerOp; 8] {
     let Shape {
         t,
         tr,
@@ -188,6 +188,24 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
     } else {
         0.0
     };
+    // Dropped-token dispatch by dense einsums (GShard; MaxText's `dense_matmul`): per sequence of
+    // S tokens each of the E experts has C = cf·S·top_k / E slots; the dispatch (BSM,BSEC→EBCM)
+    // and the combine (EBCM,BSEC→BSM) are 2·S·E·C·M FLOPs each per sequence, and each reads its
+    // one-hot S × E × C mask besides the tokens and their slots. Only the layers with experts.
+    let (dispatch_f, dispatch_bytes) =
+        match experts.and_then(|e| e.capacity_factor.map(|cf| (e, cf))) {
+            Some((e, cf)) => {
+                let slots = cf * (s / cp as f64) * e.top_k as f64; // E × C per sequence
+                (
+                    t.layer_mix(2.0 * 2.0 * tok * slots * h / tpf, 0.0),
+                    t.layer_mix(
+                        2.0 * (tok * h * (1.0 + cf * e.top_k as f64) / tpf + tok * slots) * ab,
+                        0.0,
+                    ),
+                )
+            }
+            None => (0.0, 0.0),
+        };
     let copies = experts.map_or(1.0, |e| {
         t.layer_mix(e.top_k as f64 * d.expert_load + e.shared as f64, 1.0)
     });
@@ -283,6 +301,23 @@ fn layer(d: &Shape) -> [LayerOp; 7] {
                 part: Part::Ffn {
                     up: act_in / (act_in + 1.0),
                 },
+            },
+        },
+        LayerOp {
+            name: "moe dispatch + combine (dense einsums)",
+            matrix: true,
+            precision: p,
+            flops: dispatch_f,
+            weight_bytes: 0.0,
+            act_bytes: dispatch_bytes,
+            // no weights: the input's and the routing weights' gradients, 2× forward
+            backward: Backward::Weightless,
+            // re-run with the FFN's input projections, whose inputs it makes
+            redo: Redo {
+                full: "recompute: moe dispatch + combine",
+                selective: None,
+                act_bytes: None,
+                part: Part::One(LayerPart::FfnUp),
             },
         },
         LayerOp {
