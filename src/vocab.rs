@@ -234,10 +234,6 @@ impl Parts {
         self.0 & (1 << p as u8) != 0
     }
 
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
     pub fn iter(self) -> impl Iterator<Item = LayerPart> {
         LayerPart::ALL.into_iter().filter(move |p| self.has(*p))
     }

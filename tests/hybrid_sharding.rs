@@ -10,7 +10,7 @@
 use approx::assert_relative_eq;
 use tessera::engine::cpu::eval;
 use tessera::engine::lower::{lower, machine};
-use tessera::engine::program::{CollKind, Program, Role, Section};
+use tessera::engine::program::{CollKind, Program, Role};
 use tessera::model::mapping::Mapping;
 
 mod common;
@@ -104,17 +104,8 @@ fn zero_three_in_groups_of_four_shards_over_four_and_all_reduces_each_shard_over
             c.name
         );
     }
-    let per_step = |cs: &[&tessera::engine::program::Comm]| -> f64 {
-        cs.iter()
-            .map(|c| {
-                let per = match c.section {
-                    Section::MicroBatch => p.micro_batches,
-                    Section::Step => 1.0,
-                };
-                c.bytes * c.count * per
-            })
-            .sum()
-    };
+    let per_step =
+        |cs: &[&tessera::engine::program::Comm]| common::bytes_per_step(&p, cs.iter().copied());
     assert_relative_eq!(per_step(&rs), n * 2.0, max_relative = 1e-12);
     assert_relative_eq!(per_step(&ar), n * 2.0 / 4.0, max_relative = 1e-12);
     // a bucket is all-reduced once reduce-scattered: the step's last one is exposed in both

@@ -51,17 +51,10 @@ fn program_at(zero: u8, lora: bool, global_batch: u64) -> Program {
 
 /// The gradient reduction's bytes per step, over all its pieces.
 fn gradient_bytes_per_step(p: &Program) -> f64 {
-    p.comms
-        .iter()
-        .filter(|c| c.role == Role::GradientReduction)
-        .map(|c| {
-            let per = match c.section {
-                Section::MicroBatch => p.micro_batches,
-                Section::Step => 1.0,
-            };
-            c.bytes * c.count * per
-        })
-        .sum()
+    common::bytes_per_step(
+        p,
+        p.comms.iter().filter(|c| c.role == Role::GradientReduction),
+    )
 }
 
 /// Parameters of the model (untied embedding and head, no biases): what each rank holds whole

@@ -61,7 +61,7 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
                 if m.etp != m.tp { format!(", etp {}", m.etp) } else { String::new() },
                 m.interleave, m.micro_batch, m.zero,
                 // hybrid sharding, where the shard group is smaller than dp × cp
-                if m.shard < m.dp * m.cp { format!(" sharded over {}", m.shard) } else { String::new() },
+                m.hybrid_shard().map_or(String::new(), |g| format!(" sharded over {g}")),
                 m.recompute,
                 if m.sp { ", sequence parallel" } else { "" }
             ),

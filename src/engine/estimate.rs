@@ -48,6 +48,13 @@ pub struct MappingReport {
     pub expert_dispatch: crate::vocab::Dispatch,
 }
 
+impl MappingReport {
+    /// The shard group where hybrid sharding makes it smaller than dp × cp (`Mapping::hybrid_shard`).
+    pub fn hybrid_shard(&self) -> Option<u64> {
+        (self.shard < self.dp * self.cp).then_some(self.shard)
+    }
+}
+
 impl From<&Mapping> for MappingReport {
     fn from(m: &Mapping) -> Self {
         MappingReport {

@@ -442,6 +442,12 @@ impl Mapping {
         }
     }
 
+    /// The shard group where hybrid sharding makes it smaller than dp × cp, else `None`.
+    pub fn hybrid_shard(&self) -> Option<u64> {
+        let g = self.shard_group();
+        (g < self.dp * self.cp).then_some(g)
+    }
+
     /// Tensor-parallel width of the routed experts (`tp` unless written).
     pub fn etp(&self) -> u64 {
         self.etp.unwrap_or(self.tp).max(1)

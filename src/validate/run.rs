@@ -39,12 +39,9 @@ fn evaluate(
 fn mapping_words(e: &engine::Estimate) -> String {
     match &e.mapping {
         Some(m) => {
-            // the shard group only where hybrid sharding makes it smaller than dp × cp
-            let shard = if m.shard < m.dp * m.cp {
-                format!(" shard {}", m.shard)
-            } else {
-                String::new()
-            };
+            let shard = m
+                .hybrid_shard()
+                .map_or(String::new(), |g| format!(" shard {g}"));
             format!(
                 "dp {} tp {} pp {} cp {} v {} mb {} zero {}{shard} {}",
                 m.dp, m.tp, m.pp, m.cp, m.interleave, m.micro_batch, m.zero, m.recompute

@@ -138,3 +138,21 @@ pub fn moe_program(moe: &str, ep: u64) -> (tessera::engine::program::Program, f6
     let t = tessera::engine::cpu::eval(&p, &tessera::engine::lower::machine(&sys, 8)).step_time;
     (p, t)
 }
+
+/// Bytes per device per step of `comms`, collectives of `p`: each piece's bytes × its count ×
+/// the micro-batches per step where it runs every micro-batch.
+pub fn bytes_per_step<'a>(
+    p: &tessera::engine::program::Program,
+    comms: impl IntoIterator<Item = &'a tessera::engine::program::Comm>,
+) -> f64 {
+    comms
+        .into_iter()
+        .map(|c| {
+            let per = match c.section {
+                tessera::engine::program::Section::MicroBatch => p.micro_batches,
+                tessera::engine::program::Section::Step => 1.0,
+            };
+            c.bytes * c.count * per
+        })
+        .sum()
+}

@@ -647,17 +647,11 @@ pub fn label(devices: u64, m: &Mapping) -> String {
         Recompute::None => String::new(),
         Recompute::Selective => ", selective recompute".into(),
         Recompute::Full => ", full recompute".into(),
-        Recompute::Ops(p) => {
-            let names: Vec<&str> = p.iter().map(|x| x.label()).collect();
-            format!(", recompute of {}", names.join(", "))
-        }
+        Recompute::Ops(_) => format!(", recompute {}", m.recompute),
     };
-    // the shard group only where hybrid sharding makes it smaller than dp × cp
-    let shard = if m.shard_group() < m.dp * m.cp {
-        format!(" over {}", m.shard_group())
-    } else {
-        String::new()
-    };
+    let shard = m
+        .hybrid_shard()
+        .map_or(String::new(), |g| format!(" over {g}"));
     format!(
         "{devices} devices: dp {} tp {} pp {} cp {} ep {}, mb {}, v {}, ZeRO {}{shard}{rc}",
         m.dp, m.tp, m.pp, m.cp, m.ep, m.micro_batch, m.interleave, m.zero

@@ -159,8 +159,8 @@ impl<'a> Shape<'a> {
             expert_load,
             // hybrid sharding is refused where the experts have groups of their own (`check`),
             // so where it applies the experts shard over the same group as the dense parameters
-            eshardn: if m.shard_group() < dp * cp {
-                m.shard_group() as f64
+            eshardn: if let Some(g) = m.hybrid_shard() {
+                g as f64
             } else if t.experts.is_some() {
                 m.edp() as f64
             } else {
@@ -321,7 +321,7 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping, host_link: bool) -> Result
             tr.global_batch, m.micro_batch
         )));
     }
-    if m.shard_group() < dp * cp && t.experts.is_some() && (m.ep > 1 || m.etp() != tp) {
+    if m.hybrid_shard().is_some() && t.experts.is_some() && (m.ep > 1 || m.etp() != tp) {
         return Err(Reason::unsupported(
             "hybrid sharding (`shard`) with the routed experts in groups of their own (ep > 1 or etp ≠ tp) is not modelled",
         ));
