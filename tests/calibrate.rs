@@ -186,6 +186,23 @@ fn the_calibrated_part_file_cites_the_cases_and_the_command() {
     assert!(text.contains("tessera calibrate validation/mlperf/mlperf-v50-lora-mi325x-8.ron --fit device.efficiency.low_precision_matmul"), "{text}");
 }
 
+/// Fits the stack's step overhead from `case` under the key `fitted-stack`, writes the stack to
+/// `out` and returns what was written.
+fn fit_stack_into(case: &std::path::Path, out: &std::path::Path) -> String {
+    let run = tessera(&[
+        "calibrate",
+        case.to_str().unwrap(),
+        "--fit",
+        "software.step_overhead",
+        "--key",
+        "fitted-stack",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    std::fs::read_to_string(out).unwrap()
+}
+
 #[test]
 fn a_stacks_step_overhead_is_fitted_from_zero() {
     // A calibration copy of the 8-H100 LoRA case on a stack that says 0 s per step: the fit moves
@@ -220,18 +237,7 @@ fn a_stacks_step_overhead_is_fitted_from_zero() {
     // written out: the citation enters the empty `sources: {}`, whose closing brace gets a line
     // of its own, and the file loads
     let o = dir.join("stack-calibrated.ron");
-    let out = tessera(&[
-        "calibrate",
-        file.to_str().unwrap(),
-        "--fit",
-        "software.step_overhead",
-        "--key",
-        "fitted-stack",
-        "-o",
-        o.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    let text = std::fs::read_to_string(&o).unwrap();
+    let text = fit_stack_into(&file, &o);
     assert!(
         text.contains(
             "    sources: {\n        \"fitted-stack\": \"fitted: software.step_overhead "
@@ -244,6 +250,15 @@ fn a_stacks_step_overhead_is_fitted_from_zero() {
     );
     assert!(text.contains("@fitted-stack\""), "{text}");
     let check = tessera(&["check", o.to_str().unwrap()]);
+    assert!(check.status.success(), "{check:?}\n{text}");
+    // refitted under the same key (the stack now cites `fitted-stack`): its citation is replaced,
+    // not written a second time
+    std::fs::copy(&o, dir.join("stack.ron")).unwrap();
+    let again = dir.join("stack-refitted.ron");
+    let text = fit_stack_into(&file, &again);
+    assert_eq!(text.matches("\"fitted-stack\":").count(), 1, "{text}");
+    assert!(text.contains("fitted: software.step_overhead "), "{text}");
+    let check = tessera(&["check", again.to_str().unwrap()]);
     assert!(check.status.success(), "{check:?}\n{text}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -612,6 +612,8 @@ fn link_timelines_agree_on_every_section_and_overlap() {
         matrix: true,
         precision: bf16,
         flops,
+        // a quantized product: the kernel must read the occupancy as the CPU does
+        occupancy: 0.75,
         weight_bytes: 1e8,
         act_bytes: 1e8,
         count: 1.0,
@@ -802,6 +804,7 @@ fn one_gemm(footprint: tessera::engine::program::Footprint) -> tessera::engine::
             matrix: true,
             precision: bf16,
             flops: 1e12,
+            occupancy: 1.0,
             weight_bytes: 1e9,
             act_bytes: 0.0,
             count: 1.0,

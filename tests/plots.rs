@@ -620,6 +620,7 @@ fn roofline_structure() {
                 precision: "bf16",
                 engine,
                 flops: a * 1e-3,
+                occupancy: 1.0,
                 bytes: a * 1e-3 / i,
                 intensity: Some(i),
                 achieved_flops_per_s: Some(a),

@@ -182,11 +182,17 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // +13.5 % (a new family on parts whose efficiencies are assumed, not fitted): 4.66 % over 102;
     // its Mixtral 8x7B row on 256 v5p at -6.5 %: 4.68 % over 103; its two dropped-token Mixtral
     // rows on v6e-256 (capacity factor and dense-einsum dispatch modelled) at -5.5 and -6.8 %:
-    // 4.70 % over 105.
+    // 4.70 % over 105. Then tile and wave quantization (`engine::tiling`: cuBLAS's output tiles
+    // spread over each NVIDIA GPU's SMs, split-K where K allows) slowed the thin products:
+    // serving at moderate decode batches lost up to 1.8 points on H100/H200, the 405B Offline on
+    // 8 H200 (decode micro-batches of a few dozen tokens per stage) -13.9 → -14.3 %, and the
+    // training rows moved by under 0.5; `calibrate` refitted the fitted figures on their own cases
+    // (H100 FP8 0.746 → 0.747, GB200 FP8 0.648 → 0.649, the two stacks' step times): 4.71 % over
+    // 105, the largest 14.2 %.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
     assert!(mape <= 0.0471, "unfitted MAPE {mape} (target 0.08)");
-    assert!(max <= 0.142, "largest unfitted error {max} (target 0.20)");
+    assert!(max <= 0.143, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
     // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted

@@ -26,6 +26,7 @@ pub fn table(r: &Roofline) -> (Vec<String>, Vec<Vec<String>>) {
         "phase",
         "format",
         "FLOPs",
+        "occupancy",
         "bytes",
         "intensity (FLOP/B)",
         "achieved",
@@ -45,6 +46,11 @@ pub fn table(r: &Roofline) -> (Vec<String>, Vec<Vec<String>>) {
                 o.phase.to_string(),
                 format!("{} {}", o.precision, o.engine),
                 si(Some(o.flops), "FLOP"),
+                if o.engine == "matrix" {
+                    format!("{:.0}%", o.occupancy * 100.0)
+                } else {
+                    "—".into()
+                },
                 si(Some(o.bytes), "B"),
                 o.intensity
                     .map(|i| format!("{i:.2}"))

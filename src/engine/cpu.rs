@@ -147,7 +147,8 @@ pub struct OpTime {
 }
 
 /// The roofline of one operator call with weights in tier `wt` and working data in `at`: the
-/// matrix (× low-precision factor for fp8 and narrower) or vector rate at its precision, and the
+/// matrix (× low-precision factor for fp8 and narrower) or vector rate at its precision, × the
+/// operator's occupancy (tile and wave quantization, `engine::tiling`), and the
 /// bytes over each tier's bandwidth, added when both live in one tier (they share it) and
 /// overlapped when they live in two.
 pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
@@ -164,7 +165,11 @@ pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
     if op.flops > 0.0 && rate <= 0.0 {
         return None;
     }
-    let compute = if op.flops > 0.0 { op.flops / rate } else { 0.0 };
+    let compute = if op.flops > 0.0 {
+        op.flops / (rate * op.occupancy)
+    } else {
+        0.0
+    };
     let t_w = if op.weight_bytes > 0.0 {
         op.weight_bytes / tier_bandwidth(wt, m)
     } else {

@@ -18,6 +18,7 @@ pub mod reason;
 pub mod search;
 pub mod serve;
 pub mod table;
+pub mod tiling;
 
 pub use estimate::{finish, Estimate, MappingReport};
 pub use prepare::{estimate, outcome, prepare, prepare_mapping, Infeasible, Prepared};

@@ -44,6 +44,10 @@ pub struct Op {
     pub matrix: bool,
     pub precision: usize,
     pub flops: f64,
+    /// Share of the matrix units' time its products keep busy with useful work, in (0, 1]: tile
+    /// and wave quantization (`engine::tiling`); its compute time is its FLOPs over the rate ×
+    /// this. 1 for vector work and on devices without a tiling.
+    pub occupancy: f64,
     /// Bytes of weights (or optimizer state) it reads or writes.
     pub weight_bytes: f64,
     /// Bytes of activations / KV cache it reads and writes.

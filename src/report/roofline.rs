@@ -49,6 +49,9 @@ pub struct OpPoint {
     pub precision: &'static str,
     pub engine: &'static str,
     pub flops: f64,
+    /// Share of the matrix units' time its products keep busy with useful work (tile and wave
+    /// quantization, `engine::tiling`); 1 for vector work and where the device has no tiling.
+    pub occupancy: f64,
     /// Bytes to and from the memory the operator's data lives in.
     pub bytes: f64,
     /// FLOP per byte; `None` without memory traffic.
@@ -269,6 +272,7 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
                 precision: prec.name(),
                 engine,
                 flops: op.flops,
+                occupancy: op.occupancy,
                 bytes,
                 intensity: (bytes > 0.0).then(|| op.flops / bytes),
                 achieved_flops_per_s: (op.flops > 0.0 && per_call > 0.0)

@@ -21,6 +21,9 @@ pub struct SystemSummary {
     /// Memory level → B/s, whole system.
     pub memory_bandwidth_bytes_per_s: BTreeMap<String, f64>,
     pub cores_per_device: u64,
+    /// The output tiles (rows, columns) its GEMM library spreads over those cores (tile and wave
+    /// quantization, `engine::tiling`); empty where the file gives none.
+    pub gemm_tiles: Vec<(u32, u32)>,
     /// The on-chip network of one device, if the file describes it.
     pub mesh: Option<MeshSummary>,
     pub scale_up: Option<LinkSummary>,
@@ -164,6 +167,7 @@ pub fn summarize(s: &System) -> SystemSummary {
         memory_capacity_bytes: cap,
         memory_bandwidth_bytes_per_s: bw,
         cores_per_device: s.device.cores,
+        gemm_tiles: s.device.efficiency.tiles.clone(),
         mesh,
         scale_up,
         scale_out,
@@ -244,6 +248,20 @@ pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
     }
     if s.cores_per_device > 1 {
         r.push(("cores per device".into(), s.cores_per_device.to_string()));
+    }
+    if !s.gemm_tiles.is_empty() {
+        let tiles: Vec<String> = s
+            .gemm_tiles
+            .iter()
+            .map(|(a, b)| format!("{a}×{b}"))
+            .collect();
+        r.push((
+            "GEMM tiles".into(),
+            format!(
+                "{} over the cores (tile and wave quantization)",
+                tiles.join(", ")
+            ),
+        ));
     }
     if let Some(m) = &s.mesh {
         r.push((

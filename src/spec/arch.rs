@@ -250,6 +250,20 @@ pub struct EfficiencySpec {
     /// devices): what `kernel_overhead` is paid per. A mapping's `kernels` overrides it.
     #[serde(default)]
     pub kernels: Option<crate::vocab::Kernels>,
+    /// The output tiles a GEMM library may split a matrix product into, spread over the die's
+    /// `cores` (SMs): what makes small or oddly sized GEMMs slow (tile and wave quantization).
+    #[serde(default)]
+    pub tiling: Option<TilingSpec>,
+}
+
+/// Output tile shapes (rows × columns of the product) a GEMM library chooses among; the units
+/// they are spread over are the die's `cores` over all dies.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TilingSpec {
+    pub tiles: Vec<(u32, u32)>,
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -475,7 +475,8 @@ pub fn written(v: f64, dim: Dimension) -> String {
 
 /// The text of the device part file `text` (a `Device` file) with each fitted figure written as
 /// the fit found it, citing the new source `key`, whose citation (`citation`: the cases and the
-/// command) is added to the file's `sources`. `Err` says which figure the file cannot take.
+/// command) is added to the file's `sources` (or replaces the citation a refit under the same key
+/// left there). `Err` says which figure the file cannot take.
 pub fn write_part(
     text: &str,
     fit: &Fit,
@@ -530,17 +531,36 @@ pub fn write_part(
             )
         })?;
     let esc = citation.replace('\\', "\\\\").replace('"', "\\\"");
-    // an empty map (`sources: {}`) gets its closing brace on a line of its own
-    let close = if text[src_at + 1..].trim_start().starts_with('}') {
-        "\n    "
+    // a key the file already cites (a refit under the same key) has its citation replaced, not
+    // written twice
+    let cited = locate(text, &root.field("sources").key(key)).filter(|o| {
+        let before = text[..*o].trim_end();
+        text[*o..].starts_with('"')
+            && before.ends_with(':')
+            && before[..before.len() - 1]
+                .trim_end()
+                .ends_with(&format!("\"{key}\""))
+    });
+    if let Some(at) = cited {
+        let mut end = at + 1;
+        let bytes = text.as_bytes();
+        while end < bytes.len() && bytes[end] != b'"' {
+            end += if bytes[end] == b'\\' { 2 } else { 1 };
+        }
+        edits.push((at, (end + 1).min(text.len()), format!("\"{esc}\"")));
     } else {
-        ""
-    };
-    edits.push((
-        src_at + 1,
-        src_at + 1,
-        format!("\n        \"{key}\": \"{esc}\",{close}"),
-    ));
+        // an empty map (`sources: {}`) gets its closing brace on a line of its own
+        let close = if text[src_at + 1..].trim_start().starts_with('}') {
+            "\n    "
+        } else {
+            ""
+        };
+        edits.push((
+            src_at + 1,
+            src_at + 1,
+            format!("\n        \"{key}\": \"{esc}\",{close}"),
+        ));
+    }
     edits.sort_by_key(|e| std::cmp::Reverse(e.0));
     let mut out = text.to_string();
     for (a, b, s) in edits {

@@ -19,6 +19,7 @@ pub(super) fn graph_run(
     let n = m.devices();
     let dom = domain_size(sys, n);
     let mut b = Builder::default();
+    let tiling = crate::engine::tiling::Tiling::of(&sys.device);
     let mut wbytes = 0.0;
     let mut abytes: f64 = 0.0;
     let mut flops = 0.0;
@@ -28,6 +29,7 @@ pub(super) fn graph_run(
             GraphOp::Compute {
                 name,
                 matrix,
+                gemm,
                 flops: f,
                 weight_bytes,
                 act_bytes,
@@ -40,6 +42,10 @@ pub(super) fn graph_run(
                     matrix: *matrix,
                     precision: pr.index(),
                     flops: *f,
+                    occupancy: match gemm {
+                        Some(g) => crate::engine::tiling::occupancy(tiling, &[(1.0, *g)]),
+                        None => 1.0,
+                    },
                     weight_bytes: *weight_bytes,
                     act_bytes: *act_bytes,
                     count: *count,

@@ -20,6 +20,7 @@
 use super::{domain_size, place_group, run_precision, vector_precision, Builder, Collective};
 use crate::engine::program::*;
 use crate::engine::reason::{Reason, RegionShortfall};
+use crate::engine::tiling::{self, Gemm};
 use crate::model::mapping::{Mapping, Placement, Pool, Regions};
 use crate::model::system::System;
 use crate::model::workload::{Inference, Transformer};
@@ -363,6 +364,7 @@ fn build(
     let vd = t.v_dim() as f64;
     let vocab = t.vocab as f64;
     let kvd = t.kv_dim();
+    let tiling = tiling::Tiling::of(&sys.device);
     // the KV cache per token and layer, and whether tensor parallelism splits it (a latent cache
     // is shared by every head, so each rank keeps it whole); decode's attention per cached
     // position and head (`Transformer::decode_core_dims`)
@@ -623,12 +625,21 @@ fn build(
                     tokens: f64,
                     count: f64,
                     section: Section| {
-            let gemm = |b: &mut Builder, name: &'static str, k: f64, active: f64, read: f64| {
+            // `(n, inner)`: the columns of a launch's output (tokens × n) and the width it sums
+            // over, whose shape sets its occupancy (`engine::tiling`; routed experts taken as one
+            // product of their active width)
+            let gemm = |b: &mut Builder,
+                        name: &'static str,
+                        k: f64,
+                        active: f64,
+                        read: f64,
+                        (n, inner): (f64, f64)| {
                 b.op(Op {
                     name: name.into(),
                     matrix: true,
                     precision: p,
                     flops: 2.0 * active / d * tokens / k,
+                    occupancy: tiling::occupancy(tiling, &[(1.0, Gemm::new(tokens, n, inner))]),
                     weight_bytes: read / d * wb / k,
                     act_bytes: tokens * h * ab / k,
                     count: count * k,
@@ -644,6 +655,7 @@ fn build(
                     matrix: true,
                     precision: p,
                     flops: 2.0 * layer_active / d * tokens,
+                    occupancy: 1.0,
                     weight_bytes: read / d * wb,
                     act_bytes: 4.0 * tokens * h * ab,
                     count,
@@ -658,11 +670,30 @@ fn build(
                 let (qkv, o) = (qkv_split + qkv_shared, vd * h);
                 let up_share = (ffn_mats - 1.0) / ffn_mats;
                 let active = t.layer_ffn_active();
-                gemm(b, names[1], if sep { 3.0 } else { 1.0 }, qkv, qkv);
-                gemm(b, names[2], 1.0, o, o);
+                // Q, K, V and the MLP's up projection split their output columns over the
+                // devices; the output and down projections their inner width (output h wide)
+                let qkv_k = if sep { 3.0 } else { 1.0 };
+                gemm(b, names[1], qkv_k, qkv, qkv, (qkv / (h * d * qkv_k), h));
+                gemm(b, names[2], 1.0, o, o, (h, vd / d));
                 let up_k = if sep { ffn_mats - 1.0 } else { 1.0 };
-                gemm(b, names[3], up_k, active * up_share, ffn_read * up_share);
-                gemm(b, names[4], 1.0, active / ffn_mats, ffn_read / ffn_mats);
+                let up = active * up_share;
+                gemm(
+                    b,
+                    names[3],
+                    up_k,
+                    up,
+                    ffn_read * up_share,
+                    (up / (h * d * up_k), h),
+                );
+                let down = active / ffn_mats;
+                gemm(
+                    b,
+                    names[4],
+                    1.0,
+                    down,
+                    ffn_read / ffn_mats,
+                    (h, down / (h * d)),
+                );
             }
             // vector kernels: two residual-add + RMSNorm (fused), else the norms, the adds,
             // rotary, the cache append and the activation apart; a layer with experts adds
@@ -678,6 +709,7 @@ fn build(
                 matrix: false,
                 precision: vecp,
                 flops: 10.0 * tokens * h / k,
+                occupancy: 1.0,
                 weight_bytes: 0.0,
                 act_bytes: 12.0 * tokens * h * ab / k,
                 count: count * k,
@@ -723,6 +755,7 @@ fn build(
                     matrix: true,
                     precision: p,
                     flops: 2.0 * tokens * ctx * attn_heads * (score_dim + context_dim) / d,
+                    occupancy: 1.0,
                     weight_bytes: 0.0,
                     act_bytes: mbatch * ctx * kv_cache_dim / kv_div * kvb,
                     count: layers,
@@ -762,6 +795,7 @@ fn build(
                     matrix: true,
                     precision: p,
                     flops: 2.0 * tokens * h * vocab / d,
+                    occupancy: tiling::occupancy(tiling, &[(1.0, Gemm::new(tokens, vocab / d, h))]),
                     weight_bytes: h * vocab / d * wb,
                     act_bytes: tokens * vocab / d * 4.0,
                     count: heads,
@@ -925,6 +959,17 @@ fn build(
                 matrix: true,
                 precision: p,
                 flops: 2.0 * ptok * inf.prompt as f64 * (qd + vd) / d * causal,
+                // FlashAttention's blocks of queries: one block row per prompt and local head
+                occupancy: tiling::occupancy(
+                    tiling,
+                    &[(
+                        1.0,
+                        Gemm::rows(
+                            inf.prompt as f64,
+                            ptok / inf.prompt as f64 * t.heads as f64 / d,
+                        ),
+                    )],
+                ),
                 weight_bytes: 0.0,
                 act_bytes: ptok * (qd + vd + 2.0 * kvd) / d * ab,
                 count: l * amort,

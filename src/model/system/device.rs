@@ -74,6 +74,7 @@ pub(super) fn lower_device(
         .kernel_overhead
         .as_ref()
         .and_then(|q| cx.non_negative("kernel_overhead", q, D::Time));
+    let tiles = lower_tiling(cx, e.tiling.as_ref(), die.spec.cores.is_some());
     cx.leave();
 
     let mut memory = Vec::new();
@@ -198,6 +199,7 @@ pub(super) fn lower_device(
             network: network?,
             kernel_overhead: overhead.unwrap_or(0.0),
             kernels: e.kernels.unwrap_or_default(),
+            tiles,
         },
         energy_per_flop,
         energy_per_flop_derived: derived,
@@ -246,6 +248,50 @@ type DieOut = (
     Option<f64>,
     Option<f64>,
 );
+
+/// The GEMM output tiles of `efficiency.tiling`: each side at least 1, at least one tile, and
+/// only on a die that states its `cores` (the units the tiles are spread over).
+fn lower_tiling(
+    cx: &mut Ctx,
+    t: Option<&crate::spec::arch::TilingSpec>,
+    cores: bool,
+) -> Vec<(u32, u32)> {
+    let Some(t) = t else {
+        return Vec::new();
+    };
+    cx.enter_field("tiling", t.source.as_ref());
+    let mut ok = true;
+    if t.tiles.is_empty() {
+        cx.error(
+            "tiles",
+            "`tiling` lists no tile",
+            Some("list the output tiles the GEMM library uses, e.g. `tiles: [(256, 128), (128, 128)]`".into()),
+        );
+        ok = false;
+    }
+    if t.tiles.iter().any(|&(r, c)| r == 0 || c == 0) {
+        cx.error(
+            "tiles",
+            "a tile has a side of 0",
+            Some("a tile is (rows, columns) of the product, each at least 1".into()),
+        );
+        ok = false;
+    }
+    if !cores {
+        cx.error(
+            "tiles",
+            "`tiling` spreads tiles over the die's cores, but the die states no `cores`",
+            Some("add `cores: N` to the die (its streaming multiprocessors or compute units per die)".into()),
+        );
+        ok = false;
+    }
+    cx.leave();
+    if ok {
+        t.tiles.clone()
+    } else {
+        Vec::new()
+    }
+}
 
 pub(super) fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
     let s = &die.spec;

@@ -287,6 +287,9 @@ pub struct Efficiency {
     pub kernel_overhead: f64,
     /// How serving launches a decoder layer by default on this device.
     pub kernels: crate::vocab::Kernels,
+    /// Output tiles (rows, columns) its GEMM library chooses among, spread over the device's
+    /// `cores`; empty: matrix products are taken at full occupancy whatever their size.
+    pub tiles: Vec<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,7 +1,7 @@
 //! Operator-graph workloads: each matmul, convolution, elementwise, attention, embedding,
 //! collective or host-transfer operator lowered to its FLOPs and bytes.
 
-use super::{ConvLayer, GraphOp};
+use super::{ConvLayer, Gemm, GraphOp};
 use crate::model::precision::Precision;
 use crate::model::Ctx;
 use crate::spec::workload::*;
@@ -36,6 +36,7 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
                 Some(GraphOp::Compute {
                     name: format!("matmul {m}x{n}x{k}"),
                     matrix: true,
+                    gemm: Some(Gemm::new(*m as f64, *n as f64, *k as f64)),
                     flops: 2.0 * (*m as f64) * (*n as f64) * (*k as f64),
                     weight_bytes: (*k as f64) * (*n as f64) * b,
                     act_bytes: ((*m as f64) * (*k as f64) + (*m as f64) * (*n as f64)) * b,
@@ -63,6 +64,12 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
                 Some(GraphOp::Compute {
                     name: format!("conv {kernel}x{kernel} {in_channels}->{out_channels}"),
                     matrix: true,
+                    // an implicit GEMM: a row per output pixel, a column per output channel
+                    gemm: Some(Gemm::new(
+                        (*batch * *out_size * *out_size) as f64,
+                        *out_channels as f64,
+                        (*in_channels * *kernel * *kernel) as f64,
+                    )),
                     flops: l.flops() * *batch as f64,
                     weight_bytes: l.params() * p.bytes(),
                     act_bytes: (l.in_elems() + l.out_elems()) * *batch as f64 * p.bytes(),
@@ -85,6 +92,7 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
                 per.map(|per| GraphOp::Compute {
                     name: "elementwise".into(),
                     matrix: false,
+                    gemm: None,
                     flops: *elements as f64 * flops_per_element.unwrap_or(1.0),
                     weight_bytes: 0.0,
                     act_bytes: *elements as f64 * per,
@@ -108,6 +116,7 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
                 Some(GraphOp::Compute {
                     name: "attention".into(),
                     matrix: true,
+                    gemm: Some(Gemm::rows(*seq as f64, (*batch * *heads) as f64)),
                     flops: f,
                     weight_bytes: 0.0,
                     act_bytes: 4.0 * (*batch * *seq * *heads * *head_dim) as f64 * p.bytes(),
@@ -125,6 +134,7 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
                 Some(GraphOp::Compute {
                     name: "embedding".into(),
                     matrix: false,
+                    gemm: None,
                     flops: 0.0,
                     weight_bytes: (*tokens * *dim) as f64 * p.bytes(),
                     act_bytes: (*tokens * *dim) as f64 * p.bytes(),

@@ -128,12 +128,53 @@ impl ConvLayer {
     }
 }
 
+/// The shape of a matrix product per device, for its tile and wave quantization
+/// (`engine::tiling`).
+/// One matrix product per device (M × K by K × N), or `groups` of the same shape launched
+/// together (a batched or grouped GEMM: the heads of attention, the experts of a layer).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Gemm {
+    /// Rows of the output (tokens for a layer's forward).
+    pub m: f64,
+    /// Columns of the output; `None`: a row-blocked fused kernel (`engine::tiling`).
+    pub n: Option<f64>,
+    /// The inner dimension each output sums over (0 for a row-blocked kernel).
+    pub k: f64,
+    pub groups: f64,
+}
+
+impl Gemm {
+    pub fn new(m: f64, n: f64, k: f64) -> Gemm {
+        Gemm::grouped(m, n, k, 1.0)
+    }
+    /// `groups` products of one shape launched together.
+    pub fn grouped(m: f64, n: f64, k: f64, groups: f64) -> Gemm {
+        Gemm {
+            m,
+            n: Some(n),
+            k,
+            groups,
+        }
+    }
+    /// A row-blocked fused kernel over `groups` × `m` rows.
+    pub fn rows(m: f64, groups: f64) -> Gemm {
+        Gemm {
+            m,
+            n: None,
+            k: 0.0,
+            groups,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub enum GraphOp {
     /// FLOPs, weight bytes, activation bytes, precision, count.
     Compute {
         name: String,
         matrix: bool,
+        /// The product's shape where it is one (its occupancy is then the device's for it).
+        gemm: Option<Gemm>,
         flops: f64,
         weight_bytes: f64,
         act_bytes: f64,

@@ -252,7 +252,7 @@ fn evaluate(li: u32) -> Point {
             }
             var t_c = 0.0;
             if (op.flops > 0.0) {
-                t_c = op.flops / rate;
+                t_c = op.flops / (rate * op.occupancy);
             }
             var t_w = 0.0;
             if (op.weight_bytes > 0.0) {

@@ -104,7 +104,8 @@ gpu_record! {
         phase: u32,
         pad0: u32,
         pad1: u32,
-        pad2: f32,
+        /// Share of the units' time doing useful work (`Op::occupancy`).
+        occupancy: f32,
         pad3: f32,
         pad4: f32,
         pad5: f32,
@@ -339,7 +340,7 @@ mod tests {
     fn readers_bitcast_fields_outside_their_half() {
         let r = OpRec::wgsl_reader();
         assert!(r.contains("const OpRec_RECS: u32 = 2u;"));
-        // word 8 (section) sits in the u half of the second record; word 12 (pad2) in its f half
+        // word 8 (section) sits in the u half of the second record; word 12 (occupancy) in its f half
         assert!(r.contains("r1.u.x"), "{r}");
         let c = CommRec::wgsl_reader();
         assert!(c.contains("bitcast<f32>(r1.u.x)"), "{c}");

@@ -41,6 +41,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 eff2: r.eff2 as u32,
                 epf: (fields::ENERGY_PER_FLOP + o.precision) as u32,
                 flops: f(o.flops),
+                occupancy: f(o.occupancy),
                 weight_bytes: f(o.weight_bytes),
                 act_bytes: f(o.act_bytes),
                 count: f(o.count),

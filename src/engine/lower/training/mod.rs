@@ -84,11 +84,13 @@ struct Shape<'a> {
     /// dropped-token dispatch, else `Experts::load_imbalance` with ep > 1; 1 without experts or
     /// with all of them on every device.
     expert_load: f64,
+    /// The device's units and GEMM tiles (`None`: every product at full occupancy).
+    tiling: Option<crate::engine::tiling::Tiling<'a>>,
 }
 
 impl<'a> Shape<'a> {
     fn new(
-        sys: &System,
+        sys: &'a System,
         t: &'a Transformer,
         tr: &'a Training,
         m: &'a Mapping,
@@ -150,6 +152,7 @@ impl<'a> Shape<'a> {
             act_shard: if sp { tpf } else { 1.0 },
             bwd: if tr.lora.is_some() { 1.0 } else { 2.0 },
             ffn_inner,
+            tiling: crate::engine::tiling::Tiling::of(&sys.device),
             act_in: if t.gated_ffn { 2.0 } else { 1.0 },
             x: tok * h * ab,
             logits: tok * t.vocab as f64 / tpf * 4.0,

@@ -6,6 +6,7 @@ use super::memory::State;
 use super::Shape;
 use crate::engine::lower::Builder;
 use crate::engine::program::{Op, Phase, Section};
+use crate::engine::tiling::{self, Gemm};
 use crate::model::mapping::Recompute;
 use crate::vocab::LayerPart;
 
@@ -67,8 +68,49 @@ struct LayerOp {
     flops: f64,
     weight_bytes: f64,
     act_bytes: f64,
+    /// Occupancy of its forward and of its backward products (`engine::tiling`; 1 for vector
+    /// work). Its recomputation takes the forward's.
+    occ: [f64; 2],
     backward: Backward,
     redo: Redo,
+}
+
+/// A linear layer's products on one device, `groups` of them alike (the local experts): rows
+/// `m` (tokens), input width `k`, output width `n`, and its forward FLOPs. Its backward is the
+/// input gradient (m × k, over n) and, for trained weights, the weight gradient (k × n, over m),
+/// each as many FLOPs as the forward.
+#[derive(Clone, Copy)]
+struct Linear {
+    m: f64,
+    k: f64,
+    n: f64,
+    groups: f64,
+    flops: f64,
+}
+
+impl Linear {
+    /// The forward's and the backward's occupancy of a set of linear layers run one after the
+    /// other (`trained`: with weight gradients).
+    fn occupancy(d: &Shape, set: &[Linear], trained: bool) -> [f64; 2] {
+        let fwd: Vec<(f64, Gemm)> = set
+            .iter()
+            .map(|l| (l.flops, Gemm::grouped(l.m, l.n, l.k, l.groups)))
+            .collect();
+        let mut bwd: Vec<(f64, Gemm)> = set
+            .iter()
+            .map(|l| (l.flops, Gemm::grouped(l.m, l.k, l.n, l.groups)))
+            .collect();
+        if trained {
+            bwd.extend(
+                set.iter()
+                    .map(|l| (l.flops, Gemm::grouped(l.k, l.n, l.m, l.groups))),
+            );
+        }
+        [
+            tiling::occupancy(d.tiling, &fwd),
+            tiling::occupancy(d.tiling, &bwd),
+        ]
+    }
 }
 
 /// The forward operators of one layer, in program order.
@@ -219,6 +261,58 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
     } else {
         0.0
     };
+    // Tile and wave quantization of the products (`engine::tiling`), by their per-device shapes.
+    // Q, K and V are taken as one product of the projections' total width over h (for latent
+    // attention the down and up projections apart would be narrower); the attention core as
+    // FlashAttention blocks its queries, one block row per head and sequence.
+    let trained = d.bwd > 1.0;
+    let lin = |m: f64, k: f64, n: f64, groups: f64| Linear {
+        m,
+        k,
+        n,
+        groups,
+        flops: 2.0 * m * k * n * groups,
+    };
+    let qkv_occ = Linear::occupancy(d, &[lin(tok, h, qkv_params / h, 1.0)], trained);
+    let attn_o = tiling::occupancy(
+        d.tiling,
+        &[(attn_f, Gemm::rows(s / cp as f64, mb * heads_local))],
+    );
+    let proj_occ = Linear::occupancy(d, &[lin(tok, vd / tpf, h, 1.0)], trained);
+    let ffn_occ = {
+        let dense = |width: f64, share: f64| {
+            let w = width / tpf;
+            [lin(tok, h, act_in * w, 1.0), lin(tok, w, h, 1.0)].map(|l| Linear {
+                flops: l.flops * share,
+                ..l
+            })
+        };
+        let mut set: Vec<Linear> = Vec::with_capacity(6);
+        match experts {
+            Some(e) => {
+                let f = t.moe_fraction();
+                // the local experts' grouped products: each expert's rows are the pairs the
+                // device computes (at its load) over its experts, at its etp share of the width
+                let local = ((e.count / m.ep).max(1)) as f64;
+                let rows = tok * e.top_k as f64 * d.expert_load * d.etpf / tpf / local;
+                let fe = e.ffn as f64 / d.etpf;
+                for l in [lin(rows, h, act_in * fe, local), lin(rows, fe, h, local)] {
+                    set.push(Linear {
+                        flops: l.flops * f,
+                        ..l
+                    });
+                }
+                if e.shared > 0 {
+                    set.extend(dense((e.shared * e.ffn) as f64, f));
+                }
+                if f < 1.0 {
+                    set.extend(dense(t.ffn as f64, 1.0 - f));
+                }
+            }
+            None => set.extend(dense(t.ffn as f64, 1.0)),
+        }
+        Linear::occupancy(d, &set, trained)
+    };
     [
         LayerOp {
             name: "qkv projection",
@@ -227,6 +321,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             flops: qkv_f,
             weight_bytes: qkv_w,
             act_bytes: x / act_shard + tok * (qd + 2.0 * kvd) / tpf * ab + latent_bytes,
+            occ: qkv_occ,
             backward: Backward::Gemm,
             // Inconsistent with the forward (see `Redo`): no QKV write, no sp split.
             redo: Redo {
@@ -244,6 +339,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             weight_bytes: 0.0,
             act_bytes: attn_bytes,
             // attention has no weights: its backward is 2× forward even for LoRA
+            occ: [attn_o, attn_o],
             backward: Backward::Weightless,
             // Selective recomputation redoes the whole attention core: QK^T, softmax, dropout and
             // the product with V (Korthikanti et al. 2022, §5).
@@ -261,6 +357,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             flops: softmax_flops,
             weight_bytes: 0.0,
             act_bytes: softmax_bytes,
+            occ: [1.0, 1.0],
             backward: Backward::Weightless,
             redo: Redo {
                 full: "recompute: attention softmax + dropout",
@@ -277,6 +374,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             weight_bytes: proj_w,
             // reads the context (tok × vd), writes tok × h
             act_bytes: (tok * vd * ab + x) / tpf,
+            occ: proj_occ,
             backward: Backward::Gemm,
             redo: Redo {
                 full: "recompute: output projection",
@@ -292,6 +390,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             flops: ffn_f,
             weight_bytes: ffn_w,
             act_bytes: x / act_shard + 2.0 * tok * ffn_inner / tpf * ab,
+            occ: ffn_occ,
             backward: Backward::Gemm,
             // Inconsistent with the forward (see `Redo`): no sp split of the input.
             redo: Redo {
@@ -311,6 +410,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             weight_bytes: 0.0,
             act_bytes: dispatch_bytes,
             // no weights: the input's and the routing weights' gradients, 2× forward
+            occ: [1.0, 1.0],
             backward: Backward::Weightless,
             // re-run with the FFN's input projections, whose inputs it makes
             redo: Redo {
@@ -327,6 +427,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             flops: q_in,
             weight_bytes: 0.0,
             act_bytes: q_in * quant,
+            occ: [1.0, 1.0],
             backward: Backward::Elementwise {
                 act_bytes: q_grad * quant,
             },
@@ -344,6 +445,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             flops: elem_flops,
             weight_bytes: 0.0,
             act_bytes: elem_fwd_bytes,
+            occ: [1.0, 1.0],
             backward: Backward::Elementwise {
                 act_bytes: elem_bwd_bytes,
             },
@@ -365,6 +467,7 @@ impl LayerOp {
             matrix: self.matrix,
             precision: self.precision,
             flops: self.flops,
+            occupancy: self.occ[0],
             weight_bytes: self.weight_bytes,
             act_bytes: self.act_bytes,
             count: d.l,
@@ -382,6 +485,7 @@ impl LayerOp {
         };
         Op {
             flops: self.flops * k,
+            occupancy: self.occ[1],
             weight_bytes: self.weight_bytes * 2.0,
             act_bytes,
             phase: Phase::Backward,
@@ -405,6 +509,7 @@ impl LayerOp {
         let whole = self.recompute(d, label);
         Op {
             flops: whole.flops * share,
+            occupancy: 1.0,
             weight_bytes: whole.weight_bytes * share,
             act_bytes: whole.act_bytes * share,
             ..whole
@@ -479,6 +584,7 @@ fn lora(b: &mut Builder, d: &Shape) {
             matrix: false,
             precision: d.vecp,
             flops: f * k * n,
+            occupancy: 1.0,
             weight_bytes: 0.0,
             act_bytes: bytes * k * n,
             count: d.l,
@@ -502,11 +608,23 @@ fn head(b: &mut Builder, d: &Shape) {
     } = *d;
     let head_f = 2.0 * tok * h * t.vocab as f64 / tpf;
     let head_w = h * t.vocab as f64 / tpf * wb;
+    let occ = Linear::occupancy(
+        d,
+        &[Linear {
+            m: tok,
+            k: h,
+            n: t.vocab as f64 / tpf,
+            groups: 1.0,
+            flops: head_f,
+        }],
+        d.bwd > 1.0,
+    );
     b.op(Op {
         name: "lm head".into(),
         matrix: true,
         precision: d.pa,
         flops: head_f,
+        occupancy: occ[0],
         weight_bytes: head_w,
         act_bytes: logits + x,
         count: 1.0,
@@ -518,6 +636,7 @@ fn head(b: &mut Builder, d: &Shape) {
         matrix: true,
         precision: d.pa,
         flops: head_f * d.bwd,
+        occupancy: occ[1],
         weight_bytes: head_w * 2.0,
         act_bytes: logits * 2.0 + x,
         count: 1.0,
@@ -544,6 +663,7 @@ fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
         matrix: false,
         precision: d.vecp,
         flops: 12.0 * updated,
+        occupancy: 1.0,
         weight_bytes: updated * (2.0 * d.tr.optimizer_bytes + 3.0 * d.gb + d.wb),
         act_bytes: 0.0,
         count: 1.0,
@@ -563,6 +683,7 @@ fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
             matrix: false,
             precision: d.vecp,
             flops: state.params_local,
+            occupancy: 1.0,
             weight_bytes: state.params_local * quant,
             act_bytes: 0.0,
             count: 1.0,

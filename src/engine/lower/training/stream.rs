@@ -41,6 +41,7 @@ pub(super) fn apply(b: &mut Builder, d: &Shape, state: &State) {
         matrix: false,
         precision: d.vecp,
         flops: 12.0 * params,
+        occupancy: 1.0,
         // read and write the optimizer state, read the reduced gradient (and again for the
         // global-norm clipping, and zero it), write the weight: as on a device, in the store's
         // memory
