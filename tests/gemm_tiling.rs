@@ -78,7 +78,7 @@ fn tile_quantization_pads_the_last_tile() {
 }
 
 #[test]
-fn split_k_fills_a_wave_with_slices_of_at_least_128() {
+fn split_k_fills_a_wave_in_whole_k_steps() {
     let h100 = Tiling {
         units: 132.0,
         tiles: &[(64, 64)],
@@ -89,16 +89,25 @@ fn split_k_fills_a_wave_with_slices_of_at_least_128() {
         16.0 / 132.0,
         max_relative = 1e-12
     );
-    // K = 1024 allows 8 slices of 128, not 16 of 64
-    assert_relative_eq!(
-        h100.occupancy(Gemm::new(64.0, 64.0, 1024.0)),
-        8.0 / 132.0,
-        max_relative = 1e-12
-    );
-    // K = 255 allows no split
+    // K = 255: four slices of one 64-deep step each (the last one short by one), not eight
+    // (four of them would have no step to run)
     assert_relative_eq!(
         h100.occupancy(Gemm::new(64.0, 64.0, 255.0)),
-        1.0 / 132.0,
+        4.0 / 132.0 * 255.0 / 256.0,
+        max_relative = 1e-12
+    );
+    // K = 100 unsplit pads to two steps; split in two, each slice pads one step to 64
+    assert_relative_eq!(
+        h100.occupancy(Gemm::new(64.0, 64.0, 100.0)),
+        2.0 / 132.0 * 100.0 / 128.0,
+        max_relative = 1e-12
+    );
+    // a grid that fills a wave is not split: 132 tiles over K = 64 × 1000 take one wave
+    assert_eq!(h100.occupancy(Gemm::new(64.0 * 132.0, 64.0, 64_000.0)), 1.0);
+    // 133 tiles take two waves, the second one tile: no split to even them out
+    assert_relative_eq!(
+        h100.occupancy(Gemm::new(64.0 * 133.0, 64.0, 64_000.0)),
+        133.0 / 264.0,
         max_relative = 1e-12
     );
 }
@@ -139,17 +148,20 @@ proptest! {
     #[test]
     fn occupancy_is_a_share_and_a_larger_product_never_finishes_sooner(
         m in 1u32..5000, n in 1u32..20000, k in 1u32..20000, groups in 1u32..64,
-        dm in 0u32..600, dn in 0u32..600, units in 1u32..200,
+        dm in 0u32..600, dn in 0u32..600, dk in 0u32..600, units in 1u32..200,
     ) {
         let t = Tiling { units: units as f64, tiles: CUBLAS_TILES };
         let (m, n, k, g) = (m as f64, n as f64, k as f64, groups as f64);
         let o = t.occupancy(Gemm::grouped(m, n, k, g));
         prop_assert!(o > 0.0 && o <= 1.0, "occupancy {o}");
         // time ∝ work / occupancy at a fixed rate; more rows or columns never take less
-        let time = |m: f64, n: f64| m * n * k * g / t.occupancy(Gemm::grouped(m, n, k, g));
-        let (m2, n2) = (m + dm as f64, n + dn as f64);
-        prop_assert!(time(m2, n) >= time(m, n) * (1.0 - 1e-12));
-        prop_assert!(time(m, n2) >= time(m, n) * (1.0 - 1e-12));
+        let time = |m: f64, n: f64, k: f64| m * n * k * g / t.occupancy(Gemm::grouped(m, n, k, g));
+        let (m2, n2, k2) = (m + dm as f64, n + dn as f64, k + dk as f64);
+        let t0 = time(m, n, k) * (1.0 - 1e-12);
+        prop_assert!(time(m2, n, k) >= t0);
+        prop_assert!(time(m, n2, k) >= t0);
+        // nor a deeper one: split-K's slices are whole k-steps whatever K is
+        prop_assert!(time(m, n, k2) >= t0);
     }
 
     #[test]
@@ -216,16 +228,15 @@ fn a_device_without_a_tiling_runs_every_product_at_full_occupancy() {
 fn the_lowering_gives_each_product_its_shapes_occupancy() {
     let (p, tiled) = program(&tiled_node());
     // Q, K, V: 2048 tokens × 768 in 128 × 128 tiles = 16 × 6 = 96 tiles on 10 units: 10 waves
-    // (K = 256 splits in two: 192 blocks, 20 waves, the same share)
+    // (the grid fills a wave, so K = 256 is not split)
     assert_relative_eq!(
         occupancy_of(&p, "qkv projection", Phase::Forward),
         0.96,
         max_relative = 1e-12
     );
-    // its backward: the input gradient 2048 × 256 (16 × 2 = 32 tiles, split 4 ways over K = 768
-    // into 128 blocks: 13 waves) and the weight gradient 256 × 768 (12 tiles, 16 ways over
-    // K = 2048: 192 blocks, 20 waves), equal FLOPs each
-    let (dgrad, wgrad) = (128.0 / 130.0, 192.0 / 200.0);
+    // its backward: the input gradient 2048 × 256 (16 × 2 = 32 tiles: 4 waves) and the weight
+    // gradient 256 × 768 (2 × 6 = 12 tiles: 2 waves, the second of two), equal FLOPs each
+    let (dgrad, wgrad) = (32.0 / 40.0, 12.0 / 20.0);
     assert_relative_eq!(
         occupancy_of(&p, "qkv projection", Phase::Backward),
         2.0 / (1.0 / dgrad + 1.0 / wgrad),

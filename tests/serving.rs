@@ -286,10 +286,13 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 12, .. ProptestConfig::default() })]
 
     /// On one instance without a pipeline, more requests in flight never lower the system's
-    /// throughput while they fit (each round reads the weights once for all of them).
+    /// throughput while they fit (each round reads the weights once for all of them). A law of
+    /// the roofline: with the device's GEMM tiles a batch one row past a tile boundary pays for
+    /// a whole tile more (`the_tile_boundary_is_a_throughput_cliff`), so it is stated untiled.
     #[test]
     fn more_concurrency_never_lowers_throughput(a in 1u64..400, b in 1u64..400, k in 0usize..4) {
         let (s, w) = inputs();
+        let s = untiled(&s);
         let (lo, hi) = (a.min(b), a.max(b));
         let tpn = [1u64, 2, 4, 8][k];
         let run = |c: u64| {
@@ -989,4 +992,36 @@ fn a_stacks_memory_reserve_shrinks_the_kv_cache() {
     let e = at(held + 1);
     assert!(!e.feasible);
     assert_eq!(e.reason_code, Some("memory"));
+}
+
+/// Tile quantization in serving: on one H100, a decode batch of 193 requests pads its products'
+/// rows to a fourth 64-row tile (cuBLAS's smallest), where 192 fill three exactly, so the system
+/// serves fewer tokens per second at 193 than at 192 (the cliff NVIDIA's *Matrix Multiplication
+/// Background* guide describes, and why serving engines pad batches to tile multiples). Without
+/// the tiles the extra request only adds throughput.
+#[test]
+fn the_tile_boundary_is_a_throughput_cliff() {
+    let (s, w) = inputs();
+    let thr = |sys: &System, c: u64| {
+        let wl = with_load(
+            &w,
+            Load {
+                concurrency: Concurrency::Total(c),
+                ..Load::default()
+            },
+        );
+        engine::estimate(sys, &wl, &tp(1), Some(1))
+            .throughput_per_s
+            .unwrap()
+    };
+    assert!(
+        thr(&s, 193) < thr(&s, 192),
+        "{} {}",
+        thr(&s, 193),
+        thr(&s, 192)
+    );
+    let flat = untiled(&s);
+    assert!(thr(&flat, 193) > thr(&flat, 192));
+    // one request less than the boundary pads nothing more: the tiled rate still grows
+    assert!(thr(&s, 192) > thr(&s, 191));
 }

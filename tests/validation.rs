@@ -188,11 +188,21 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // 8 H200 (decode micro-batches of a few dozen tokens per stage) -13.9 → -14.3 %, and the
     // training rows moved by under 0.5; `calibrate` refitted the fitted figures on their own cases
     // (H100 FP8 0.746 → 0.747, GB200 FP8 0.648 → 0.649, the two stacks' step times): 4.71 % over
-    // 105, the largest 14.2 %.
+    // 105, the largest 14.2 %. Then each block runs its K in whole 64-deep steps and split-K only
+    // rescues a grid that does not fill one wave (the guide's wave quantization, measured on
+    // cuBLAS for large grids): the 405B Offline on 8 H200 -14.3 → -14.4 %, and the refits on their
+    // own cases (H100 FP8 0.747 → 0.752, GB200 FP8 0.649 → 0.650, the stacks' step times) moved
+    // the H100 rows by under a point. NVFP4 got its own efficiency (`fp4_matmul`, fitted on the
+    // Llama 3 70B rows on 64 GB200 and 64 GB300, now calibration cases) and the recipe's
+    // tensor-parallel overlap off: the 405B row on 256 GB300 joined at -1.5 % and the 405B Offline
+    // on a GB200 NVL72 (FP4 inference) at -7.2 %: 4.72 % over 107. The parts that copy a fit
+    // (H200 and GH200 from the H100, HGX B200 from the GB200) then followed it (0.752, 0.650): the
+    // H200 serving rows rose by about half a point, 4.69 % over 107, the largest 13.9 % (the 405B
+    // Offline on 8 H200).
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.0471, "unfitted MAPE {mape} (target 0.08)");
-    assert!(max <= 0.143, "largest unfitted error {max} (target 0.20)");
+    assert!(mape <= 0.0470, "unfitted MAPE {mape} (target 0.08)");
+    assert!(max <= 0.140, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
     // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted
@@ -210,7 +220,11 @@ fn the_gated_set_passes_and_reaches_the_targets() {
         mape < 0.0365 && max_t < 0.0887,
         "iteration times: {mape} mean, {max_t} largest"
     );
-    assert!(max <= 0.04);
+    // all twelve within 4.1 %: the largest, 22B with full recomputation, went +3.8 → +4.0 % when
+    // split-K stopped rescuing grids that already fill a wave (the earlier rule split its 768 ×
+    // 6144 output-projection weight gradient 16 ways, 1,152 tiles of 64 × 64 on 108 SMs, without
+    // charging the 300 MB of partial sums that would cost: 0.998 occupancy, now 0.959)
+    assert!(max <= 0.041, "Megatron table largest {max}");
 
     // IBM's 95 % scaling efficiency reproduced within ±3 points.
     let ibm = cases

@@ -22,25 +22,29 @@ pub enum EffClass {
     MatrixLowPrecision = 1,
     /// Vector engines at the vector efficiency.
     Vector = 2,
+    /// Matrix engines at fp4: the low-precision efficiency × the fp4 factor.
+    MatrixFp4 = 3,
 }
 
-/// Slots an operator's rate reads: peak row, efficiency, and an optional second efficiency
-/// factor (`t::NX` = none).
+/// Slots an operator's rate reads: peak row, efficiency, and up to two more efficiency factors
+/// (`t::NX` = none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RateSlots {
     pub peak: usize,
     pub eff: usize,
     pub eff2: usize,
+    pub eff3: usize,
 }
 
 impl EffClass {
     /// The class of work on the matrix (`matrix`) or vector engines at precision index `p`: the
     /// one place the "fp8 and narrower" rule is applied to operators.
     pub fn of(matrix: bool, p: usize) -> EffClass {
-        match (matrix, t::low_precision(p)) {
-            (false, _) => EffClass::Vector,
-            (true, true) => EffClass::MatrixLowPrecision,
-            (true, false) => EffClass::Matrix,
+        match (matrix, t::low_precision(p), t::fp4(p)) {
+            (false, _, _) => EffClass::Vector,
+            (true, _, true) => EffClass::MatrixFp4,
+            (true, true, false) => EffClass::MatrixLowPrecision,
+            (true, false, false) => EffClass::Matrix,
         }
     }
 
@@ -50,16 +54,25 @@ impl EffClass {
                 peak: t::MATRIX_PEAK,
                 eff: t::EFF_MATMUL,
                 eff2: t::NX,
+                eff3: t::NX,
             },
             EffClass::MatrixLowPrecision => RateSlots {
                 peak: t::MATRIX_PEAK,
                 eff: t::EFF_MATMUL,
                 eff2: t::EFF_LOW_PRECISION,
+                eff3: t::NX,
+            },
+            EffClass::MatrixFp4 => RateSlots {
+                peak: t::MATRIX_PEAK,
+                eff: t::EFF_MATMUL,
+                eff2: t::EFF_LOW_PRECISION,
+                eff3: t::EFF_FP4,
             },
             EffClass::Vector => RateSlots {
                 peak: t::VECTOR_PEAK,
                 eff: t::EFF_VECTOR,
                 eff2: t::NX,
+                eff3: t::NX,
             },
         }
     }

@@ -156,11 +156,8 @@ pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
         return store_time(op, m);
     }
     let r = op.class().slots();
-    let eff = if r.eff2 < t::NX {
-        m[r.eff] * m[r.eff2]
-    } else {
-        m[r.eff]
-    };
+    let factor = |slot: usize| if slot < t::NX { m[slot] } else { 1.0 };
+    let eff = m[r.eff] * factor(r.eff2) * factor(r.eff3);
     let rate = m[r.peak + op.precision] * eff;
     if op.flops > 0.0 && rate <= 0.0 {
         return None;

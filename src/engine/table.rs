@@ -95,6 +95,8 @@ machine_table! {
     EFF_LOW_PRECISION [1] "eff_low_precision", Ratio, Model, true,
         ["device.efficiency.low_precision_matmul"],
         "Extra factor on the matrix efficiency for fp8 and narrower.";
+    EFF_FP4 [1] "eff_fp4", Ratio, Model, true, ["device.efficiency.fp4_matmul"],
+        "Extra factor on the low-precision efficiency for fp4 (NVFP4, MXFP4).";
     EFF_VECTOR [1] "eff_vector", Ratio, Model, true, ["device.efficiency.vector"],
         "Achievable fraction of the vector peak.";
     EFF_MEMORY [1] "eff_memory", Ratio, Model, true, ["device.efficiency.memory"],
@@ -282,8 +284,9 @@ pub fn wgsl_constants() -> String {
         "const NX: u32 = {NX}u;\nconst NPREC: u32 = {NPREC}u;\n"
     ));
     s.push_str(&format!(
-        "const FIRST_LOW_PRECISION: u32 = {}u;\n",
-        Precision::Fp8.index()
+        "const FIRST_LOW_PRECISION: u32 = {}u;\nconst FP4: u32 = {}u;\n",
+        Precision::Fp8.index(),
+        Precision::Fp4.index()
     ));
     // The reference GEMM's bytes per FLOP by precision (`model::system::reference_bytes_per_flop`),
     // as a function: a switch needs no dynamic indexing of a constant array.
@@ -306,14 +309,33 @@ pub fn low_precision(p: usize) -> bool {
     p >= Precision::Fp8.index()
 }
 
+/// Whether precision index `p` also takes the fp4 factor (`fp4_matmul`) on top of the
+/// low-precision one: the one statement of that rule, as [`low_precision`] is of its own.
+#[inline]
+pub fn fp4(p: usize) -> bool {
+    p == Precision::Fp4.index()
+}
+
+/// The achievable fraction of the matrix peak at precision index `p` from a device's three
+/// factors: `matmul`, × `low_precision` for fp8 and narrower, × `fp4` for fp4. The one place the
+/// product is formed (the machine's slots, the loader's energy derivation and the sweep's
+/// reference all call it; the kernel's `matrix_efficiency` is its port).
+#[inline]
+pub fn matrix_efficiency_of(matmul: f64, low_precision_f: f64, fp4_f: f64, p: usize) -> f64 {
+    let mut e = matmul;
+    if low_precision(p) {
+        e *= low_precision_f;
+    }
+    if fp4(p) {
+        e *= fp4_f;
+    }
+    e
+}
+
 /// The achievable fraction of peak for matrix work at precision index `p` on `m`.
 #[inline]
 pub fn matrix_efficiency(m: &[f64], p: usize) -> f64 {
-    if low_precision(p) {
-        m[EFF_MATMUL] * m[EFF_LOW_PRECISION]
-    } else {
-        m[EFF_MATMUL]
-    }
+    matrix_efficiency_of(m[EFF_MATMUL], m[EFF_LOW_PRECISION], m[EFF_FP4], p)
 }
 
 /// Which precisions' energy per FLOP follows the other figures, and how (bit i = precision i):

@@ -11,20 +11,26 @@
 //! of its useful work spread evenly over every unit:
 //!
 //! ```text
-//! tiles(Tm, Tn) = groups × ⌈M / Tm⌉ × ⌈N / Tn⌉        waves = ⌈tiles / units⌉
-//! occupancy      = max over the library's tiles of  groups × M × N / (waves × units × Tm × Tn)
+//! tiles(Tm, Tn) = groups × ⌈M / Tm⌉ × ⌈N / Tn⌉        waves(s) = ⌈tiles × s / units⌉
+//! slice(s)       = ⌈K / (s × KSTEP)⌉ × KSTEP            (K split s ways, in whole k-steps;
+//!                                                        s > 1 only where tiles < units)
+//! occupancy      = max over the library's tiles and s of
+//!                  groups × M × N × K / (waves(s) × units × Tm × Tn × slice(s))
 //! ```
 //!
 //! The library is taken to pick the tile that finishes first, every tile at the same efficiency
 //! per unit (the device's `matmul` efficiency, which is what a large product reaches): smaller
 //! tiles, which the guide calls less efficient, are charged nothing extra, so the occupancy is
-//! an upper bound on what quantization leaves. A product with too few tiles to fill a wave may
-//! also be split along K (split-K: `s` slices each summing part of K, `tiles × s` blocks, the
-//! partial outputs reduced after), into up to [`SPLITS`]' 16 slices of at least [`MIN_SLICE`]
-//! of K: both limits are assumptions (cuBLAS's heuristics are unpublished), and the reduction's
-//! traffic is not charged. So a decode step's thin products over a long K fill the device, as
-//! cuBLAS's split-K and CUTLASS's stream-K kernels make them do, and what remains is the
-//! padding of a short M to a tile's rows.
+//! an upper bound on what quantization leaves. A block runs its K in whole steps of [`KSTEP`]
+//! (the depth of one main-loop stage, an assumption), so a K that is not a multiple pays for
+//! the rest of its last step. A product with too few tiles to fill one wave may also be split
+//! along K (split-K: `s` slices each summing part of K, `tiles × s` blocks, the partial outputs
+//! reduced after), into up to [`SPLITS`]' 16 slices, each padded to whole steps: the limits are
+//! assumptions (cuBLAS's heuristics are unpublished), and the reduction's traffic is not charged.
+//! So a decode step's thin products over a long K fill the device, as cuBLAS's split-K and
+//! CUTLASS's stream-K kernels make them do, and what remains is the padding of a short M to a
+//! tile's rows. Every option's time grows with M, N and K and shrinks with the units, and the
+//! library takes the fastest, so a larger product is never faster and more units never slower.
 //!
 //! A product with no column tiling (`Gemm::rows`) is a fused kernel that blocks only its rows,
 //! each block running over the whole of the other side (FlashAttention: one block per slice of
@@ -78,12 +84,21 @@ impl<'a> Tiling<'a> {
                 }
                 None => (groups * (m / tm).ceil(), tm, groups * m),
             };
+            // a row-blocked kernel (no K given) is neither split nor padded along K
+            if !runs(g.k) {
+                let waves = (tiles / self.units).ceil();
+                best = best.max(useful / (waves * self.units * slot));
+                continue;
+            }
             for split in SPLITS {
-                if split > 1.0 && g.k / split < MIN_SLICE {
+                // split-K is for a grid that does not fill one wave (the s = 1 option is always
+                // there, and a larger grid only loses options: time never falls as it grows)
+                if split > 1.0 && tiles >= self.units {
                     break;
                 }
+                let slice = (g.k / (split * KSTEP)).ceil() * KSTEP;
                 let waves = (tiles * split / self.units).ceil();
-                best = best.max(useful * split / (waves * self.units * slot));
+                best = best.max(useful * g.k / (waves * self.units * slot * slice));
             }
         }
         best.clamp(f64::MIN_POSITIVE, 1.0)
@@ -106,8 +121,9 @@ impl<'a> Tiling<'a> {
 /// afterwards): an assumption, cuBLAS's heuristics being unpublished.
 const SPLITS: [f64; 5] = [1.0, 2.0, 4.0, 8.0, 16.0];
 
-/// The least depth of K a split-K slice keeps (an assumption: two k-steps of a 64-deep tile).
-const MIN_SLICE: f64 = 128.0;
+/// The depth of K one main-loop step of a tile covers: a block's K (or its slice of K) runs in
+/// whole steps (an assumption: 64, the K of cuBLAS's BF16 tile configurations).
+pub const KSTEP: f64 = 64.0;
 
 /// [`Tiling::mix`] where the device may have no tiling (then 1).
 pub fn occupancy(t: Option<Tiling>, parts: &[(f64, Gemm)]) -> f64 {

@@ -245,6 +245,10 @@ pub struct EfficiencySpec {
     /// Fraction of peak reached with FP8 (or lower) GEMMs relative to `matmul`, when it differs.
     #[serde(default)]
     pub low_precision_matmul: Option<Q>,
+    /// Fraction of the low-precision efficiency reached with FP4 GEMMs (NVFP4, MXFP4), when it
+    /// differs: fp4 runs at `matmul` × `low_precision_matmul` × this.
+    #[serde(default)]
+    pub fp4_matmul: Option<Q>,
     /// How serving on this device launches a decoder layer by default (`Fused`, a serving
     /// engine's kernels, unless given; `Compiled` for statically scheduled and dataflow
     /// devices): what `kernel_overhead` is paid per. A mapping's `kernels` overrides it.

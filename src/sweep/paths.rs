@@ -318,6 +318,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             let (field, dim) = match *e {
                 "matmul" => (f::EFF_MATMUL, D::Ratio),
                 "low_precision_matmul" => (f::EFF_LOW_PRECISION, D::Ratio),
+                "fp4_matmul" => (f::EFF_FP4, D::Ratio),
                 "vector" => (f::EFF_VECTOR, D::Ratio),
                 "memory" => (f::EFF_MEMORY, D::Ratio),
                 "network" => (f::EFF_NETWORK, D::Ratio),
@@ -326,7 +327,10 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             };
             Knob {
                 // derived energy per FLOP is taken against the achievable rate
-                derive: matches!(*e, "matmul" | "low_precision_matmul" | "vector"),
+                derive: matches!(
+                    *e,
+                    "matmul" | "low_precision_matmul" | "fp4_matmul" | "vector"
+                ),
                 ..knob(dim, vec![set(field)])
             }
         }
@@ -654,6 +658,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
             match *e {
                 "matmul" => f.matmul = v,
                 "low_precision_matmul" => f.low_precision_matmul = v,
+                "fp4_matmul" => f.fp4_matmul = v,
                 "vector" => f.vector = v,
                 "memory" => f.memory = v,
                 "network" => f.network = v,
@@ -755,11 +760,13 @@ pub fn derive_energy(sys: &mut System, mask: u32) {
             if peak > 0.0 {
                 let rate = if d.energy_per_flop_derived {
                     let eff = if d.matrix_peak[i] > 0.0 {
-                        if crate::engine::table::low_precision(i) {
-                            d.efficiency.matmul * d.efficiency.low_precision_matmul
-                        } else {
-                            d.efficiency.matmul
-                        }
+                        let e = &d.efficiency;
+                        crate::engine::table::matrix_efficiency_of(
+                            e.matmul,
+                            e.low_precision_matmul,
+                            e.fp4_matmul,
+                            i,
+                        )
                     } else {
                         d.efficiency.vector
                     };

@@ -70,6 +70,10 @@ pub(super) fn lower_device(
         .low_precision_matmul
         .as_ref()
         .and_then(|q| cx.fraction("low_precision_matmul", q));
+    let fp4 = e
+        .fp4_matmul
+        .as_ref()
+        .and_then(|q| cx.fraction("fp4_matmul", q));
     let overhead = e
         .kernel_overhead
         .as_ref()
@@ -134,8 +138,7 @@ pub(super) fn lower_device(
                     peak * reference_efficiency(
                         matrix_peak[i] > 0.0,
                         p,
-                        matmul,
-                        lowp,
+                        [matmul, lowp, fp4],
                         vector,
                         memory_eff,
                     )
@@ -194,6 +197,7 @@ pub(super) fn lower_device(
         efficiency: Efficiency {
             matmul: matmul?,
             low_precision_matmul: lowp.unwrap_or(1.0),
+            fp4_matmul: fp4.unwrap_or(1.0),
             vector: vector.unwrap_or(memory_eff?),
             memory: memory_eff?,
             network: network?,
@@ -216,18 +220,17 @@ pub(super) fn lower_device(
 fn reference_efficiency(
     matrix: bool,
     p: Precision,
-    matmul: Option<f64>,
-    lowp: Option<f64>,
+    [matmul, lowp, fp4]: [Option<f64>; 3],
     vector: Option<f64>,
     memory: Option<f64>,
 ) -> f64 {
     let f = if matrix {
-        let m = matmul.unwrap_or(1.0);
-        if crate::engine::table::low_precision(p.index()) {
-            m * lowp.unwrap_or(1.0)
-        } else {
-            m
-        }
+        crate::engine::table::matrix_efficiency_of(
+            matmul.unwrap_or(1.0),
+            lowp.unwrap_or(1.0),
+            fp4.unwrap_or(1.0),
+            p.index(),
+        )
     } else {
         vector.or(memory).unwrap_or(1.0)
     };

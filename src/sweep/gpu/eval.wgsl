@@ -246,6 +246,9 @@ fn evaluate(li: u32) -> Point {
             if (op.eff2 < NX) {
                 eff *= X[op.eff2];
             }
+            if (op.eff3 < NX) {
+                eff *= X[op.eff3];
+            }
             let rate = X[op.rate] * eff;
             if (op.flops > 0.0 && rate <= 0.0) {
                 return infeasible(REASON_NO_COMPUTE, head);

@@ -91,7 +91,7 @@ gpu_record! {
     OpRec {
         /// Slot of its peak (peak row + precision).
         rate: u32,
-        /// Slot of its efficiency, and of a second factor (`NX` = none).
+        /// Slot of its efficiency, and of a second and third factor (`NX` = none).
         eff: u32,
         eff2: u32,
         /// Slot of its energy per FLOP.
@@ -102,7 +102,7 @@ gpu_record! {
         count: f32,
         section: u32,
         phase: u32,
-        pad0: u32,
+        eff3: u32,
         pad1: u32,
         /// Share of the units' time doing useful work (`Op::occupancy`).
         occupancy: f32,

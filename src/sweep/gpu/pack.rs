@@ -39,6 +39,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 rate: (r.peak + o.precision) as u32,
                 eff: r.eff as u32,
                 eff2: r.eff2 as u32,
+                eff3: r.eff3 as u32,
                 epf: (fields::ENERGY_PER_FLOP + o.precision) as u32,
                 flops: f(o.flops),
                 occupancy: f(o.occupancy),
