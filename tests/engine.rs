@@ -1341,3 +1341,42 @@ proptest! {
         prop_assert!(quicker <= base * (1.0 + 1e-12), "{quicker} > {base} ({which}, ×{faster})");
     }
 }
+
+/// With one micro-batch per step the first micro-batch is the last: a parameter gather that
+/// makes the next step's forward wait also delays that micro-batch's backward and the gradient
+/// reduction released behind it, so the two step collectives' exposures must not both be
+/// measured against the undelayed compute (proptest's counterexample: a 20× faster forward
+/// lengthened the step by the forward time it saved).
+#[test]
+fn one_micro_batch_counts_the_forwards_wait_once() {
+    let m = h100();
+    let mut a = comm(CollKind::AllGather, 1.767_507e9, 8.0, 1.0);
+    a.overlap = Overlap::Compute;
+    let mut gather = comm(CollKind::AllGather, 1e6, 8.0, 1.0);
+    (gather.overlap, gather.section) = (Overlap::Forward, Section::Step);
+    let mut reduce = comm(CollKind::AllReduce, 7.159e9, 8.0, 2.0);
+    (reduce.overlap, reduce.section) = (Overlap::Backward, Section::Step);
+    let (fwd, bwd) = (1e-3, 0.0365);
+    let p = sectioned_program(fwd, bwd, 0.0, 1.0, vec![a, gather, reduce.clone()]);
+    let base = eval(&p, &m);
+    let mut q = p.clone();
+    q.ops[0].count *= 0.05;
+    let quicker = eval(&q, &m);
+    assert!(
+        quicker.step_time <= base.step_time * (1.0 + 1e-12),
+        "{quicker:?} vs {base:?}"
+    );
+    // the link bounds both: the compute-overlapped gather, the parameter gather the forward
+    // waits for, then the reduction released as the backward begins (scale-up, then scale-out:
+    // not overlapped), back to back from the start of the micro-batch; so the step is that
+    // chain whatever the forward
+    let up = |c: &Comm| c.coeffs.up[0].bytes / m[t::UP_BANDWIDTH];
+    let out = reduce.coeffs.out[0].bytes / m[t::OUT_BANDWIDTH];
+    let chain = up(&p.comms[0]) + up(&p.comms[1]) + up(&reduce) + out;
+    assert!(
+        (base.step_time - chain).abs() < 1e-9 * chain,
+        "{} ≠ {chain}",
+        base.step_time
+    );
+    assert!((quicker.step_time - base.step_time).abs() < 1e-12 * base.step_time);
+}

@@ -110,15 +110,18 @@ fn extend(end: &mut f64, at: f64) -> f64 {
 
 /// Which pass of [`eval_traced`]'s link timelines an overlapped collective runs in (`None` for
 /// one that hides behind nothing): 0, released at its section's start (forward-overlapped and
-/// compute-overlapped); 1, a micro-batch's collectives released when its backward begins; 2, the
-/// step's collectives that ride a micro-batch's timeline (behind the last one's backward, or the
-/// next step's first forward), once that micro-batch's own collectives are placed.
+/// compute-overlapped); 1, a micro-batch's collectives released when its backward begins; then
+/// the step's collectives that ride a micro-batch's timeline, once that micro-batch's own
+/// collectives are placed: 2, those behind the next step's first forward, 3, those behind the
+/// last backward (after 2: with one micro-batch per step the first is the last, and what the
+/// first forward waited for delays its backward too).
 fn comm_pass(c: &Comm) -> Option<usize> {
     match (c.overlap, c.section) {
         (Overlap::None, _) => None,
         (Overlap::Compute, _) | (Overlap::Forward, Section::MicroBatch) => Some(0),
         (Overlap::Backward, Section::MicroBatch) => Some(1),
-        (Overlap::Backward | Overlap::Forward, Section::Step) => Some(2),
+        (Overlap::Forward, Section::Step) => Some(2),
+        (Overlap::Backward, Section::Step) => Some(3),
     }
 }
 
@@ -553,7 +556,10 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         // compute-overlapped collectives from its start, then those behind its backward, which
         // begins `busy − bwd` into it, later by what the forward collectives delayed the
         // forward), the step section's own, and for the step's collectives that ride a
-        // micro-batch (pass 2) the last micro-batch's, or the first's as it stood after pass 0.
+        // micro-batch the first's as it stood after pass 0 (pass 2), or the last micro-batch's
+        // (pass 3; with one micro-batch per step that one is the first, so its backward and its
+        // end start late by what pass 2 exposed: measured apart, the two exposures would count
+        // that wait twice, and a shorter forward would lengthen the step).
         // Each section's end is the latest of its compute and what its collectives finish
         // behind; a collective exposes what it moves that end (`extend`). Every end is a maximum
         // of sums of durations, so faster compute or a faster link never lengthens a step.
@@ -564,13 +570,17 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         let (mut end_last, mut end_first) = (0.0, 0.0);
         let mut late_fwd = 0.0f64;
         let mut release_bwd = 0.0;
-        for pass in 0..3 {
+        for pass in 0..4 {
             if pass == 1 {
                 first = free;
                 release_bwd = busy[0] - bwd_mb + late_fwd;
             }
             if pass == 2 {
                 (end_last, end_first) = (end_mb, end_mb);
+            }
+            if pass == 3 && p.micro_batches <= 1.0 {
+                release_bwd += end_first - end_mb;
+                end_last = end_first;
             }
             for i in st.comms.clone() {
                 let c = &p.comms[i];
@@ -595,9 +605,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                     (Some(0), _) if mb => extend(&mut end_mb, schedule(&lt, o, 0.0, &mut free)),
                     (Some(0), _) => extend(&mut end_step, schedule(&lt, o, 0.0, &mut free_step)),
                     (Some(1), _) => extend(&mut end_mb, schedule(&lt, o, release_bwd, &mut free)),
-                    (_, Overlap::Backward) => {
-                        extend(&mut end_last, schedule(&lt, o, release_bwd, &mut free))
-                    }
+                    (Some(3), _) => extend(&mut end_last, schedule(&lt, o, release_bwd, &mut free)),
                     _ => {
                         let f = schedule(&lt, o, 0.0, &mut first);
                         extend(&mut end_first, f + busy[0] - fwd_mb)

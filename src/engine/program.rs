@@ -77,7 +77,8 @@ pub enum CollKind {
 /// then those behind its backward (which begins `busy − backward` into it, later by what the
 /// forward collectives delayed); the step section's compute-overlapped collectives have their
 /// own; the step's collectives behind the backward ride the last micro-batch's timeline, those
-/// behind the forward the first's (`cpu::comm_pass`).
+/// behind the forward the first's; with one micro-batch per step the two are one, and the
+/// backward's start and the micro-batch's end move by what the forward waited (`cpu::comm_pass`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[repr(u32)]
 pub enum Overlap {

@@ -290,7 +290,8 @@ fn evaluate(li: u32) -> Point {
         // link timelines per link class (`cpu::eval_traced`, `cpu::schedule`): the micro-batch's,
         // the step section's, and the first micro-batch's as it stood after pass 0; pass 0 the
         // collectives released at their section's start, pass 1 those behind a micro-batch's
-        // backward, pass 2 the step's that ride a micro-batch (`cpu::comm_pass`)
+        // backward, passes 2 and 3 the step's that ride a micro-batch, behind the first forward
+        // and the last backward (`cpu::comm_pass`)
         var free = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var free_st = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var first = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
@@ -300,7 +301,7 @@ fn evaluate(li: u32) -> Point {
         var end_first = 0.0;
         var late_fwd = 0.0;
         var release_bwd = 0.0;
-        for (var ps = 0u; ps < 3u; ps++) {
+        for (var ps = 0u; ps < 4u; ps++) {
             if (ps == 1u) {
                 first = free;
                 release_bwd = busy[0] - bwd_mb + late_fwd;
@@ -309,6 +310,10 @@ fn evaluate(li: u32) -> Point {
                 end_last = end_mb;
                 end_first = end_mb;
             }
+            if (ps == 3u && pr.micro_batches <= 1.0) {
+                release_bwd += end_first - end_mb;
+                end_last = end_first;
+            }
             for (var i = 0u; i < st.n_comms; i++) {
                 let c = read_CommRec(st.comm_start + i * CommRec_RECS);
                 let s = c.section;
@@ -316,8 +321,10 @@ fn evaluate(li: u32) -> Point {
                 var cp = 0u;
                 if (c.overlap == OVERLAP_BACKWARD && mb) {
                     cp = 1u;
-                } else if ((c.overlap == OVERLAP_BACKWARD || c.overlap == OVERLAP_FORWARD) && !mb) {
+                } else if (c.overlap == OVERLAP_FORWARD && !mb) {
                     cp = 2u;
+                } else if (c.overlap == OVERLAP_BACKWARD && !mb) {
+                    cp = 3u;
                 }
                 if (cp != ps) {
                     continue;
@@ -353,7 +360,7 @@ fn evaluate(li: u32) -> Point {
                     exposed = extend(&end_st, schedule(lt, c.overlapped, 0.0, &free_st));
                 } else if (ps == 1u) {
                     exposed = extend(&end_mb, schedule(lt, c.overlapped, release_bwd, &free));
-                } else if (c.overlap == OVERLAP_BACKWARD) {
+                } else if (ps == 3u) {
                     exposed = extend(&end_last, schedule(lt, c.overlapped, release_bwd, &free));
                 } else {
                     let f = schedule(lt, c.overlapped, 0.0, &first);
