@@ -87,6 +87,16 @@ fn the_shipped_fitted_figures_are_reproduced_from_their_cases() {
         ),
         (
             "architectures/parts/gb300.ron",
+            "low_precision_matmul",
+            "device.efficiency.low_precision_matmul",
+            1.0,
+            &[
+                "validation/megatron-bridge/mbridge-llama3-70b-gb300-64-fp8.ron",
+                "validation/megatron-bridge/mbridge-llama31-405b-gb300-256-fp8.ron",
+            ],
+        ),
+        (
+            "architectures/parts/gb300.ron",
             "fp4_matmul",
             "device.efficiency.fp4_matmul",
             1.0,
