@@ -141,6 +141,34 @@ fn the_shipped_fitted_figures_are_reproduced_from_their_cases() {
     }
 }
 
+/// The A100's three figures, fitted together with the network figure held at its lower bound:
+/// the fit converges (it crawled along the bound for 100 iterations before the active set) and
+/// lands on the written figures.
+#[test]
+fn the_a100_three_figure_fit_is_reproduced() {
+    let v = fit(
+        &[
+            "validation/megatron/megatron-22b-selective.ron",
+            "validation/megatron/megatron-175b-selective.ron",
+            "validation/megatron/megatron-1t-selective.ron",
+        ],
+        "device.efficiency.matmul,device.efficiency.network=0.5..0.9,device.efficiency.memory=0.5..0.95",
+    );
+    assert_eq!(v["converged"], true, "{v}");
+    let part = "architectures/parts/a100-sxm-80gb.ron";
+    for (i, field) in ["matmul", "network", "memory"].iter().enumerate() {
+        let (value, decimals) = written(part, field);
+        let f = &v["figures"][i];
+        let got = f["value"].as_f64().unwrap();
+        let half = 0.5 * 10f64.powi(-(decimals as i32));
+        assert!(
+            (got - value).abs() <= half + 1e-12,
+            "{field}: written {value}, fit {got}"
+        );
+        assert_eq!(f["at_bound"], *field == "network", "{f}");
+    }
+}
+
 #[test]
 fn check_cases_are_refused_where_they_say_so() {
     let out = tessera(&[

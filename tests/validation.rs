@@ -223,11 +223,10 @@ fn the_gated_set_passes_and_reaches_the_targets() {
         mape < 0.0365 && max_t < 0.0887,
         "iteration times: {mape} mean, {max_t} largest"
     );
-    // all twelve within 4.1 %: the largest, 22B with full recomputation, went +3.8 → +4.0 % when
-    // split-K stopped rescuing grids that already fill a wave (the earlier rule split its 768 ×
-    // 6144 output-projection weight gradient 16 ways, 1,152 tiles of 64 × 64 on 108 SMs, without
-    // charging the 300 MB of partial sums that would cost: 0.998 occupancy, now 0.959)
-    assert!(max <= 0.041, "Megatron table largest {max}");
+    // all twelve within 4 % (22B with full recomputation went +3.8 → +4.0 % when split-K stopped
+    // rescuing grids that already fill a wave, and back to +3.9 % when `calibrate`, holding the
+    // network figure at its bound, converged on the A100's three figures: 0.7708 / 0.5 / 0.6293)
+    assert!(max <= 0.04, "Megatron table largest {max}");
 
     // IBM's 95 % scaling efficiency reproduced within ±3 points.
     let ibm = cases

@@ -5,8 +5,9 @@
 //! prediction the validation run itself makes ([`super::predict`]): the case's system is edited at
 //! each path the way the architecture file edited at that number would lower
 //! ([`crate::sweep::paths::edit_system`], the sweep's one path vocabulary) and the case lowered and
-//! evaluated through the cost program. Levenberg-Marquardt with bounds (steps projected onto the
-//! box), the Jacobian by central finite differences over the same evaluation. The fit reports each
+//! evaluated through the cost program. Levenberg-Marquardt with bounds (a figure at a bound that
+//! the descent would push out is held there and the step solved over the rest; steps projected
+//! onto the box), the Jacobian by central finite differences over the same evaluation. The fit reports each
 //! figure with its standard error and 95 % interval from the residual variance
 //! s² (JᵀJ)⁻¹ (Student t quantile), and every case's error before and after.
 //!
@@ -336,20 +337,42 @@ pub fn calibrate(cases: &[Case], params: &[Param]) -> Result<Fit, CalibrateError
         let j = pb.jacobian(&theta)?;
         let a = j.transpose() * &j;
         let g = j.transpose() * &r;
-        if g.amax() < 1e-14 {
+        // The active set: a figure at a bound whose descent direction (−g) leaves the box is
+        // held there, and the step is solved over the others alone. Solving for every figure
+        // and clamping after would plan the free figures' step as if the held one moved, and
+        // crawl along the bound without converging.
+        let held: Vec<bool> = (0..k)
+            .map(|i| {
+                let tol = 1e-12 * theta[i].abs().max(1e-300);
+                (theta[i] - params[i].lo <= tol && g[i] > 0.0)
+                    || (params[i].hi - theta[i] <= tol && g[i] < 0.0)
+            })
+            .collect();
+        let free: Vec<usize> = (0..k).filter(|&i| !held[i]).collect();
+        if free.is_empty() || free.iter().all(|&i| g[i].abs() < 1e-14) {
             converged = true;
             break;
         }
+        let f = free.len();
         let mut improved = false;
         while lambda < 1e12 {
-            let mut m = a.clone();
-            for i in 0..k {
-                m[(i, i)] += lambda * a[(i, i)].max(1e-12);
+            let mut m = DMatrix::<f64>::zeros(f, f);
+            let mut rhs = DVector::<f64>::zeros(f);
+            for (x, &i) in free.iter().enumerate() {
+                for (y, &l) in free.iter().enumerate() {
+                    m[(x, y)] = a[(i, l)];
+                }
+                m[(x, x)] += lambda * a[(i, i)].max(1e-12);
+                rhs[x] = -g[i];
             }
-            let Some(step) = m.lu().solve(&(-&g)) else {
+            let Some(sub) = m.lu().solve(&rhs) else {
                 lambda *= 10.0;
                 continue;
             };
+            let mut step = vec![0.0; k];
+            for (x, &i) in free.iter().enumerate() {
+                step[i] = sub[x];
+            }
             let next: Vec<f64> = (0..k)
                 .map(|i| (theta[i] + step[i]).clamp(params[i].lo, params[i].hi))
                 .collect();
