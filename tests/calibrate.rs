@@ -80,8 +80,8 @@ fn the_shipped_fitted_figures_are_reproduced_from_their_cases() {
         ),
         (
             "architectures/parts/b200-gb200.ron",
-            "fp4_matmul",
-            "device.efficiency.fp4_matmul",
+            "fp4_backward_matmul",
+            "device.efficiency.fp4_backward_matmul",
             1.0,
             &["validation/megatron-bridge/mbridge-llama3-70b-gb200-64-nvfp4.ron"],
         ),
@@ -97,8 +97,8 @@ fn the_shipped_fitted_figures_are_reproduced_from_their_cases() {
         ),
         (
             "architectures/parts/gb300.ron",
-            "fp4_matmul",
-            "device.efficiency.fp4_matmul",
+            "fp4_backward_matmul",
+            "device.efficiency.fp4_backward_matmul",
             1.0,
             &["validation/megatron-bridge/mbridge-llama3-70b-gb300-64-nvfp4.ron"],
         ),

@@ -1380,3 +1380,38 @@ fn one_micro_batch_counts_the_forwards_wait_once() {
     );
     assert!((quicker.step_time - base.step_time).abs() < 1e-12 * base.step_time);
 }
+
+/// `fp4_backward_matmul` is the cost of an FP4 training recipe's backward work: it slows fp4
+/// GEMMs of the backward pass only; forward fp4 GEMMs (training and serving) and fp8 GEMMs in
+/// either pass run at `matmul` × `low_precision_matmul`.
+#[test]
+fn the_fp4_backward_factor_slows_only_backward_fp4_gemms() {
+    let mut m = h100();
+    let mut peak = [0.0; NPREC];
+    peak[Precision::Bf16.index()] = 989.4e12;
+    peak[Precision::Fp8.index()] = 1978.9e12;
+    peak[Precision::Fp4.index()] = 3957.8e12;
+    m.set_row(t::MATRIX_PEAK, &peak);
+    m[t::EFF_LOW_PRECISION] = 0.8;
+    m[t::EFF_FP4] = 0.5;
+    let compute = |precision: Precision, phase: Phase| {
+        let mut p = gemm_program(8192.0, 8192.0, 8192.0);
+        p.ops[0].precision = precision.index();
+        p.ops[0].phase = phase;
+        eval(&p, &m).breakdown.compute
+    };
+    let flops = 2.0 * 8192f64.powi(3);
+    let fwd4 = compute(Precision::Fp4, Phase::Forward);
+    assert!(
+        (fwd4 - flops / (3957.8e12 * 0.8)).abs() < 1e-12 * fwd4,
+        "{fwd4}"
+    );
+    let bwd4 = compute(Precision::Fp4, Phase::Backward);
+    assert!((bwd4 - 2.0 * fwd4).abs() < 1e-12 * bwd4, "{bwd4} vs {fwd4}");
+    let (fwd8, bwd8) = (
+        compute(Precision::Fp8, Phase::Forward),
+        compute(Precision::Fp8, Phase::Backward),
+    );
+    assert!((fwd8 - flops / (1978.9e12 * 0.8)).abs() < 1e-12 * fwd8);
+    assert_eq!(fwd8, bwd8);
+}

@@ -55,7 +55,7 @@ fn current(sys: &System, path: &str) -> Option<f64> {
         ["device", "efficiency", e] => match *e {
             "matmul" => d.efficiency.matmul,
             "low_precision_matmul" => d.efficiency.low_precision_matmul,
-            "fp4_matmul" => d.efficiency.fp4_matmul,
+            "fp4_backward_matmul" => d.efficiency.fp4_backward_matmul,
             "vector" => d.efficiency.vector,
             "memory" => d.efficiency.memory,
             "network" => d.efficiency.network,

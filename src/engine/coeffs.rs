@@ -7,7 +7,7 @@
 //! the collective algorithms (ring, hierarchical, tree across domains, in-network reduction) are
 //! written once, here.
 
-use super::program::{Coeffs, CollKind, Comm, Link, Op, Tier};
+use super::program::{Coeffs, CollKind, Comm, Link, Op, Phase, Tier};
 use super::table as t;
 use serde::Serialize;
 
@@ -22,7 +22,8 @@ pub enum EffClass {
     MatrixLowPrecision = 1,
     /// Vector engines at the vector efficiency.
     Vector = 2,
-    /// Matrix engines at fp4: the low-precision efficiency × the fp4 factor.
+    /// Matrix engines at fp4 in the backward pass: the low-precision efficiency × the factor
+    /// an FP4 training recipe's backward reaches (`fp4_backward_matmul`).
     MatrixFp4 = 3,
 }
 
@@ -37,10 +38,11 @@ pub struct RateSlots {
 }
 
 impl EffClass {
-    /// The class of work on the matrix (`matrix`) or vector engines at precision index `p`: the
-    /// one place the "fp8 and narrower" rule is applied to operators.
-    pub fn of(matrix: bool, p: usize) -> EffClass {
-        match (matrix, t::low_precision(p), t::fp4(p)) {
+    /// The class of work on the matrix (`matrix`) or vector engines at precision index `p`, in
+    /// the backward pass or not: the one place the "fp8 and narrower" and the "fp4 backward"
+    /// rules are applied to operators.
+    pub fn of(matrix: bool, p: usize, backward: bool) -> EffClass {
+        match (matrix, t::low_precision(p), t::fp4(p) && backward) {
             (false, _, _) => EffClass::Vector,
             (true, _, true) => EffClass::MatrixFp4,
             (true, true, false) => EffClass::MatrixLowPrecision,
@@ -81,7 +83,7 @@ impl EffClass {
 impl Op {
     /// The efficiency class of this operator.
     pub fn class(&self) -> EffClass {
-        EffClass::of(self.matrix, self.precision)
+        EffClass::of(self.matrix, self.precision, self.phase == Phase::Backward)
     }
 }
 

@@ -95,8 +95,8 @@ machine_table! {
     EFF_LOW_PRECISION [1] "eff_low_precision", Ratio, Model, true,
         ["device.efficiency.low_precision_matmul"],
         "Extra factor on the matrix efficiency for fp8 and narrower.";
-    EFF_FP4 [1] "eff_fp4", Ratio, Model, true, ["device.efficiency.fp4_matmul"],
-        "Extra factor on the low-precision efficiency for fp4 (NVFP4, MXFP4).";
+    EFF_FP4 [1] "eff_fp4", Ratio, Model, true, ["device.efficiency.fp4_backward_matmul"],
+        "Extra factor on the low-precision efficiency for backward fp4 GEMMs (an FP4 recipe's work).";
     EFF_VECTOR [1] "eff_vector", Ratio, Model, true, ["device.efficiency.vector"],
         "Achievable fraction of the vector peak.";
     EFF_MEMORY [1] "eff_memory", Ratio, Model, true, ["device.efficiency.memory"],
@@ -284,9 +284,8 @@ pub fn wgsl_constants() -> String {
         "const NX: u32 = {NX}u;\nconst NPREC: u32 = {NPREC}u;\n"
     ));
     s.push_str(&format!(
-        "const FIRST_LOW_PRECISION: u32 = {}u;\nconst FP4: u32 = {}u;\n",
-        Precision::Fp8.index(),
-        Precision::Fp4.index()
+        "const FIRST_LOW_PRECISION: u32 = {}u;\n",
+        Precision::Fp8.index()
     ));
     // The reference GEMM's bytes per FLOP by precision (`model::system::reference_bytes_per_flop`),
     // as a function: a switch needs no dynamic indexing of a constant array.
@@ -309,25 +308,23 @@ pub fn low_precision(p: usize) -> bool {
     p >= Precision::Fp8.index()
 }
 
-/// Whether precision index `p` also takes the fp4 factor (`fp4_matmul`) on top of the
-/// low-precision one: the one statement of that rule, as [`low_precision`] is of its own.
+/// Whether precision index `p` is fp4, whose backward GEMMs also take the factor
+/// `fp4_backward_matmul` on top of the low-precision one (`coeffs::EffClass::of` applies it).
 #[inline]
 pub fn fp4(p: usize) -> bool {
     p == Precision::Fp4.index()
 }
 
-/// The achievable fraction of the matrix peak at precision index `p` from a device's three
-/// factors: `matmul`, × `low_precision` for fp8 and narrower, × `fp4` for fp4. The one place the
-/// product is formed (the machine's slots, the loader's energy derivation and the sweep's
-/// reference all call it; the kernel's `matrix_efficiency` is its port).
+/// The achievable fraction of the matrix peak at precision index `p` from a device's factors:
+/// `matmul`, × `low_precision` for fp8 and narrower (a forward GEMM's rate; the backward fp4
+/// factor is a recipe's, left out of this reference). The one place the product is formed (the
+/// loader's energy derivation and the sweep's reference call it; the kernel's
+/// `matrix_efficiency` is its port).
 #[inline]
-pub fn matrix_efficiency_of(matmul: f64, low_precision_f: f64, fp4_f: f64, p: usize) -> f64 {
+pub fn matrix_efficiency_of(matmul: f64, low_precision_f: f64, p: usize) -> f64 {
     let mut e = matmul;
     if low_precision(p) {
         e *= low_precision_f;
-    }
-    if fp4(p) {
-        e *= fp4_f;
     }
     e
 }
@@ -335,7 +332,7 @@ pub fn matrix_efficiency_of(matmul: f64, low_precision_f: f64, fp4_f: f64, p: us
 /// The achievable fraction of peak for matrix work at precision index `p` on `m`.
 #[inline]
 pub fn matrix_efficiency(m: &[f64], p: usize) -> f64 {
-    matrix_efficiency_of(m[EFF_MATMUL], m[EFF_LOW_PRECISION], m[EFF_FP4], p)
+    matrix_efficiency_of(m[EFF_MATMUL], m[EFF_LOW_PRECISION], p)
 }
 
 /// Which precisions' energy per FLOP follows the other figures, and how (bit i = precision i):

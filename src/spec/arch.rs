@@ -245,10 +245,13 @@ pub struct EfficiencySpec {
     /// Fraction of peak reached with FP8 (or lower) GEMMs relative to `matmul`, when it differs.
     #[serde(default)]
     pub low_precision_matmul: Option<Q>,
-    /// Fraction of the low-precision efficiency reached with FP4 GEMMs (NVFP4, MXFP4), when it
-    /// differs: fp4 runs at `matmul` × `low_precision_matmul` × this.
+    /// Fraction of the low-precision efficiency the backward pass's FP4 GEMMs reach in an FP4
+    /// training recipe (NVFP4: random Hadamard transforms on the weight-gradient inputs,
+    /// stochastic rounding of gradients, work beside the GEMMs the model does not cost apart),
+    /// when it differs: they run at `matmul` × `low_precision_matmul` × this. Forward FP4 GEMMs,
+    /// in training and in serving, run at `matmul` × `low_precision_matmul`.
     #[serde(default)]
-    pub fp4_matmul: Option<Q>,
+    pub fp4_backward_matmul: Option<Q>,
     /// How serving on this device launches a decoder layer by default (`Fused`, a serving
     /// engine's kernels, unless given; `Compiled` for statically scheduled and dataflow
     /// devices): what `kernel_overhead` is paid per. A mapping's `kernels` overrides it.

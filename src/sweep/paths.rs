@@ -318,7 +318,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             let (field, dim) = match *e {
                 "matmul" => (f::EFF_MATMUL, D::Ratio),
                 "low_precision_matmul" => (f::EFF_LOW_PRECISION, D::Ratio),
-                "fp4_matmul" => (f::EFF_FP4, D::Ratio),
+                "fp4_backward_matmul" => (f::EFF_FP4, D::Ratio),
                 "vector" => (f::EFF_VECTOR, D::Ratio),
                 "memory" => (f::EFF_MEMORY, D::Ratio),
                 "network" => (f::EFF_NETWORK, D::Ratio),
@@ -329,7 +329,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                 // derived energy per FLOP is taken against the achievable rate
                 derive: matches!(
                     *e,
-                    "matmul" | "low_precision_matmul" | "fp4_matmul" | "vector"
+                    "matmul" | "low_precision_matmul" | "fp4_backward_matmul" | "vector"
                 ),
                 ..knob(dim, vec![set(field)])
             }
@@ -658,7 +658,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
             match *e {
                 "matmul" => f.matmul = v,
                 "low_precision_matmul" => f.low_precision_matmul = v,
-                "fp4_matmul" => f.fp4_matmul = v,
+                "fp4_backward_matmul" => f.fp4_backward_matmul = v,
                 "vector" => f.vector = v,
                 "memory" => f.memory = v,
                 "network" => f.network = v,
@@ -764,7 +764,6 @@ pub fn derive_energy(sys: &mut System, mask: u32) {
                         crate::engine::table::matrix_efficiency_of(
                             e.matmul,
                             e.low_precision_matmul,
-                            e.fp4_matmul,
                             i,
                         )
                     } else {

@@ -71,9 +71,9 @@ pub(super) fn lower_device(
         .as_ref()
         .and_then(|q| cx.fraction("low_precision_matmul", q));
     let fp4 = e
-        .fp4_matmul
+        .fp4_backward_matmul
         .as_ref()
-        .and_then(|q| cx.fraction("fp4_matmul", q));
+        .and_then(|q| cx.fraction("fp4_backward_matmul", q));
     let overhead = e
         .kernel_overhead
         .as_ref()
@@ -138,7 +138,7 @@ pub(super) fn lower_device(
                     peak * reference_efficiency(
                         matrix_peak[i] > 0.0,
                         p,
-                        [matmul, lowp, fp4],
+                        [matmul, lowp],
                         vector,
                         memory_eff,
                     )
@@ -197,7 +197,7 @@ pub(super) fn lower_device(
         efficiency: Efficiency {
             matmul: matmul?,
             low_precision_matmul: lowp.unwrap_or(1.0),
-            fp4_matmul: fp4.unwrap_or(1.0),
+            fp4_backward_matmul: fp4.unwrap_or(1.0),
             vector: vector.unwrap_or(memory_eff?),
             memory: memory_eff?,
             network: network?,
@@ -220,7 +220,7 @@ pub(super) fn lower_device(
 fn reference_efficiency(
     matrix: bool,
     p: Precision,
-    [matmul, lowp, fp4]: [Option<f64>; 3],
+    [matmul, lowp]: [Option<f64>; 2],
     vector: Option<f64>,
     memory: Option<f64>,
 ) -> f64 {
@@ -228,7 +228,6 @@ fn reference_efficiency(
         crate::engine::table::matrix_efficiency_of(
             matmul.unwrap_or(1.0),
             lowp.unwrap_or(1.0),
-            fp4.unwrap_or(1.0),
             p.index(),
         )
     } else {

@@ -281,8 +281,9 @@ pub enum VectorSource {
 pub struct Efficiency {
     pub matmul: f64,
     pub low_precision_matmul: f64,
-    /// Extra factor on `low_precision_matmul` for fp4 GEMMs (1 where the file gives none).
-    pub fp4_matmul: f64,
+    /// Extra factor on `low_precision_matmul` for the backward pass's fp4 GEMMs (1 where the file
+    /// gives none).
+    pub fp4_backward_matmul: f64,
     pub vector: f64,
     pub memory: f64,
     pub network: f64,

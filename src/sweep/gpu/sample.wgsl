@@ -83,9 +83,6 @@ fn matrix_efficiency(i: u32) -> f32 {
     if (i >= FIRST_LOW_PRECISION) {
         e *= X[F_EFF_LOW_PRECISION];
     }
-    if (i == FP4) {
-        e *= X[F_EFF_FP4];
-    }
     return e;
 }
 
