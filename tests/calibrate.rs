@@ -24,6 +24,17 @@ fn written(part: &str, field: &str) -> (f64, usize) {
     (num.parse().unwrap(), decimals)
 }
 
+/// `got`, a figure `calibrate` found, is the one `part` writes for `field`, to the digits it is
+/// written with.
+fn assert_written(part: &str, field: &str, got: f64) {
+    let (value, decimals) = written(part, field);
+    let half = 0.5 * 10f64.powi(-(decimals as i32));
+    assert!(
+        (got - value).abs() <= half + 1e-12,
+        "{part} {field}: written {value}, calibrate finds {got}"
+    );
+}
+
 fn fit(cases: &[&str], fit: &str) -> Value {
     let mut a = vec!["calibrate"];
     a.extend_from_slice(cases);
@@ -118,15 +129,9 @@ fn the_shipped_fitted_figures_are_reproduced_from_their_cases() {
         ),
     ];
     for (part, field, path, scale, cases) in shipped {
-        let (value, decimals) = written(part, field);
         let v = fit(cases, path);
         let f = &v["figures"][0];
-        let got = f["value"].as_f64().unwrap() * scale;
-        let half = 0.5 * 10f64.powi(-(decimals as i32));
-        assert!(
-            (got - value).abs() <= half + 1e-12,
-            "{part} {field}: written {value}, calibrate finds {got}"
-        );
+        assert_written(part, field, f["value"].as_f64().unwrap() * scale);
         assert_eq!(v["converged"], true, "{part}");
         // with as many cases as figures the fit is exact and has no interval
         let exact = cases.len() == 1;
@@ -157,14 +162,8 @@ fn the_a100_three_figure_fit_is_reproduced() {
     assert_eq!(v["converged"], true, "{v}");
     let part = "architectures/parts/a100-sxm-80gb.ron";
     for (i, field) in ["matmul", "network", "memory"].iter().enumerate() {
-        let (value, decimals) = written(part, field);
         let f = &v["figures"][i];
-        let got = f["value"].as_f64().unwrap();
-        let half = 0.5 * 10f64.powi(-(decimals as i32));
-        assert!(
-            (got - value).abs() <= half + 1e-12,
-            "{field}: written {value}, fit {got}"
-        );
+        assert_written(part, field, f["value"].as_f64().unwrap());
         assert_eq!(f["at_bound"], *field == "network", "{f}");
     }
 }

@@ -1393,7 +1393,7 @@ fn the_fp4_backward_factor_slows_only_backward_fp4_gemms() {
     peak[Precision::Fp4.index()] = 3957.8e12;
     m.set_row(t::MATRIX_PEAK, &peak);
     m[t::EFF_LOW_PRECISION] = 0.8;
-    m[t::EFF_FP4] = 0.5;
+    m[t::EFF_FP4_BACKWARD] = 0.5;
     let compute = |precision: Precision, phase: Phase| {
         let mut p = gemm_program(8192.0, 8192.0, 8192.0);
         p.ops[0].precision = precision.index();

@@ -24,7 +24,7 @@ pub enum EffClass {
     Vector = 2,
     /// Matrix engines at fp4 in the backward pass: the low-precision efficiency × the factor
     /// an FP4 training recipe's backward reaches (`fp4_backward_matmul`).
-    MatrixFp4 = 3,
+    MatrixFp4Backward = 3,
 }
 
 /// Slots an operator's rate reads: peak row, efficiency, and up to two more efficiency factors
@@ -44,7 +44,7 @@ impl EffClass {
     pub fn of(matrix: bool, p: usize, backward: bool) -> EffClass {
         match (matrix, t::low_precision(p), t::fp4(p) && backward) {
             (false, _, _) => EffClass::Vector,
-            (true, _, true) => EffClass::MatrixFp4,
+            (true, _, true) => EffClass::MatrixFp4Backward,
             (true, true, false) => EffClass::MatrixLowPrecision,
             (true, false, false) => EffClass::Matrix,
         }
@@ -64,11 +64,11 @@ impl EffClass {
                 eff2: t::EFF_LOW_PRECISION,
                 eff3: t::NX,
             },
-            EffClass::MatrixFp4 => RateSlots {
+            EffClass::MatrixFp4Backward => RateSlots {
                 peak: t::MATRIX_PEAK,
                 eff: t::EFF_MATMUL,
                 eff2: t::EFF_LOW_PRECISION,
-                eff3: t::EFF_FP4,
+                eff3: t::EFF_FP4_BACKWARD,
             },
             EffClass::Vector => RateSlots {
                 peak: t::VECTOR_PEAK,

@@ -95,7 +95,7 @@ machine_table! {
     EFF_LOW_PRECISION [1] "eff_low_precision", Ratio, Model, true,
         ["device.efficiency.low_precision_matmul"],
         "Extra factor on the matrix efficiency for fp8 and narrower.";
-    EFF_FP4 [1] "eff_fp4", Ratio, Model, true, ["device.efficiency.fp4_backward_matmul"],
+    EFF_FP4_BACKWARD [1] "eff_fp4_backward", Ratio, Model, true, ["device.efficiency.fp4_backward_matmul"],
         "Extra factor on the low-precision efficiency for backward fp4 GEMMs (an FP4 recipe's work).";
     EFF_VECTOR [1] "eff_vector", Ratio, Model, true, ["device.efficiency.vector"],
         "Achievable fraction of the vector peak.";

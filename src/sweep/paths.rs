@@ -318,7 +318,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             let (field, dim) = match *e {
                 "matmul" => (f::EFF_MATMUL, D::Ratio),
                 "low_precision_matmul" => (f::EFF_LOW_PRECISION, D::Ratio),
-                "fp4_backward_matmul" => (f::EFF_FP4, D::Ratio),
+                "fp4_backward_matmul" => (f::EFF_FP4_BACKWARD, D::Ratio),
                 "vector" => (f::EFF_VECTOR, D::Ratio),
                 "memory" => (f::EFF_MEMORY, D::Ratio),
                 "network" => (f::EFF_NETWORK, D::Ratio),
@@ -327,10 +327,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             };
             Knob {
                 // derived energy per FLOP is taken against the achievable rate
-                derive: matches!(
-                    *e,
-                    "matmul" | "low_precision_matmul" | "fp4_backward_matmul" | "vector"
-                ),
+                derive: matches!(*e, "matmul" | "low_precision_matmul" | "vector"),
                 ..knob(dim, vec![set(field)])
             }
         }

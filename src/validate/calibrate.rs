@@ -7,8 +7,8 @@
 //! ([`crate::sweep::paths::edit_system`], the sweep's one path vocabulary) and the case lowered and
 //! evaluated through the cost program. Levenberg-Marquardt with bounds (a figure at a bound that
 //! the descent would push out is held there and the step solved over the rest; steps projected
-//! onto the box), the Jacobian by central finite differences over the same evaluation. The fit reports each
-//! figure with its standard error and 95 % interval from the residual variance
+//! onto the box), the Jacobian by central finite differences over the same evaluation. The fit
+//! reports each figure with its standard error and 95 % interval from the residual variance
 //! s² (JᵀJ)⁻¹ (Student t quantile), and every case's error before and after.
 //!
 //! Only `Calibration` cases are fitted on: a `Check` case is refused, so the check set stays a

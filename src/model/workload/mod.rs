@@ -129,8 +129,8 @@ impl ConvLayer {
 }
 
 /// The shape of a matrix product per device, for its tile and wave quantization
-/// (`engine::tiling`): one matrix product per device (M × K by K × N), or `groups` of the same shape launched
-/// together (a batched or grouped GEMM: the heads of attention, the experts of a layer).
+/// (`engine::tiling`): one matrix product per device (M × K by K × N), or `groups` of the same
+/// shape launched together (a batched or grouped GEMM: the heads of attention, the experts of a layer).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Gemm {
     /// Rows of the output (tokens for a layer's forward).

@@ -79,11 +79,10 @@ fn sample(mi: u32) {
 }
 
 fn matrix_efficiency(i: u32) -> f32 {
-    var e = X[F_EFF_MATMUL];
     if (i >= FIRST_LOW_PRECISION) {
-        e *= X[F_EFF_LOW_PRECISION];
+        return X[F_EFF_MATMUL] * X[F_EFF_LOW_PRECISION];
     }
-    return e;
+    return X[F_EFF_MATMUL];
 }
 
 fn apply() {
