@@ -1236,6 +1236,49 @@ fn a_reduction_behind_the_backward_waits_for_its_link() {
     assert_relative_eq!(eval(&p, &m).step_time, 0.011, max_relative = 1e-9);
 }
 
+/// An overlapped collective takes `collective_compute_share` of the compute it runs beside (its
+/// library's kernels on the cores), for as long as it runs or the compute lasts; an exposed one
+/// takes nothing (the compute waits for it anyway).
+#[test]
+fn an_overlapped_collective_takes_its_share_of_the_compute_beside_it() {
+    let mut m = h100();
+    m[t::COMM_SHARE] = 0.15;
+    // 7 ms on NVLink behind 10 ms of compute (as above): the compute loses 0.15 × 7 ms and the
+    // collective still hides whole.
+    let ag = overlapped(comm(CollKind::AllGather, 3.6e9, 8.0, 1.0));
+    let mut p = overlapped_program(ag.clone(), ag.clone()).0;
+    p.comms.truncate(1);
+    let e = eval(&p, &m);
+    assert_relative_eq!(
+        e.breakdown.compute,
+        0.010 + 0.15 * 0.007,
+        max_relative = 1e-9
+    );
+    assert_relative_eq!(e.breakdown.communication, 0.0, epsilon = 1e-15);
+    assert_relative_eq!(e.step_time, 0.01105, max_relative = 1e-9);
+    // The hierarchical all-reduce of 15.278 ms outlasts the compute: it takes 0.15 × 10 ms, and
+    // the step is still the link's (the longer compute hides more of it).
+    let ar = overlapped(comm(CollKind::AllReduce, 2e9, 8.0, 4.0));
+    let t_ar = collective(&ar, &m).0;
+    p.comms = vec![ar.clone()];
+    let e = eval(&p, &m);
+    assert_relative_eq!(e.breakdown.compute, 0.0115, max_relative = 1e-9);
+    assert_relative_eq!(
+        e.breakdown.communication,
+        t_ar - 0.0115,
+        max_relative = 1e-9
+    );
+    assert_relative_eq!(e.step_time, t_ar, max_relative = 1e-9);
+    // Exposed, it takes nothing: compute, then the collective.
+    p.comms = vec![Comm {
+        overlap: Overlap::None,
+        ..ag
+    }];
+    let e = eval(&p, &m);
+    assert_relative_eq!(e.breakdown.compute, 0.010, max_relative = 1e-12);
+    assert_relative_eq!(e.step_time, 0.017, max_relative = 1e-9);
+}
+
 /// A micro-batch (forward and backward GEMMs, `fwd` and `bwd` seconds) and a step section with
 /// an update (`upd` seconds), with the given collectives, over `mbs` micro-batches.
 fn sectioned_program(fwd: f64, bwd: f64, upd: f64, mbs: f64, comms: Vec<Comm>) -> Program {
@@ -1318,16 +1361,18 @@ proptest! {
     }
 
     /// More resources never make a step slower, whatever collectives overlap what: shorter
-    /// forward, backward or update compute, or more scale-up or scale-out bandwidth, never
+    /// forward, backward or update compute, more scale-up or scale-out bandwidth, or collectives
+    /// that take a smaller share of the compute beside them, never
     /// lengthen the step, with or without a pipeline bubble (the timelines' ends are maxima of
     /// sums of durations). One stage class: see the note on stage classes in `cpu.rs`.
     #[test]
     fn faster_compute_or_links_never_slow_a_step(
         fwd in 1e-3f64..2e-2, bwd in 1e-3f64..4e-2, upd in 0.0f64..5e-3, mbs in 1u32..5,
         bubble in 0.0f64..3.0, comms in proptest::collection::vec(any_comm(), 1..6),
-        which in 0usize..5, faster in 0.05f64..1.0,
+        which in 0usize..6, faster in 0.05f64..1.0, share in 0.0f64..0.3,
     ) {
-        let m = h100();
+        let mut m = h100();
+        m[t::COMM_SHARE] = share;
         let mut p = sectioned_program(fwd, bwd, upd, f64::from(mbs), comms.clone());
         p.bubble = bubble;
         let base = eval(&p, &m).step_time;
@@ -1335,7 +1380,9 @@ proptest! {
         match which {
             0..=2 => q.ops[which].count *= faster,
             3 => n[t::UP_BANDWIDTH] /= faster,
-            _ => n[t::OUT_BANDWIDTH] /= faster,
+            4 => n[t::OUT_BANDWIDTH] /= faster,
+            // collectives that take fewer of the cores
+            _ => n[t::COMM_SHARE] *= faster,
         }
         let quicker = eval(&q, &n).step_time;
         prop_assert!(quicker <= base * (1.0 + 1e-12), "{quicker} > {base} ({which}, ×{faster})");

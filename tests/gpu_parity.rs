@@ -117,6 +117,7 @@ fn plans() -> Vec<Plan> {
                 ("device.efficiency.memory", "\"0.5 .. 0.95\""),
                 ("device.efficiency.network", "\"0.5 .. 0.95\""),
                 ("device.efficiency.kernel_overhead", "\"0 us .. 20 us\""),
+                ("device.efficiency.collective_compute_share", "\"0 .. 0.3\""),
                 ("device.tdp", "\"600 W .. 2000 W\""),
                 ("device.idle_power", "\"50 W .. 500 W\""),
                 ("facility.pue", "\"1 .. 1.6\""),
@@ -666,6 +667,8 @@ fn link_timelines_agree_on_every_section_and_overlap() {
         m[e] = 1.0;
     }
     m[t::STEP_OVERHEAD] = 3e-3;
+    // the overlapped collectives take a share of the compute beside them (`cpu::collective_tax`)
+    m[t::COMM_SHARE] = 0.15;
     m[t::HBM_CAPACITY] = 80e9;
     m[t::HBM_BANDWIDTH] = 3e12;
     m[t::UP_LATENCY] = 2e-6;

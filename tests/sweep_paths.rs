@@ -56,6 +56,7 @@ fn current(sys: &System, path: &str) -> Option<f64> {
             "matmul" => d.efficiency.matmul,
             "low_precision_matmul" => d.efficiency.low_precision_matmul,
             "fp4_backward_matmul" => d.efficiency.fp4_backward_matmul,
+            "collective_compute_share" => d.efficiency.collective_compute_share,
             "vector" => d.efficiency.vector,
             "memory" => d.efficiency.memory,
             "network" => d.efficiency.network,

@@ -125,6 +125,75 @@ fn comm_pass(c: &Comm) -> Option<usize> {
     }
 }
 
+/// The compute time overlapped collectives take from the operators they run beside, per stage
+/// and step (s): [`collective_tax`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Tax {
+    /// Per micro-batch: in all, and the parts of it that lengthen its forward and its backward.
+    pub micro_batch: f64,
+    pub forward: f64,
+    pub backward: f64,
+    /// Once per step, in the step section.
+    pub step: f64,
+}
+
+/// What overlapped collectives take from the compute they hide behind. NCCL runs its channels,
+/// and Transformer Engine its overlapped communication kernels, as thread blocks on the device's
+/// cores, so while a collective on the scale-up or scale-out links runs, the operators beside it
+/// have `collective_compute_share` (s) fewer of them. Each group of collectives costs s × the
+/// smaller of its time on those links (an all-to-all that drives both at once: the slower) and
+/// the compute it hides behind: a micro-batch's forward-overlapped its forward, its
+/// backward-overlapped its backward, its compute-overlapped the whole micro-batch (a third of
+/// that cost lengthens the forward, two thirds the backward); the step's compute-overlapped the
+/// step section;
+/// and the step's collectives that ride a micro-batch that micro-batch's forward or backward,
+/// once per step, so they lengthen the step section. Groups that run at once each take their
+/// own cores (a tensor-parallel exchange beside a data-parallel reduction: two libraries' kernels),
+/// so a pass can lose up to twice the share. The weight store's, the mesh's and the
+/// host link's transfers are DMA and router traffic and take no cores. `windows`: the
+/// micro-batch's forward, its backward, the whole micro-batch, the step section (s, at full
+/// clock). A faster link or faster compute never raises it.
+pub fn collective_tax(p: &Program, st: &Stage, m: &Machine, windows: [f64; 4]) -> Tax {
+    let [fwd, bwd, mb, step] = windows;
+    let share = m[t::COMM_SHARE];
+    let mut tax = Tax::default();
+    if share <= 0.0 {
+        return tax;
+    }
+    // core-driven link time per group: micro-batch forward, backward, compute; step compute,
+    // forward-riding, backward-riding
+    let mut d = [0.0f64; 6];
+    for c in &p.comms[st.comms.clone()] {
+        let g = match (c.overlap, c.section) {
+            (Overlap::None, _) => continue,
+            (Overlap::Forward, Section::MicroBatch) => 0,
+            (Overlap::Backward, Section::MicroBatch) => 1,
+            (Overlap::Compute, Section::MicroBatch) => 2,
+            (Overlap::Compute, Section::Step) => 3,
+            (Overlap::Forward, Section::Step) => 4,
+            (Overlap::Backward, Section::Step) => 5,
+        };
+        let l = collective_links(c, m);
+        let t = if c.coeffs.overlapped {
+            l[0].max(l[1])
+        } else {
+            l[0] + l[1]
+        };
+        d[g] += t * c.count;
+    }
+    let cap = |d: f64, w: f64| share * d.min(w);
+    let (f, b) = (cap(d[0], fwd), cap(d[1], bwd));
+    let c = cap(d[2], mb);
+    // the compute-overlapped ones (tensor-parallel) run in both passes: a third of their cost in
+    // the forward, two in the backward, which has twice its matrix work (a fixed split, so a
+    // shorter pass never moves cost into the other)
+    tax.micro_batch = f + b + c;
+    tax.forward = f + c / 3.0;
+    tax.backward = b + 2.0 * c / 3.0;
+    tax.step = cap(d[3], step) + cap(d[4], fwd) + cap(d[5], bwd);
+    tax
+}
+
 /// Time on one link class: latencies × latency + bytes / bandwidth (infinite without bandwidth).
 #[inline]
 fn link(l: &Link, bw: f64, lat: f64) -> f64 {
@@ -552,6 +621,16 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             flop_energy += mult * op.count * op.flops * m[t::ENERGY_PER_FLOP + op.precision];
             dyn_energy += mult * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
+        // What the overlapped collectives take from the compute they hide behind
+        // (`collective_tax`): it lengthens that compute before the link timelines measure what
+        // they expose.
+        let tax = collective_tax(p, st, m, [fwd_mb, bwd_mb, busy[0], busy[1]]);
+        for (s, x) in [(0, tax.micro_batch), (1, tax.step)] {
+            br[s].compute += x;
+            busy[s] += x;
+        }
+        fwd_mb += tax.forward;
+        bwd_mb += tax.backward;
         // Link timelines (`schedule`), one per link class: a micro-batch's (its forward- and
         // compute-overlapped collectives from its start, then those behind its backward, which
         // begins `busy − bwd` into it, later by what the forward collectives delayed the

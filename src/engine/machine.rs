@@ -89,6 +89,7 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
     m[t::EFF_MATMUL] = e.matmul;
     m[t::EFF_LOW_PRECISION] = e.low_precision_matmul;
     m[t::EFF_FP4_BACKWARD] = e.fp4_backward_matmul;
+    m[t::COMM_SHARE] = e.collective_compute_share;
     m[t::EFF_VECTOR] = e.vector;
     m[t::EFF_MEMORY] = e.memory;
     m[t::EFF_NETWORK] = e.network;

@@ -97,6 +97,9 @@ machine_table! {
         "Extra factor on the matrix efficiency for fp8 and narrower.";
     EFF_FP4_BACKWARD [1] "eff_fp4_backward", Ratio, Model, true, ["device.efficiency.fp4_backward_matmul"],
         "Extra factor on the low-precision efficiency for backward fp4 GEMMs (an FP4 recipe's work).";
+    COMM_SHARE [1] "collective_compute_share", Ratio, Model, true,
+        ["device.efficiency.collective_compute_share"],
+        "Fraction of the device's compute an overlapped collective on the scale-up or scale-out links takes while it runs (its library's kernels on the cores).";
     EFF_VECTOR [1] "eff_vector", Ratio, Model, true, ["device.efficiency.vector"],
         "Achievable fraction of the vector peak.";
     EFF_MEMORY [1] "eff_memory", Ratio, Model, true, ["device.efficiency.memory"],

@@ -245,6 +245,13 @@ pub struct EfficiencySpec {
     /// Fraction of peak reached with FP8 (or lower) GEMMs relative to `matmul`, when it differs.
     #[serde(default)]
     pub low_precision_matmul: Option<Q>,
+    /// Fraction of the device's compute a collective running beside it takes, while it runs
+    /// (NCCL runs its channels, and Transformer Engine its overlapped communication kernels, as
+    /// thread blocks on the SMs; a DMA or copy-engine transfer takes none): an overlapped
+    /// collective on the scale-up or scale-out links slows the operators it hides behind by this
+    /// share of its own time, at most of theirs. 0 (no cost) where the file gives none.
+    #[serde(default)]
+    pub collective_compute_share: Option<Q>,
     /// Fraction of the low-precision efficiency the backward pass's FP4 GEMMs reach in an FP4
     /// training recipe (NVFP4: random Hadamard transforms on the weight-gradient inputs,
     /// stochastic rounding of gradients, work beside the GEMMs the model does not cost apart),

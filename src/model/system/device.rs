@@ -74,6 +74,21 @@ pub(super) fn lower_device(
         .fp4_backward_matmul
         .as_ref()
         .and_then(|q| cx.fraction("fp4_backward_matmul", q));
+    let comm_share = e.collective_compute_share.as_ref().and_then(|q| {
+        let v = cx.q("collective_compute_share", q, D::Ratio)?;
+        if !(0.0..1.0).contains(&v) {
+            cx.error(
+                "collective_compute_share",
+                format!(
+                    "`collective_compute_share` must be a fraction in [0, 1), found `{}`",
+                    q.0.trim()
+                ),
+                Some("the share of the device's cores a running collective occupies, e.g. \"0.15\" for 20 of 132 SMs".into()),
+            );
+            return None;
+        }
+        Some(v)
+    });
     let overhead = e
         .kernel_overhead
         .as_ref()
@@ -198,6 +213,7 @@ pub(super) fn lower_device(
             matmul: matmul?,
             low_precision_matmul: lowp.unwrap_or(1.0),
             fp4_backward_matmul: fp4.unwrap_or(1.0),
+            collective_compute_share: comm_share.unwrap_or(0.0),
             vector: vector.unwrap_or(memory_eff?),
             memory: memory_eff?,
             network: network?,

@@ -284,6 +284,9 @@ pub struct Efficiency {
     /// Extra factor on `low_precision_matmul` for the backward pass's fp4 GEMMs (1 where the file
     /// gives none).
     pub fp4_backward_matmul: f64,
+    /// Fraction of the device's compute an overlapped collective on the scale-up or scale-out
+    /// links takes while it runs (0 where the file gives none).
+    pub collective_compute_share: f64,
     pub vector: f64,
     pub memory: f64,
     pub network: f64,

@@ -70,6 +70,67 @@ fn schedule(time: array<f32, 5>, overlapped: u32, release: f32, free: ptr<functi
     return at;
 }
 
+// The scale-up and scale-out bytes of a collective, with in-network reduction where the
+// switches offer it.
+fn up_bytes(c: CommRec) -> f32 {
+    return select(c.up_bytes, c.up_bytes_inr, X[F_UP_INR] != 0.0);
+}
+
+fn out_bytes(c: CommRec) -> f32 {
+    return select(c.out_bytes, c.out_bytes_inr, X[F_OUT_INR] != 0.0);
+}
+
+// One call of a collective on each link class (`cpu::collective_links`).
+fn collective_links(c: CommRec) -> array<f32, 5> {
+    let net = X[F_EFF_NETWORK];
+    let up_lat = select(c.up_lat, c.up_lat_inr, X[F_UP_INR] != 0.0);
+    let out_lat = select(c.out_lat, c.out_lat_inr, X[F_OUT_INR] != 0.0);
+    return array<f32, 5>(
+        link(up_bytes(c), X[F_UP_BANDWIDTH] * net * c.share, up_lat, X[F_UP_LATENCY]),
+        link(out_bytes(c), X[F_OUT_BANDWIDTH] * net, out_lat, X[F_OUT_LATENCY]),
+        link(c.ext_bytes, X[F_EXT_BANDWIDTH] * net, c.ext_lat, X[F_EXT_LATENCY]),
+        link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], c.mesh_lat, X[F_MESH_HOP_LATENCY]),
+        link(c.host_bytes, X[F_HOST_BANDWIDTH] * net, c.host_lat, X[F_HOST_LATENCY]),
+    );
+}
+
+// What a stage's overlapped collectives take from the compute they hide behind
+// (`cpu::collective_tax`): (per micro-batch in all, of it its forward's and its backward's part,
+// once per step), from the windows (forward, backward, micro-batch, step section).
+fn collective_tax(st: StageRec, w: vec4<f32>) -> vec4<f32> {
+    let share = X[F_COMM_SHARE];
+    if (share <= 0.0) {
+        return vec4<f32>(0.0);
+    }
+    var d = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    for (var i = 0u; i < st.n_comms; i++) {
+        let c = read_CommRec(st.comm_start + i * CommRec_RECS);
+        if (c.overlap == OVERLAP_NONE) {
+            continue;
+        }
+        let mb = c.section == SECTION_MICRO_BATCH;
+        var g = 0u;
+        if (c.overlap == OVERLAP_FORWARD) {
+            g = select(4u, 0u, mb);
+        } else if (c.overlap == OVERLAP_BACKWARD) {
+            g = select(5u, 1u, mb);
+        } else {
+            g = select(3u, 2u, mb);
+        }
+        let l = collective_links(c);
+        var t = l[0] + l[1];
+        if (c.overlapped != 0u) {
+            t = max(l[0], l[1]);
+        }
+        d[g] += t * c.count;
+    }
+    let f = share * min(d[0], w.x);
+    let b = share * min(d[1], w.y);
+    let cm = share * min(d[2], w.z);
+    let step = share * min(d[3], w.w) + share * min(d[4], w.x) + share * min(d[5], w.y);
+    return vec4<f32>(f + b + cm, f + cm / 3.0, b + 2.0 * cm / 3.0, step);
+}
+
 // Move a section's end to `at` if later; returns by how much (`cpu::extend`).
 fn extend(end: ptr<function, f32>, at: f32) -> f32 {
     if (at > *end) {
@@ -167,7 +228,6 @@ fn evaluate(li: u32) -> Point {
 
     let ext = X[F_EXT_CAPACITY];
     let ko = X[F_KERNEL_OVERHEAD];
-    let net = X[F_EFF_NETWORK];
     // over the stages (`cpu::eval_traced`): the slowest stage's micro-batch breakdown, the
     // chain's (repeat-weighted sum), the slowest stage's step section, and each stage's energy
     var head = 3.0e38;
@@ -287,6 +347,14 @@ fn evaluate(li: u32) -> Point {
             flop_energy += mult[s] * op.count * op.flops * X[op.epf];
             dyn_energy += mult[s] * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
+        // what the overlapped collectives take from the compute beside them (`cpu::collective_tax`)
+        let tax = collective_tax(st, vec4<f32>(fwd_mb, bwd_mb, busy[0], busy[1]));
+        comp[0] += tax.x;
+        busy[0] += tax.x;
+        comp[1] += tax.w;
+        busy[1] += tax.w;
+        fwd_mb += tax.y;
+        bwd_mb += tax.z;
         // link timelines per link class (`cpu::eval_traced`, `cpu::schedule`): the micro-batch's,
         // the step section's, and the first micro-batch's as it stood after pass 0; pass 0 the
         // collectives released at their section's start, pass 1 those behind a micro-batch's
@@ -329,21 +397,7 @@ fn evaluate(li: u32) -> Point {
                 if (cp != ps) {
                     continue;
                 }
-                var up = vec2<f32>(c.up_lat, c.up_bytes);
-                if (X[F_UP_INR] != 0.0) {
-                    up = vec2<f32>(c.up_lat_inr, c.up_bytes_inr);
-                }
-                var out = vec2<f32>(c.out_lat, c.out_bytes);
-                if (X[F_OUT_INR] != 0.0) {
-                    out = vec2<f32>(c.out_lat_inr, c.out_bytes_inr);
-                }
-                var lt = array<f32, 5>(
-                    link(up.y, X[F_UP_BANDWIDTH] * net * c.share, up.x, X[F_UP_LATENCY]),
-                    link(out.y, X[F_OUT_BANDWIDTH] * net, out.x, X[F_OUT_LATENCY]),
-                    link(c.ext_bytes, X[F_EXT_BANDWIDTH] * net, c.ext_lat, X[F_EXT_LATENCY]),
-                    link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], c.mesh_lat, X[F_MESH_HOP_LATENCY]),
-                    link(c.host_bytes, X[F_HOST_BANDWIDTH] * net, c.host_lat, X[F_HOST_LATENCY]),
-                );
+                var lt = collective_links(c);
                 for (var j = 0u; j < 5u; j++) {
                     lt[j] *= c.count;
                 }
@@ -368,7 +422,7 @@ fn evaluate(li: u32) -> Point {
                 }
                 comm[s] += exposed;
                 dyn_energy += mult[s] * c.count
-                    * (up.y * X[F_UP_ENERGY] + out.y * X[F_OUT_ENERGY] + c.host_bytes * X[F_HOST_ENERGY]);
+                    * (up_bytes(c) * X[F_UP_ENERGY] + out_bytes(c) * X[F_OUT_ENERGY] + c.host_bytes * X[F_HOST_ENERGY]);
             }
         }
         dyn_s[k] = dyn_energy;
