@@ -46,12 +46,26 @@ pub struct MappingReport {
     pub offload_activation_layers: u64,
     /// Expert parallelism's dispatcher (`alltoall`, `hierarchical`: `vocab::Dispatch`).
     pub expert_dispatch: crate::vocab::Dispatch,
+    /// The order the parallel dimensions are laid over the devices, innermost (nearest links)
+    /// first: `["Tp", "Cp", "Dp", "Pp"]` is Megatron's.
+    pub order: [crate::vocab::Dim; 4],
 }
 
 impl MappingReport {
     /// The shard group where hybrid sharding makes it smaller than dp × cp (`Mapping::hybrid_shard`).
     pub fn hybrid_shard(&self) -> Option<u64> {
         (self.shard < self.dp * self.cp).then_some(self.shard)
+    }
+
+    /// The order, where it is not Megatron's (`mapping::DEFAULT_ORDER`), innermost first.
+    pub fn unusual_order(&self) -> Option<String> {
+        (self.order != crate::model::mapping::DEFAULT_ORDER).then(|| {
+            self.order
+                .iter()
+                .map(|d| format!("{d:?}").to_lowercase())
+                .collect::<Vec<_>>()
+                .join(" < ")
+        })
     }
 }
 
@@ -77,6 +91,7 @@ impl From<&Mapping> for MappingReport {
             kernels: m.kernels,
             offload_activation_layers: m.offload_activation_layers,
             expert_dispatch: m.expert_dispatch,
+            order: m.order,
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::model::mapping::{Mapping, Placement, Pool, Recompute};
 use crate::model::serving::Concurrency;
 use crate::model::system::System;
 use crate::model::workload::{Model, Task, Workload};
+use crate::vocab::Dim;
 use std::collections::BTreeMap;
 
 pub struct SearchResult {
@@ -61,6 +62,15 @@ fn micro_batches(per_pipe: u64) -> Vec<u64> {
         v.push(per_pipe);
     }
     v
+}
+
+/// `order` with dimensions `a` and `b` in each other's place.
+fn swapped(order: [Dim; 4], a: Dim, b: Dim) -> [Dim; 4] {
+    order.map(|d| match d {
+        d if d == a => b,
+        d if d == b => a,
+        d => d,
+    })
 }
 
 fn divisors(n: u64) -> Vec<u64> {
@@ -156,10 +166,33 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                     // sweep its throttled, communication-bound points put the
                                     // GPU kernel's f32 clock solve 5e-4 from the CPU's (a flat
                                     // power curve), past the parity bound
-                                    let zeros: &[u8] = if pp == 1 && tp == 1 {
-                                        &[1, 2, 3]
+                                    // ZeRO 0 too (plain data parallelism: an all-reduce
+                                    // behind the backward and no parameter gather), and
+                                    // where everything is sharded, hybrid sharding over one
+                                    // scale-up domain, replicated across domains (HSDP)
+                                    // (not where the parameter gather is overlapped: then
+                                    // ZeRO 1 moves the same bytes, hidden, in less memory)
+                                    // (last: a tie goes to the smaller state)
+                                    let mut zeros: Vec<(u8, u64)> = vec![(1, 0), (2, 0)];
+                                    if pp == 1 && tp == 1 {
+                                        zeros.push((3, 0));
+                                        if dom > 1 && dp > dom && dp.is_multiple_of(dom) {
+                                            zeros.push((3, dom));
+                                        }
+                                    }
+                                    if !overlap.parameter_gather && dp * cp > 1 {
+                                        zeros.push((0, 0));
+                                    }
+                                    // which links each dimension takes (Calculon searches the
+                                    // network of each): the file's layout (Megatron's: data
+                                    // parallelism inside the pipeline stages), and with both
+                                    // the pipeline inside data parallelism, where that can put
+                                    // a different one of them on the scale-up links
+                                    let orders: Vec<[Dim; 4]> = if pp > 1 && dp > 1 && tp * cp < dom
+                                    {
+                                        vec![base.order, swapped(base.order, Dim::Dp, Dim::Pp)]
                                     } else {
-                                        &[1, 2]
+                                        vec![base.order]
                                     };
                                     // the experts' tensor-parallel width: the attention's
                                     // (etp = tp, ep inside dp × cp), or folded to 1 where tp > 1
@@ -170,7 +203,10 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                     } else {
                                         &[None]
                                     };
-                                    for &zero in zeros {
+                                    for (&(zero, shard), &order) in zeros
+                                        .iter()
+                                        .flat_map(|z| orders.iter().map(move |o| (z, o)))
+                                    {
                                         for (&ep, &etp) in eps
                                             .iter()
                                             .flat_map(|e| etps.iter().map(move |x| (e, x)))
@@ -193,7 +229,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 cp,
                                                 sp: tp > 1,
                                                 zero,
-                                                shard: 0,
+                                                shard,
                                                 micro_batch: mb,
                                                 interleave: v,
                                                 recompute: rc,
@@ -201,7 +237,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 embedding_in_pipeline_split: counted,
                                                 loss_in_pipeline_split: counted,
                                                 overlap,
-                                                order: base.order,
+                                                order,
                                                 placement: base.placement,
                                                 batch: 0,
                                                 regions: base.regions,
