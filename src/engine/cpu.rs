@@ -145,14 +145,13 @@ pub struct Tax {
 /// the compute it hides behind: a micro-batch's forward-overlapped its forward, its
 /// backward-overlapped its backward, its compute-overlapped the whole micro-batch (a third of
 /// that cost lengthens the forward, two thirds the backward); the step's compute-overlapped the
-/// step section;
-/// and the step's collectives that ride a micro-batch that micro-batch's forward or backward,
-/// once per step, so they lengthen the step section. Groups that run at once each take their
-/// own cores (a tensor-parallel exchange beside a data-parallel reduction: two libraries' kernels),
-/// so a pass can lose up to twice the share. The weight store's, the mesh's and the
-/// host link's transfers are DMA and router traffic and take no cores. `windows`: the
-/// micro-batch's forward, its backward, the whole micro-batch, the step section (s, at full
-/// clock). A faster link or faster compute never raises it.
+/// step section; and the step's collectives that ride a micro-batch that micro-batch's forward
+/// or backward, once per step, so they lengthen the step section. Groups that run at once each
+/// take their own cores (a tensor-parallel exchange beside a data-parallel reduction: two
+/// libraries' kernels), so a pass can lose up to twice the share. The weight store's, the
+/// mesh's and the host link's transfers are DMA and router traffic and take no cores.
+/// `windows`: the micro-batch's forward, its backward, the whole micro-batch, the step section
+/// (s, at full clock). A faster link or faster compute never raises it.
 pub fn collective_tax(p: &Program, st: &Stage, m: &Machine, windows: [f64; 4]) -> Tax {
     let [fwd, bwd, mb, step] = windows;
     let share = m[t::COMM_SHARE];

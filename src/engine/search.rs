@@ -166,13 +166,13 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                     // sweep its throttled, communication-bound points put the
                                     // GPU kernel's f32 clock solve 5e-4 from the CPU's (a flat
                                     // power curve), past the parity bound
-                                    // ZeRO 0 too (plain data parallelism: an all-reduce
-                                    // behind the backward and no parameter gather), and
-                                    // where everything is sharded, hybrid sharding over one
-                                    // scale-up domain, replicated across domains (HSDP)
-                                    // (not where the parameter gather is overlapped: then
-                                    // ZeRO 1 moves the same bytes, hidden, in less memory)
-                                    // (last: a tie goes to the smaller state)
+                                    // Beside them: where everything is sharded, hybrid
+                                    // sharding over one scale-up domain, replicated across
+                                    // domains (HSDP); and plain data parallelism (ZeRO 0: an
+                                    // all-reduce behind the backward, no parameter gather),
+                                    // except where the framework overlaps the parameter
+                                    // gather (ZeRO 1 then moves the same bytes hidden, in less
+                                    // memory), tried last so that a tie keeps the smaller state
                                     let mut zeros: Vec<(u8, u64)> = vec![(1, 0), (2, 0)];
                                     if pp == 1 && tp == 1 {
                                         zeros.push((3, 0));
