@@ -17,28 +17,22 @@ use tessera::vocab::Dim;
 
 mod common;
 
-/// Four nodes of eight GPUs on NVLink (900 GB/s both ways), InfiniBand between them.
-const SYSTEM: &str = r#"System(
-    version: 1, name: "search fixture", source: "t", sources: { "t": "test fixture" },
-    device: Device(
-        name: "gpu", source: "t",
-        die: Die(name: "die", source: "t", compute: [(name: "tc", kind: Matrix, peak: { "bf16": "989.4 TFLOP/s" })]),
-        memory: [(name: "HBM", kind: Hbm, attach: Package, capacity: "80 GB", bandwidth: "3.35 TB/s")],
-        tdp: "700 W", idle_power: "100 W",
-        efficiency: (matmul: "0.7", memory: "0.9", network: "0.8", kernel_overhead: "2 us"),
-    ),
-    node: Node(name: "node", source: "t", devices: 8, host: (cpus: 2, cpu_tdp: "350 W"), other_power: "1 kW"),
-    nodes: 4,
-    scale_up: (name: "nvlink", topology: Switched, size: 8, bandwidth: "900 GB/s", counted: BothDirections, latency: "2 us"),
-    scale_out: (name: "ib", topology: FatTree, bandwidth: "100 Gb/s", latency: "5 us"),
-    facility: (pue: "1.2"),
-)"#;
+/// Four of the lowering tests' nodes (`common::NODE_8`), InfiniBand between them.
+fn system() -> String {
+    let s = common::NODE_8.replace(
+        "nodes: 1,",
+        r#"nodes: 4,
+    scale_out: (name: "ib", topology: FatTree, bandwidth: "100 Gb/s", latency: "5 us"),"#,
+    );
+    assert_ne!(s, common::NODE_8, "the fixture's node count moved");
+    s
+}
 
 /// The pipeline inside data parallelism.
 const PP_INSIDE: [Dim; 4] = [Dim::Tp, Dim::Cp, Dim::Pp, Dim::Dp];
 
 fn fixtures(workload: &str) -> (System, Workload) {
-    common::load_texts(SYSTEM, workload)
+    common::load_texts(&system(), workload)
 }
 
 #[test]

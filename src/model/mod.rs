@@ -399,15 +399,38 @@ impl<'a> Ctx<'a> {
 
     /// A fraction in (0, 1].
     pub fn fraction(&mut self, field: &str, q: &Q) -> Option<f64> {
+        self.ratio_in(
+            field,
+            q,
+            |v| v > 0.0 && v <= 1.0,
+            "(0, 1]",
+            "efficiencies are achieved / peak, e.g. \"0.7\" or \"70 %\"",
+        )
+    }
+
+    /// A share in [0, 1): a part of something taken away, never all of it.
+    pub fn share(&mut self, field: &str, q: &Q, hint: &str) -> Option<f64> {
+        self.ratio_in(field, q, |v| (0.0..1.0).contains(&v), "[0, 1)", hint)
+    }
+
+    /// A ratio `ok` accepts, else an error naming the `range` it must lie in, with `hint`.
+    fn ratio_in(
+        &mut self,
+        field: &str,
+        q: &Q,
+        ok: impl Fn(f64) -> bool,
+        range: &str,
+        hint: &str,
+    ) -> Option<f64> {
         let v = self.q(field, q, Dimension::Ratio)?;
-        if !(v > 0.0 && v <= 1.0) {
+        if !ok(v) {
             self.error(
                 field,
                 format!(
-                    "`{field}` must be a fraction in (0, 1], found `{}`",
+                    "`{field}` must be a fraction in {range}, found `{}`",
                     q.0.trim()
                 ),
-                Some("efficiencies are achieved / peak, e.g. \"0.7\" or \"70 %\"".into()),
+                Some(hint.into()),
             );
             return None;
         }

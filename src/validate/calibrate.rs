@@ -353,18 +353,13 @@ pub fn calibrate(cases: &[Case], params: &[Param]) -> Result<Fit, CalibrateError
             converged = true;
             break;
         }
-        let f = free.len();
         let mut improved = false;
         while lambda < 1e12 {
-            let mut m = DMatrix::<f64>::zeros(f, f);
-            let mut rhs = DVector::<f64>::zeros(f);
+            let mut m = a.select_rows(&free).select_columns(&free);
             for (x, &i) in free.iter().enumerate() {
-                for (y, &l) in free.iter().enumerate() {
-                    m[(x, y)] = a[(i, l)];
-                }
                 m[(x, x)] += lambda * a[(i, i)].max(1e-12);
-                rhs[x] = -g[i];
             }
+            let rhs = -g.select_rows(&free);
             let Some(sub) = m.lu().solve(&rhs) else {
                 lambda *= 10.0;
                 continue;

@@ -75,19 +75,11 @@ pub(super) fn lower_device(
         .as_ref()
         .and_then(|q| cx.fraction("fp4_backward_matmul", q));
     let comm_share = e.collective_compute_share.as_ref().and_then(|q| {
-        let v = cx.q("collective_compute_share", q, D::Ratio)?;
-        if !(0.0..1.0).contains(&v) {
-            cx.error(
-                "collective_compute_share",
-                format!(
-                    "`collective_compute_share` must be a fraction in [0, 1), found `{}`",
-                    q.0.trim()
-                ),
-                Some("the share of the device's cores a running collective occupies, e.g. \"0.15\" for 20 of 132 SMs".into()),
-            );
-            return None;
-        }
-        Some(v)
+        cx.share(
+            "collective_compute_share",
+            q,
+            "the share of the device's cores a running collective occupies, e.g. \"0.15\" for 20 of 132 SMs",
+        )
     });
     let overhead = e
         .kernel_overhead
