@@ -1,11 +1,13 @@
 //! A wafer as a mesh of cores (issue 10): each layer on a region of cores, every matrix-vector
-//! product reduced across its region over the mesh (hops × hop latency + bytes / link
-//! bandwidth). Laws: more mesh link bandwidth or less hop latency never slows a step; a CS-3 is
-//! never slower than a CS-2 on Llama 3.1 8B decode; the mesh figures reach the decode time
-//! through `--set` and `sweep --vary`; no wafer part file carries a fitted figure.
+//! product, attention score, norm and softmax reduced across its region over the mesh (hops ×
+//! hop latency + bytes / link bandwidth). Laws: more mesh link bandwidth or less hop latency
+//! never slows a step; a CS-3 is never slower than a CS-2 on Llama 3.1 8B decode; the mesh
+//! figures reach the decode time through `--set` and `sweep --vary`; no wafer part file
+//! carries a fitted figure.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+use approx::assert_relative_eq;
 use proptest::prelude::*;
 use std::process::Command;
 use tessera::engine::program::Program;
@@ -174,4 +176,61 @@ proptest! {
         prop_assert!(e1.feasible);
         prop_assert!(e1.step_time <= e0.step_time * (1.0 + 1e-12), "{} > {}", e1.step_time, e0.step_time);
     }
+}
+
+#[test]
+fn a_decode_layer_runs_waferllm_s_ten_all_reduces_and_prefill_its_score_reductions() {
+    // WaferLLM's kernels (MeshInfra/WaferLLM, Decode/WSE-2/src/decode.csl `decode_struct`;
+    // Prefill/WSE-2/src/prefill.csl `matmul_T_compute`) across a row of n cores of the layer's
+    // region. Llama 3.1 8B, one request of 1,024 + 1,024 tokens in bf16 on a CS-3, 32 heads:
+    // a row holds 1 head's share (32 / n < 1), the mean context is 1,024 + 1,024 / 2 = 1,536.
+    //   decode, per layer: five matrix-vector all-reduces (MeshGEMV), one of the attention
+    //     scores (1,536 / n positions × 2 B), four of one value each (two RMSNorm sums of
+    //     squares, the softmax's max and sum: 2 B); an all-reduce is n + √n hops
+    //   prefill, per layer and per output token (÷ 1,024): n reductions of the partial score
+    //     tile, (1,024 / n)² × 2 B each, to a root of the row (½(n + √n) hops), and four
+    //     all-reduces of 1,024 / n values × 2 B
+    let (p, _) = prepared("architectures/cerebras-cs3.ron", LLAMA8B);
+    let find = |name: &str| {
+        p.comms
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let gemv = find("mesh: decode all-reduce (MeshGEMV)");
+    let n = gemv.mesh;
+    assert!(n > 100.0, "{n}");
+    assert_eq!(gemv.count, 5.0);
+    let all_reduce_hops = n + n.sqrt();
+    assert_relative_eq!(
+        gemv.coeffs.mesh.latencies,
+        all_reduce_hops,
+        max_relative = 1e-12
+    );
+    let scores = find("mesh: decode attention-score all-reduce");
+    assert_eq!((scores.count, scores.mesh), (1.0, n));
+    assert_relative_eq!(scores.bytes, 1536.0 / n * 2.0, max_relative = 1e-12);
+    assert_relative_eq!(
+        scores.coeffs.mesh.latencies,
+        all_reduce_hops,
+        max_relative = 1e-12
+    );
+    let norms = find("mesh: decode RMSNorm and softmax all-reduces");
+    assert_eq!((norms.count, norms.bytes, norms.mesh), (4.0, 2.0, n));
+    assert_relative_eq!(
+        norms.coeffs.mesh.latencies,
+        all_reduce_hops,
+        max_relative = 1e-12
+    );
+    let tile = find("mesh: prefill score reductions (transposed MeshGEMM)");
+    assert_relative_eq!(tile.count, n / 1024.0, max_relative = 1e-12);
+    assert_relative_eq!(tile.bytes, (1024.0 / n).powi(2) * 2.0, max_relative = 1e-12);
+    assert_relative_eq!(
+        tile.coeffs.mesh.latencies,
+        0.5 * all_reduce_hops,
+        max_relative = 1e-12
+    );
+    let pnorms = find("mesh: prefill RMSNorm and softmax all-reduces");
+    assert_relative_eq!(pnorms.count, 4.0 / 1024.0, max_relative = 1e-12);
+    assert_relative_eq!(pnorms.bytes, 1024.0 / n * 2.0, max_relative = 1e-12);
 }

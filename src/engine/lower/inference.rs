@@ -904,6 +904,42 @@ fn build(
                     },
                     c.side,
                 );
+                // A vector spread over a row of cores needs a reduction for every quantity
+                // summed over it, not only the matrix-vector outputs. WaferLLM's decode layer
+                // (MeshInfra/WaferLLM `Decode/WSE-2/src/decode.csl`, `decode_struct`) runs ten
+                // two-tree all-reduces: the five outputs above, the attention scores (each
+                // core's partial dot products for its share of the cached positions, reduced
+                // across the row that holds the query's dimensions), the two RMSNorm sums of
+                // squares and the softmax's maximum and sum (one value per token and per head
+                // a core holds: heads / side where a row holds several heads, else one)
+                let held_heads = (attn_heads / c.side).max(1.0);
+                b.mesh_comm(
+                    Collective {
+                        name: "mesh: decode attention-score all-reduce".into(),
+                        role: Role::TensorParallel,
+                        kind: CollKind::AllReduce,
+                        bytes: vt * ctx / c.side * held_heads * ab,
+                        group: (1.0, 1.0, 1.0),
+                        count: l,
+                        section: mbs,
+                        overlap: Overlap::None,
+                    },
+                    c.side,
+                );
+                b.mesh_comm(
+                    Collective {
+                        name: "mesh: decode RMSNorm and softmax all-reduces".into(),
+                        role: Role::TensorParallel,
+                        kind: CollKind::AllReduce,
+                        // two norms (one value per token), softmax max and sum (per held head)
+                        bytes: vt * (1.0 + held_heads) / 2.0 * ab,
+                        group: (1.0, 1.0, 1.0),
+                        count: 4.0 * l,
+                        section: mbs,
+                        overlap: Overlap::None,
+                    },
+                    c.side,
+                );
             }
             if c.layers > 0 && c.prefill {
                 // prefill's matrix products as cyclic shifts along rows and columns
@@ -921,6 +957,42 @@ fn build(
                     },
                     c.side,
                 );
+                // The scores Q·Kᵀ contract over the hidden dimensions, which a row of cores
+                // splits: WaferLLM's prefill kernel (`Prefill/WSE-2/src/prefill.csl`,
+                // `matmul_T_compute`) reduces each step's partial score tile (a request's
+                // (prompt / side)² scores per held head) to a root of the row, one reduction
+                // for each of the side's steps; the two RMSNorms and the softmax's max and sum
+                // all-reduce across the row, one value per token (and held head) a core holds.
+                let held_heads = (attn_heads / c.side).max(1.0);
+                let tile = inf.prompt as f64 / c.side;
+                for (name, kind, bytes, count) in [
+                    (
+                        "mesh: prefill score reductions (transposed MeshGEMM)",
+                        CollKind::ReduceScatter,
+                        batch * tile * tile * held_heads * ab,
+                        l * c.side,
+                    ),
+                    (
+                        "mesh: prefill RMSNorm and softmax all-reduces",
+                        CollKind::AllReduce,
+                        ptok / c.side * (1.0 + held_heads) / 2.0 * ab,
+                        4.0 * l,
+                    ),
+                ] {
+                    b.mesh_comm(
+                        Collective {
+                            name: name.into(),
+                            role: Role::TensorParallel,
+                            kind,
+                            bytes,
+                            group: (1.0, 1.0, 1.0),
+                            count: count * amort,
+                            section: stp,
+                            overlap: Overlap::None,
+                        },
+                        c.side,
+                    );
+                }
             }
             if head {
                 b.mesh_comm(
