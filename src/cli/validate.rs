@@ -89,7 +89,8 @@ fn value(m: Metric, v: f64) -> String {
         Metric::Mfu | Metric::ScalingEfficiency => format!("{:.1}%", v * 100.0),
         Metric::TimeToTrain | Metric::StepTime if v >= 3600.0 => format!("{:.3} h", v / 3600.0),
         Metric::TimeToTrain | Metric::StepTime if v >= 60.0 => format!("{:.2} min", v / 60.0),
-        Metric::TimeToTrain | Metric::StepTime => format!("{v:.3} s"),
+        Metric::TimeToTrain | Metric::StepTime if v >= 1.0 => format!("{v:.3} s"),
+        // below a second in SI prefixes (ms, us), three significant digits
         _ => fmt_si(v, m.unit()),
     }
 }

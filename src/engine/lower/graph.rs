@@ -1,6 +1,7 @@
 //! Operator-graph workloads: the operators and collectives a file states, taken as written (run
 //! at the device's nearest precision, collectives placed on the topology, host transfers on the
-//! link to the host's memory).
+//! link to the host's memory); on a device with a mesh of cores (a wafer), each matrix product
+//! spread over the mesh with the collectives that spreading needs.
 
 use super::{domain_size, place_group, run_precision, Builder, Collective, Reason};
 use crate::engine::program::*;
@@ -20,6 +21,14 @@ pub(super) fn graph_run(
     let dom = domain_size(sys, n);
     let mut b = Builder::default();
     let tiling = crate::engine::tiling::Tiling::of(&sys.device);
+    // the cores along a side of the device's mesh, where it has one (a product spread over the
+    // whole square of the mesh's cores, as a wafer region of that many cores is)
+    let mesh_side = sys
+        .device
+        .mesh
+        .as_ref()
+        .map(|ms| ms.dims.iter().map(|&d| d as f64).product::<f64>().sqrt())
+        .filter(|&side| side > 1.0);
     let mut wbytes = 0.0;
     let mut abytes: f64 = 0.0;
     let mut flops = 0.0;
@@ -52,6 +61,9 @@ pub(super) fn graph_run(
                     section: Section::MicroBatch,
                     phase: Phase::Forward,
                 });
+                if let (Some(side), Some(g), true) = (mesh_side, gemm, *matrix) {
+                    b.mesh_comm(mesh_product(name, g, side, pr.bytes(), *count), side);
+                }
                 wbytes += weight_bytes;
                 abytes = abytes.max(*act_bytes);
                 flops += f * count;
@@ -120,6 +132,43 @@ pub(super) fn graph_run(
         steps: r.steps,
         host_steps: 0.0,
     })
+}
+
+/// A matrix product `g` spread over a `side` × `side` square of a mesh's cores, after WaferLLM
+/// (He et al., OSDI'25; MeshInfra/WaferLLM `MeshGEMV/` and `MeshGEMM/`): with fewer rows than
+/// a side of cores (a matrix-vector product), each core keeps its tile of the matrix and the
+/// partial outputs are all-reduced across a row of cores with the two-way K-tree (MeshGEMV: each
+/// core ends with `m × n / side` values); otherwise the operand tiles shift cyclically along
+/// rows and columns (MeshGEMM, Cannon's algorithm: each core sees a row of A's tiles and a
+/// column of B's, `(m·k + k·n) / side` values). `bytes`: of one value. A row-blocked kernel
+/// (no column tiling) is left as written.
+fn mesh_product(
+    name: &str,
+    g: &crate::model::workload::Gemm,
+    side: f64,
+    bytes: f64,
+    count: f64,
+) -> Collective {
+    let n = g.n.unwrap_or(0.0);
+    let (kind, what, per_core) = if g.m < side {
+        (CollKind::AllReduce, "all-reduce (MeshGEMV)", g.m * n / side)
+    } else {
+        (
+            CollKind::AllGather,
+            "shifts (MeshGEMM)",
+            (g.m * g.k + g.k * n) / side,
+        )
+    };
+    Collective {
+        name: format!("mesh: {name} {what}").into(),
+        role: Role::TensorParallel,
+        kind,
+        bytes: per_core * g.groups.max(1.0) * bytes,
+        group: (1.0, 1.0, 1.0),
+        count: if g.n.is_some() { count } else { 0.0 },
+        section: Section::MicroBatch,
+        overlap: Overlap::None,
+    }
 }
 
 /// A copy of `bytes` per device between the device and the host's memory: one transfer over the
