@@ -2,7 +2,10 @@
 //! `--mapping auto` search for it. Targets: ≤ 10 µs per estimate, ≤ 0.1 s per search. And the
 //! per-layer inference pipeline (issue 11): evaluating IBM's 15-stage NorthPole layout, and the
 //! search over placements that finds it. And a serving search at a latency target (issue 13:
-//! interleaved layouts and prefill pools).
+//! interleaved layouts and prefill pools). And a wafer (issue 10): Llama 3.1 8B decode on a
+//! CS-3, each layer on its region of cores with its mesh collectives (target: microseconds per
+//! estimate), and WaferLLM's Llama3-8B on a WSE-2 in its stated core regions, whose block inside
+//! each region is searched.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
@@ -84,6 +87,51 @@ fn bench(c: &mut Criterion) {
     c.bench_function("search/auto placement 3B on NorthPole-16", |b| {
         b.iter(|| black_box(search::search(&np, &gw, 16, Objective::Time).ranked.len()))
     });
+
+    // a wafer: one region of cores per layer, every layer's mesh collectives (issue 10)
+    let cs3 = tessera::model::system::load_system("architectures/cerebras-cs3.ron", &Disk)
+        .value
+        .expect("cerebras-cs3 loads");
+    let l8 = tessera::model::workload::load_workload("workloads/llama3.1-8b-serving.ron", &Disk)
+        .value
+        .expect("llama3.1-8b-serving loads");
+    let single = Mapping::resolve(&tessera::model::mapping::MappingPlan::default(), 1, 0)
+        .expect("one wafer resolves");
+    c.bench_function("estimate/lower+eval 8B decode on a CS-3", |b| {
+        b.iter(|| {
+            let mach = lower::machine(&cs3, 1);
+            let p = lower::lower(&cs3, &l8, &single, 1).unwrap();
+            black_box(cpu::eval(&p, &mach))
+        })
+    });
+    let cs2 = tessera::model::system::load_system("architectures/cerebras-cs2.ron", &Disk)
+        .value
+        .expect("cerebras-cs2 loads");
+    let wl = tessera::model::workload::load_workload(
+        "workloads/llama3-8b-waferllm-2048-2048.ron",
+        &Disk,
+    )
+    .value
+    .expect("waferllm workload loads");
+    let regions = tessera::model::workload::load_mapping(
+        "workloads/mappings/waferllm-wse2-llama3-8b-regions.ron",
+        &Disk,
+    )
+    .value
+    .expect("waferllm regions load");
+    c.bench_function(
+        "estimate/full report 8B in WaferLLM's regions on a WSE-2",
+        |b| {
+            b.iter(|| {
+                black_box(tessera::engine::estimate(
+                    &cs2,
+                    &wl,
+                    &MappingChoice::Given(regions.clone()),
+                    Some(1),
+                ))
+            })
+        },
+    );
 
     // serving at a latency target: every interleaved layout and every prefill pool (issue 13)
     let dgx = tessera::model::system::load_system("architectures/dgx-h100.ron", &Disk)
