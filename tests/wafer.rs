@@ -237,11 +237,13 @@ fn a_decode_layer_runs_waferllm_s_ten_all_reduces_and_prefill_its_score_reductio
 
 #[test]
 fn a_graph_s_matrix_products_spread_over_the_wafer_with_their_collectives() {
-    // WaferLLM's GEMV [1, 16K] x [16K, 16K] in fp16 on a WSE-2 (850 x 1000 cores, a square of
-    // n = √850,000 = 921.95 a side): one row of the output per core's row, so MeshGEMV: each core
-    // keeps its tile and all-reduces its n-th of the 16,384 outputs across its row,
-    // 16,384 / n × 2 B, in n + √n hops. A product with at least n rows (8,192 × 4,096 × 4,096)
-    // shifts its operands instead (MeshGEMM: (m·k + k·n_cols) / n values a core, 2(n − 1) hops).
+    // WaferLLM's GEMV [1, 16K] x [16K, 16K] in fp16 on a WSE-2 (850 x 1000 cores, taken as a
+    // square no wider than the mesh: n = min(√850,000, 850) = 850 a side): one row of the output
+    // per row of cores, so MeshGEMV: each core keeps its tile and all-reduces its n-th of the
+    // 16,384 outputs across its row, 16,384 / n × 2 B, in n + √n hops, after the product. A
+    // product with at least n rows (8,192 × 4,096 × 4,096) shifts its operands instead, behind
+    // the multiplications (MeshGEMM: the busiest link carries max(m·k, k·n_cols) / n values,
+    // 2(n − 1) hops).
     let mut fs = tessera::model::system::MemFs::default();
     for (file, m, nk) in [("gemv.ron", 1, 16384), ("gemm.ron", 8192, 4096)] {
         fs.0.insert(
@@ -257,7 +259,7 @@ fn a_graph_s_matrix_products_spread_over_the_wafer_with_their_collectives() {
     let s = load_system("architectures/cerebras-cs2.ron", &CrateFs)
         .value
         .expect("system");
-    let side = 850_000f64.sqrt();
+    let side = 850.0;
     let program = |file: &str| {
         let w = load_workload(file, &fs).value.expect("workload");
         engine::prepare(&s, &w, &MappingChoice::Auto(Objective::Time), Some(1))
@@ -269,6 +271,7 @@ fn a_graph_s_matrix_products_spread_over_the_wafer_with_their_collectives() {
         panic!("{:?}", gemv.comms)
     };
     assert_eq!(c.kind, tessera::engine::program::CollKind::AllReduce);
+    assert_eq!(c.overlap, tessera::engine::program::Overlap::None);
     assert_relative_eq!(c.mesh, side, max_relative = 1e-12);
     assert_relative_eq!(c.bytes, 16384.0 / side * 2.0, max_relative = 1e-12);
     assert_relative_eq!(
@@ -281,7 +284,8 @@ fn a_graph_s_matrix_products_spread_over_the_wafer_with_their_collectives() {
         panic!("{:?}", gemm.comms)
     };
     assert_eq!(c.kind, tessera::engine::program::CollKind::AllGather);
-    let per_core = (8192.0 * 4096.0 + 4096.0 * 4096.0) / side * 2.0;
+    assert_eq!(c.overlap, tessera::engine::program::Overlap::Compute);
+    let per_core = 8192.0 * 4096.0 / side * 2.0;
     assert_relative_eq!(c.bytes, per_core, max_relative = 1e-12);
     assert_relative_eq!(
         c.coeffs.mesh.latencies,

@@ -21,13 +21,17 @@ pub(super) fn graph_run(
     let dom = domain_size(sys, n);
     let mut b = Builder::default();
     let tiling = crate::engine::tiling::Tiling::of(&sys.device);
-    // the cores along a side of the device's mesh, where it has one (a product spread over the
-    // whole square of the mesh's cores, as a wafer region of that many cores is)
+    // the cores along a side of the device's mesh, where it has one: the whole device's cores as
+    // one square region, no wider than the mesh (as training on a mesh takes it)
     let mesh_side = sys
         .device
         .mesh
         .as_ref()
-        .map(|ms| ms.dims.iter().map(|&d| d as f64).product::<f64>().sqrt())
+        .map(|ms| {
+            let x = ms.dims.first().copied().unwrap_or(1) as f64;
+            let y = ms.dims.get(1).copied().unwrap_or(1) as f64;
+            (x * y).sqrt().min(x.min(y))
+        })
         .filter(|&side| side > 1.0);
     let mut wbytes = 0.0;
     let mut abytes: f64 = 0.0;
@@ -138,10 +142,11 @@ pub(super) fn graph_run(
 /// (He et al., OSDI'25; MeshInfra/WaferLLM `MeshGEMV/` and `MeshGEMM/`): with fewer rows than
 /// a side of cores (a matrix-vector product), each core keeps its tile of the matrix and the
 /// partial outputs are all-reduced across a row of cores with the two-way K-tree (MeshGEMV: each
-/// core ends with `m × n / side` values); otherwise the operand tiles shift cyclically along
-/// rows and columns (MeshGEMM, Cannon's algorithm: each core sees a row of A's tiles and a
-/// column of B's, `(m·k + k·n) / side` values). `bytes`: of one value. A row-blocked kernel
-/// (no column tiling) is left as written.
+/// core ends with `m × n / side` values), after the product; otherwise the operand tiles shift
+/// cyclically along rows and columns while the previous tiles are multiplied (MeshGEMM, Cannon's
+/// algorithm, double-buffered: A's tiles pass along the rows and B's along the columns, so the
+/// busiest link carries `max(m·k, k·n) / side` values, as `training::mesh` costs a layer's
+/// products). `bytes`: of one value. A row-blocked kernel (no column tiling) is left as written.
 fn mesh_product(
     name: &str,
     g: &crate::model::workload::Gemm,
@@ -150,13 +155,21 @@ fn mesh_product(
     count: f64,
 ) -> Collective {
     let n = g.n.unwrap_or(0.0);
-    let (kind, what, per_core) = if g.m < side {
-        (CollKind::AllReduce, "all-reduce (MeshGEMV)", g.m * n / side)
+    let (kind, what, per_core, overlap) = if g.m < side {
+        let outputs = g.m * n / side;
+        (
+            CollKind::AllReduce,
+            "all-reduce (MeshGEMV)",
+            outputs,
+            Overlap::None,
+        )
     } else {
+        let tiles = (g.m * g.k).max(g.k * n) / side;
         (
             CollKind::AllGather,
             "shifts (MeshGEMM)",
-            (g.m * g.k + g.k * n) / side,
+            tiles,
+            Overlap::Compute,
         )
     };
     Collective {
@@ -167,7 +180,7 @@ fn mesh_product(
         group: (1.0, 1.0, 1.0),
         count: if g.n.is_some() { count } else { 0.0 },
         section: Section::MicroBatch,
-        overlap: Overlap::None,
+        overlap,
     }
 }
 
