@@ -187,9 +187,9 @@ fn a_decode_layer_runs_waferllm_s_ten_all_reduces_and_prefill_its_score_reductio
     //   decode, per layer: five matrix-vector all-reduces (MeshGEMV), one of the attention
     //     scores (1,536 / n positions × 2 B), four of one value each (two RMSNorm sums of
     //     squares, the softmax's max and sum: 2 B); an all-reduce is n + √n hops
-    //   prefill, per layer and per output token (÷ 1,024): n reductions of the partial score
-    //     tile, (1,024 / n)² × 2 B each, to a root of the row (½(n + √n) hops), and four
-    //     all-reduces of 1,024 / n values × 2 B
+    //   prefill, per layer and per output token (÷ 1,024): the MeshGEMM shifts, n reductions
+    //     of the partial score tile, (1,024 / n)² × 2 B each, to a root of the row (½(n + √n)
+    //     hops), and four all-reduces of 1,024 / n values × 2 B
     let (p, _) = prepared("architectures/cerebras-cs3.ron", LLAMA8B);
     let find = |name: &str| {
         p.comms
@@ -230,6 +230,13 @@ fn a_decode_layer_runs_waferllm_s_ten_all_reduces_and_prefill_its_score_reductio
         0.5 * all_reduce_hops,
         max_relative = 1e-12
     );
+    // MeshGEMM's shifts: per product the larger of the prompt's activations (1,024 tokens) and
+    // the weights, here the weights every time (QKV 4096 x 6144, output 4096 x 4096, gated FFN
+    // 3 x 4096 x 14336: 218,103,808 parameters, 2 B each), over n; behind the multiplications
+    let shifts = find("mesh: prefill shifts (MeshGEMM)");
+    assert_relative_eq!(shifts.bytes, 218_103_808.0 * 2.0 / n, max_relative = 1e-12);
+    assert_relative_eq!(shifts.count, 1.0 / 1024.0, max_relative = 1e-12);
+    assert_eq!(shifts.overlap, tessera::engine::program::Overlap::Compute);
     let pnorms = find("mesh: prefill RMSNorm and softmax all-reduces");
     assert_relative_eq!(pnorms.count, 4.0 / 1024.0, max_relative = 1e-12);
     assert_relative_eq!(pnorms.bytes, 1024.0 / n * 2.0, max_relative = 1e-12);

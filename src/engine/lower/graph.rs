@@ -145,8 +145,9 @@ pub(super) fn graph_run(
 /// core ends with `m × n / side` values), after the product; otherwise the operand tiles shift
 /// cyclically along rows and columns while the previous tiles are multiplied (MeshGEMM, Cannon's
 /// algorithm, double-buffered: A's tiles pass along the rows and B's along the columns, so the
-/// busiest link carries `max(m·k, k·n) / side` values, as `training::mesh` costs a layer's
-/// products). `bytes`: of one value. A row-blocked kernel (no column tiling) is left as written.
+/// busiest link carries `max(m·k, k·n) / side` values: `mesh_gemm_bytes`, as training and
+/// prefill cost a layer's products). `bytes`: of one value. A row-blocked kernel (no column
+/// tiling) is left as written.
 fn mesh_product(
     name: &str,
     g: &crate::model::workload::Gemm,
@@ -164,7 +165,7 @@ fn mesh_product(
             Overlap::None,
         )
     } else {
-        let tiles = (g.m * g.k).max(g.k * n) / side;
+        let tiles = super::mesh_gemm_bytes(&[(g.m * g.k, g.k * n)], side);
         (
             CollKind::AllGather,
             "shifts (MeshGEMM)",

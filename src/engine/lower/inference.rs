@@ -943,17 +943,29 @@ fn build(
             }
             if c.layers > 0 && c.prefill {
                 // prefill's matrix products as cyclic shifts along rows and columns
-                // (MeshGEMM): each core's activation and weight tiles pass every core of its row
+                // (MeshGEMM, `mesh_gemm_bytes`), behind the multiplications (WaferLLM's prefill
+                // kernel, Prefill/WSE-2/src/comm_lib/comm_pe.csl `mm_two_hop_comm`, starts each
+                // step's shifts asynchronously into the second buffer): QKV, the output
+                // projection, the FFN's up (and gate) and down projections, as (the prompt's
+                // input activations, the weights)
+                let (qkv_split, qkv_shared) = t.qkv_params();
+                let ffn_active = t.layer_ffn_active();
+                let products = [
+                    (ptok * h * ab, (qkv_split + qkv_shared) * wb),
+                    (ptok * vd * ab, vd * h * wb),
+                    (ptok * h * ab, ffn_active * (ffn_mats - 1.0) / ffn_mats * wb),
+                    (ptok * ffn_width * ab, ffn_active / ffn_mats * wb),
+                ];
                 b.mesh_comm(
                     Collective {
                         name: "mesh: prefill shifts (MeshGEMM)".into(),
                         role: Role::TensorParallel,
                         kind: CollKind::AllGather,
-                        bytes: (4.0 * ptok * h * ab + layer_active * wb) / c.side,
+                        bytes: super::mesh_gemm_bytes(&products, c.side),
                         group: (1.0, 1.0, 1.0),
                         count: l * amort,
                         section: stp,
-                        overlap: Overlap::None,
+                        overlap: Overlap::Compute,
                     },
                     c.side,
                 );

@@ -7,7 +7,7 @@
 //! bytes, shifted while the previous tile is multiplied (overlapped with the compute).
 
 use super::Shape;
-use crate::engine::lower::{Builder, Collective};
+use crate::engine::lower::{mesh_gemm_bytes, Builder, Collective};
 use crate::engine::program::*;
 use crate::model::system::System;
 use crate::vocab::LayerPart;
@@ -47,8 +47,8 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape) {
         (tok * h, up_w),
         (tok * inner, h * d.ffn_inner / tpf),
     ];
-    let shift = |&(a, w): &(f64, f64)| (a * ab).max(w * wb);
-    let per_core: f64 = gemms.iter().map(shift).sum::<f64>() / side;
+    let bytes = gemms.map(|(a, w)| (a * ab, w * wb));
+    let per_core = mesh_gemm_bytes(&bytes, side);
     // forward once; backward twice (input and weight gradients); once more for the GEMMs the
     // recomputation re-runs (all of them under full recomputation)
     let parts = d.m.recompute.parts();
@@ -59,11 +59,10 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape) {
         LayerPart::FfnDown,
     ]
     .iter()
-    .zip(&gemms)
+    .zip(&bytes)
     .filter(|(p, _)| parts.has(**p))
-    .map(|(_, g)| shift(g))
-    .sum::<f64>()
-        / side;
+    .map(|(_, g)| mesh_gemm_bytes(&[*g], side))
+    .sum::<f64>();
     let redo = if per_core > 0.0 {
         redone / per_core
     } else {
