@@ -170,11 +170,12 @@ const ESTIMATE_MAPS: &[&str] = &[];
 #[test]
 fn estimate_feasible() {
     let mut shape = Shape::new(ESTIMATE_MAPS);
-    // Training with a target (time to train) on a software stack, and inference (latency per
-    // token) on none.
+    // Training with a target (time to train) on a software stack, inference (latency per
+    // token) on none, and inference on a wafer in a mapping's core regions (`mapping.regions`).
     for (arch, workload, mapping) in [
         ("dgx-h100", "llama3.1-8b-pretrain", "auto"),
         ("gb200-nvl72", "llama3-70b-serving", "published"),
+        ("cerebras-cs2", "llama3-8b-waferllm-2048-2048", "regions"),
     ] {
         let (arch, workload) = (
             format!("architectures/{arch}.ron"),
@@ -184,6 +185,12 @@ fn estimate_feasible() {
         if mapping == "auto" {
             args.extend(["--mapping", "auto"]);
             args.extend(["--software", "architectures/software/nemo-24.04.ron"]);
+        }
+        if mapping == "regions" {
+            args.extend([
+                "--mapping",
+                "workloads/mappings/waferllm-wse2-llama3-8b-regions.ron",
+            ]);
         }
         args.extend(["--format", "json"]);
         let v = tessera(&args);

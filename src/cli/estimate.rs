@@ -71,6 +71,9 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         if let Some(st) = &m.stages {
             r.push(("pipeline stages".into(), st.clone()));
         }
+        if let Some(blocks) = m.core_regions() {
+            r.push(("core blocks (wafer)".into(), blocks));
+        }
     }
     if e.feasible {
         r.push(("step time".into(), si(e.step_time_s, "s")));

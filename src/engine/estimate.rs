@@ -49,12 +49,30 @@ pub struct MappingReport {
     /// The order the parallel dimensions are laid over the devices, innermost (nearest links)
     /// first: `["Tp", "Cp", "Dp", "Pp"]` is Megatron's.
     pub order: [crate::vocab::Dim; 4],
+    /// Inference on a wafer whose mapping states core regions: the block of cores, `[columns,
+    /// rows]`, each phase runs a layer on, as chosen inside the stated region (the fastest square
+    /// block within it); absent where no region is stated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regions: Option<crate::model::mapping::Regions>,
 }
 
 impl MappingReport {
     /// The shard group where hybrid sharding makes it smaller than dp × cp (`Mapping::hybrid_shard`).
     pub fn hybrid_shard(&self) -> Option<u64> {
         (self.shard < self.dp * self.cp).then_some(self.shard)
+    }
+
+    /// The core blocks a wafer's phases run on, where the mapping states regions: "prefill 660 ×
+    /// 660, decode 336 × 336".
+    pub fn core_regions(&self) -> Option<String> {
+        let r = self.regions?;
+        let block =
+            |phase: &str, b: Option<(u64, u64)>| b.map(|(a, c)| format!("{phase} {a} × {c}"));
+        let parts: Vec<String> = [block("prefill", r.prefill), block("decode", r.decode)]
+            .into_iter()
+            .flatten()
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
     }
 
     /// The order, where it is not Megatron's (`mapping::DEFAULT_ORDER`), innermost first.
@@ -92,6 +110,7 @@ impl From<&Mapping> for MappingReport {
             offload_activation_layers: m.offload_activation_layers,
             expert_dispatch: m.expert_dispatch,
             order: m.order,
+            regions: m.regions.any().then_some(m.regions),
         }
     }
 }
