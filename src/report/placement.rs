@@ -42,8 +42,7 @@ pub struct Placement {
 /// The placement of `p` (one replica of `dp`) on `sys`; `None` when the device has no mesh.
 pub fn placement(sys: &System, workload: &str, p: &Program, dp: u64) -> Option<Placement> {
     let ms = sys.device.mesh.as_ref()?;
-    let x = ms.dims.first().copied().unwrap_or(1);
-    let y = ms.dims.get(1).copied().unwrap_or(1);
+    let (x, y) = ms.sides();
     let dp = dp.max(1) as f64;
     // regions in pipeline order: each stage class `repeat` times, each on its share of a device
     let mut regions: Vec<(String, f64, f64)> = Vec::new();

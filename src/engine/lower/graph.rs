@@ -27,11 +27,7 @@ pub(super) fn graph_run(
         .device
         .mesh
         .as_ref()
-        .map(|ms| {
-            let x = ms.dims.first().copied().unwrap_or(1) as f64;
-            let y = ms.dims.get(1).copied().unwrap_or(1) as f64;
-            (x * y).sqrt().min(x.min(y))
-        })
+        .map(|ms| ms.square_side())
         .filter(|&side| side > 1.0);
     let mut wbytes = 0.0;
     let mut abytes: f64 = 0.0;
@@ -66,7 +62,9 @@ pub(super) fn graph_run(
                     phase: Phase::Forward,
                 });
                 if let (Some(side), Some(g), true) = (mesh_side, gemm, *matrix) {
-                    b.mesh_comm(mesh_product(name, g, side, pr.bytes(), *count), side);
+                    if let Some(c) = mesh_product(name, g, side, pr.bytes(), *count) {
+                        b.mesh_comm(c, side);
+                    }
                 }
                 wbytes += weight_bytes;
                 abytes = abytes.max(*act_bytes);
@@ -154,8 +152,8 @@ fn mesh_product(
     side: f64,
     bytes: f64,
     count: f64,
-) -> Collective {
-    let n = g.n.unwrap_or(0.0);
+) -> Option<Collective> {
+    let n = g.n?;
     let (kind, what, per_core, overlap) = if g.m < side {
         let outputs = g.m * n / side;
         (
@@ -173,16 +171,16 @@ fn mesh_product(
             Overlap::Compute,
         )
     };
-    Collective {
+    Some(Collective {
         name: format!("mesh: {name} {what}").into(),
         role: Role::TensorParallel,
         kind,
         bytes: per_core * g.groups.max(1.0) * bytes,
         group: (1.0, 1.0, 1.0),
-        count: if g.n.is_some() { count } else { 0.0 },
+        count,
         section: Section::MicroBatch,
         overlap,
-    }
+    })
 }
 
 /// A copy of `bytes` per device between the device and the host's memory: one transfer over the

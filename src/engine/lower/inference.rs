@@ -418,9 +418,8 @@ fn build(
         .mesh
         .as_ref()
         .map(|ms| {
-            let x = ms.dims.first().copied().unwrap_or(1) as f64;
-            let y = ms.dims.get(1).copied().unwrap_or(1) as f64;
-            (x, y)
+            let (x, y) = ms.sides();
+            (x as f64, y as f64)
         })
         .filter(|(x, y)| x * y > 1.0);
     let sram = crate::engine::machine::machine(sys, n)[crate::engine::table::SRAM_CAPACITY];
@@ -888,6 +887,9 @@ fn build(
                     );
                 }
             }
+            // the attention heads whose dimensions a core holds part of: heads / side where a
+            // row of cores holds several heads, else one
+            let held_heads = (attn_heads / c.side).max(1.0);
             if c.layers > 0 && dec {
                 // every matrix-vector product reduces its partial outputs across a row of the
                 // region (MeshGEMV); each core holds 1/side of the output vector
@@ -911,8 +913,7 @@ fn build(
                 // core's partial dot products for its share of the cached positions, reduced
                 // across the row that holds the query's dimensions), the two RMSNorm sums of
                 // squares and the softmax's maximum and sum (one value per token and per head
-                // a core holds: heads / side where a row holds several heads, else one)
-                let held_heads = (attn_heads / c.side).max(1.0);
+                // a core holds: `held_heads`)
                 b.mesh_comm(
                     Collective {
                         name: "mesh: decode attention-score all-reduce".into(),
@@ -972,10 +973,10 @@ fn build(
                 // The scores Q·Kᵀ contract over the hidden dimensions, which a row of cores
                 // splits: WaferLLM's prefill kernel (`Prefill/WSE-2/src/prefill.csl`,
                 // `matmul_T_compute`) reduces each step's partial score tile (a request's
-                // (prompt / side)² scores per held head) to a root of the row, one reduction
-                // for each of the side's steps; the two RMSNorms and the softmax's max and sum
+                // (prompt / side)² scores per held head) to a root of the row (a reduction: on
+                // a mesh line it costs what a reduce-scatter does, `Coeffs::mesh`), one for
+                // each of the side's steps; the two RMSNorms and the softmax's max and sum
                 // all-reduce across the row, one value per token (and held head) a core holds.
-                let held_heads = (attn_heads / c.side).max(1.0);
                 let tile = inf.prompt as f64 / c.side;
                 for (name, kind, bytes, count) in [
                     (

@@ -179,6 +179,10 @@ pub fn split_group(size: u64, stride: u64, domain: u64) -> (f64, f64) {
 
 /// The scale-up domain a program of `devices` devices sees: the system's, or all of them when
 /// fewer.
+fn domain_size(sys: &System, devices: u64) -> u64 {
+    sys.scale_up_size().min(devices).max(1)
+}
+
 /// The bytes MeshGEMM (He et al., OSDI'25; Cannon's algorithm, double-buffered) puts on a core's
 /// busiest mesh link for matrix products given as (input-activation bytes, weight bytes) each,
 /// spread over a square of `side` × `side` cores: each core's activation tile passes every core
@@ -188,10 +192,6 @@ pub fn split_group(size: u64, stride: u64, domain: u64) -> (f64, f64) {
 /// add them as `Overlap::Compute`.
 fn mesh_gemm_bytes(products: &[(f64, f64)], side: f64) -> f64 {
     products.iter().map(|&(a, w)| a.max(w)).sum::<f64>() / side
-}
-
-fn domain_size(sys: &System, devices: u64) -> u64 {
-    sys.scale_up_size().min(devices).max(1)
 }
 
 /// The precision the device actually runs `p` at (its nearest supported format).

@@ -323,6 +323,23 @@ pub struct Mesh {
     pub energy_per_byte_hop: f64,
 }
 
+impl Mesh {
+    /// Cores along its two sides (columns, rows); a side the file leaves out counts one.
+    pub fn sides(&self) -> (u64, u64) {
+        let side = |i: usize| self.dims.get(i).copied().unwrap_or(1);
+        (side(0), side(1))
+    }
+
+    /// Cores along a side of the largest square region it holds of its whole count: the whole
+    /// device's cores as one square, no wider than the mesh (how a product spread over the whole
+    /// device is costed: training and operator graphs on a wafer).
+    pub fn square_side(&self) -> f64 {
+        let (x, y) = self.sides();
+        let (x, y) = (x as f64, y as f64);
+        (x * y).sqrt().min(x.min(y))
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Node {
     pub name: String,

@@ -17,10 +17,8 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape) {
     let Some(ms) = sys.device.mesh.as_ref() else {
         return;
     };
-    let x = ms.dims.first().copied().unwrap_or(1) as f64;
-    let y = ms.dims.get(1).copied().unwrap_or(1) as f64;
     // the whole device's cores as one square region, no wider than the mesh
-    let side = (x * y).sqrt().min(x.min(y));
+    let side = ms.square_side();
     if side <= 1.0 {
         return;
     }
