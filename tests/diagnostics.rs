@@ -107,6 +107,7 @@ const EXPECT: &[(&str, &str, &str, &str)] = &[
     ("mapping-region-zero", "tests/bad/mapping-region-zero.ron", "6:25", "the decode region has 0 × 360 cores"),
     ("mapping-pool-no-instances", "tests/bad/mapping-pool-no-instances.ron", "6:31", "the prefill pool has no instances"),
     ("mapping-etp-zero", "tests/bad/mapping-etp-zero.ron", "6:10", "`etp` must be at least 1"),
+    ("mapping-offload-optimizer-over-one", "tests/bad/mapping-offload-optimizer-over-one.ron", "6:24", "`offload_optimizer` must be a fraction between 0 and 1"),
     ("mapping-split-beside-stages", "tests/bad/mapping-split-beside-stages.ron", "6:29", "`loss_in_pipeline_split` cannot be given beside `stages`"),
     ("missing-field", "tests/bad/missing-field.ron", "3:1", "missing field `nodes` in `System`"),
     ("missing-reference", "tests/bad/missing-reference.ron", "15:13", "cannot read referenced file `tests/bad/parts/b200-gb300.ron`"),

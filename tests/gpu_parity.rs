@@ -250,6 +250,25 @@ fn plans() -> Vec<Plan> {
             ],
             "Random(points: 400, seed: 31)",
         ),
+        // the optimizer state offloaded to host memory: the host's update at the host memory's
+        // bandwidth and the two copies at the step's end over the host link; over host memory
+        // infeasible
+        plan_of(
+            "eos-h100",
+            "mbridge-qwen3-30b-a3b",
+            &format!(
+                "{}/workloads/mappings/mbridge-qwen3-30b-a3b-optimizer-offload.ron",
+                std::env::current_dir().unwrap().to_string_lossy()
+            ),
+            &[
+                ("devices", "[16]"),
+                ("machine.host_bandwidth", "\"5 GB/s .. 500 GB/s log\""),
+                ("machine.host_memory_bandwidth", "\"10 GB/s .. 1 TB/s log\""),
+                ("machine.host_capacity", "\"10 GB .. 100 GB\""),
+                ("device.peak.fp8", "\"0.5 PFLOP/s .. 10 PFLOP/s log\""),
+            ],
+            "Random(points: 400, seed: 37)",
+        ),
         // near-memory inference: a per-layer pipeline of stage classes that differ (layer
         // stages, a head stage on its own devices), pipelined or chained rounds, SRAM placement
         plan_of(

@@ -14,27 +14,7 @@ use tessera::model::workload::Workload;
 
 mod common;
 
-/// Eight 160 GB GPUs per node with 1 TB of host DDR at 400 GB/s, each GPU on its own PCIe link of
-/// 64 GB/s per direction: a GPU's host bandwidth is min(64, 400 / 8) = 50 GB/s, its host memory
-/// 1 TB / 8 = 125 GB.
-const SYSTEM: &str = r#"System(
-    version: 1, name: "offload fixture", source: "t", sources: { "t": "test fixture" },
-    device: Device(
-        name: "gpu", source: "t",
-        die: Die(name: "die", source: "t", compute: [(name: "tc", kind: Matrix, peak: { "bf16": "989.4 TFLOP/s" })]),
-        memory: [(name: "HBM", kind: Hbm, attach: Package, capacity: "160 GB", bandwidth: "3.35 TB/s")],
-        tdp: "700 W", idle_power: "100 W",
-        efficiency: (matmul: "0.7", memory: "0.9", network: "1.0", kernel_overhead: "2 us"),
-    ),
-    node: Node(name: "node", source: "t", devices: 8, host: (cpus: 2, cpu_tdp: "350 W"),
-        memory: [(name: "DDR", kind: Dram, attach: Node, capacity: "1 TB", bandwidth: "400 GB/s")],
-        host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us", energy_per_bit: "5 pJ/bit"),
-        other_power: "1 kW"),
-    nodes: 4,
-    scale_up: (name: "nvlink", topology: Switched, size: 8, bandwidth: "900 GB/s", counted: BothDirections, latency: "2 us"),
-    scale_out: (name: "ib", topology: FatTree, bandwidth: "400 Gb/s", latency: "5 us"),
-    facility: (pue: "1.2"),
-)"#;
+use common::HOST_NODES as SYSTEM;
 
 const WORKLOAD: &str = common::GPT_13B_TRAINING;
 
@@ -202,10 +182,7 @@ fn offload_needs_a_host_link_and_no_more_layers_than_a_stage_holds() {
     let r = lower(&sys, &w, &mapping(41), 32).unwrap_err();
     assert_eq!(r.code(), "mapping");
     assert!(r.to_string().contains("a pipeline stage holds 40"), "{r}");
-    let no_link = SYSTEM.replace(
-        r#"host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us", energy_per_bit: "5 pJ/bit"),"#,
-        "",
-    );
+    let no_link = SYSTEM.replace(common::HOST_LINK, "");
     let (sys, w) = fixtures(&no_link);
     let r = lower(&sys, &w, &mapping(10), 32).unwrap_err();
     assert_eq!(r.code(), "unsupported");
@@ -258,10 +235,7 @@ fn the_search_offers_offload_only_where_the_node_has_a_host_link() {
         assert!(m.offload_activation_layers == l || m.offload_activation_layers == l / 2);
         assert_eq!(m.recompute, tessera::model::mapping::Recompute::None);
     }
-    let no_link = SYSTEM.replace(
-        r#"host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us", energy_per_bit: "5 pJ/bit"),"#,
-        "",
-    );
+    let no_link = SYSTEM.replace(common::HOST_LINK, "");
     let (sys, w) = fixtures(&no_link);
     let c = tessera::engine::search::candidates(&sys, &w, 32);
     assert!(c.iter().all(|m| m.offload_activation_layers == 0));

@@ -74,6 +74,9 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         if let Some(blocks) = m.core_regions() {
             r.push(("core blocks (wafer)".into(), blocks));
         }
+        if let Some(what) = offloaded(m, true) {
+            r.push(("offloaded to host memory".into(), what));
+        }
     }
     if e.feasible {
         r.push(("step time".into(), si(e.step_time_s, "s")));
@@ -196,9 +199,14 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
             si(e.memory_per_device_bytes, "B"),
         ));
         if let Some(h) = e.host_memory_per_device_bytes.filter(|h| *h > 0.0) {
+            let what = e.mapping.as_ref().and_then(|m| offloaded(m, false));
             r.push((
                 "host memory per device".into(),
-                format!("{} (offloaded activations)", si(Some(h), "B")),
+                format!(
+                    "{} (offloaded {})",
+                    si(Some(h), "B"),
+                    what.unwrap_or_else(|| "data".into())
+                ),
             ));
         }
         r.push(("placement".into(), e.placement.clone().unwrap_or_default()));
@@ -207,6 +215,33 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         r.push(("scaling efficiency".into(), format!("{:.1}%", s * 100.0)));
     }
     r
+}
+
+/// What a training mapping keeps in host memory, in words (`None`: nothing): with `how_much`,
+/// the layers and the share of the state.
+fn offloaded(m: &tessera::engine::MappingReport, how_much: bool) -> Option<String> {
+    let mut parts = Vec::new();
+    if m.offload_activation_layers > 0 {
+        parts.push(if how_much {
+            format!(
+                "activations of {} layers per stage",
+                m.offload_activation_layers
+            )
+        } else {
+            "activations".into()
+        });
+    }
+    if m.offload_optimizer > 0.0 {
+        parts.push(if how_much {
+            format!(
+                "{:.0}% of the optimizer state, updated by the host",
+                m.offload_optimizer * 100.0
+            )
+        } else {
+            "optimizer state".into()
+        });
+    }
+    (!parts.is_empty()).then(|| parts.join(if how_much { "; " } else { " and " }))
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {

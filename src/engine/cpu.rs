@@ -223,8 +223,8 @@ pub struct OpTime {
 /// bytes over each tier's bandwidth, added when both live in one tier (they share it) and
 /// overlapped when they live in two.
 pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
-    if op.phase == Phase::Store {
-        return store_time(op, m);
+    if matches!(op.phase, Phase::Store | Phase::Host) {
+        return off_device_time(op, m);
     }
     let r = op.class().slots();
     let factor = |slot: usize| if slot < t::NX { m[slot] } else { 1.0 };
@@ -265,8 +265,14 @@ pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
 /// An operator run inside the weight store (the optimizer update in MemoryX): its FLOPs at the
 /// store's compute, its state bytes at the store's memory bandwidth, overlapped. `None` when it
 /// has FLOPs and the store no compute.
-fn store_time(op: &Op, m: &Machine) -> Option<OpTime> {
-    let (rate, bw) = (m[t::STORE_COMPUTE], m[t::STORE_MEMORY_BANDWIDTH]);
+/// An operator run off the devices: in the weight store (its compute and memory bandwidth) or on
+/// the host (its memory bandwidth; no FLOP rate: `Phase::Host` ops carry no FLOPs).
+fn off_device_time(op: &Op, m: &Machine) -> Option<OpTime> {
+    let (rate, bw) = if op.phase == Phase::Host {
+        (0.0, m[t::HOST_MEMORY_BANDWIDTH])
+    } else {
+        (m[t::STORE_COMPUTE], m[t::STORE_MEMORY_BANDWIDTH])
+    };
     if (op.flops > 0.0 && rate <= 0.0) || (op.weight_bytes > 0.0 && bw <= 0.0) {
         return None;
     }
@@ -321,7 +327,7 @@ pub fn largest_usable_capacity(m: &Machine) -> f64 {
 
 /// Place model state and working data in the fastest tier they fit (SRAM, then main memory),
 /// else state in the weight store and working data in that tier; `None` if nothing holds them,
-/// or if the activations offloaded to host memory exceed it.
+/// or if what is offloaded to host memory (activations, optimizer state) exceeds it.
 pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     if f.offloaded > m[t::HOST_CAPACITY] {
         return None;
@@ -589,7 +595,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                 return out;
             };
             let s = op.section as usize;
-            if op.phase == Phase::Store {
+            if matches!(op.phase, Phase::Store | Phase::Host) {
                 // off the device: no clock, no device energy, nothing to hide collectives behind
                 let t = t_c.max(t_m) * op.count;
                 br[s].other += t;

@@ -57,6 +57,7 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
     }
     if let Some(h) = &sys.node.host_link {
         m[t::HOST_CAPACITY] = sys.node.host_capacity();
+        m[t::HOST_MEMORY_BANDWIDTH] = sys.node.host_memory_bandwidth();
         m[t::HOST_BANDWIDTH] = h.bandwidth;
         m[t::HOST_LATENCY] = h.latency;
         m[t::HOST_ENERGY] = h.energy_per_byte;

@@ -34,6 +34,12 @@ pub enum Phase {
     /// (`STORE_COMPUTE`, `STORE_MEMORY_BANDWIDTH`), off the devices' clock and power (the
     /// store's own power is `STORE_POWER`), exposed at the step's end.
     Store = 4,
+    /// The optimizer update of the state offloaded to the node's host memory, run by the host's
+    /// CPUs (Megatron-Core's `HybridDeviceOptimizer`, DeepSpeed's ZeRO-Offload): bound by the
+    /// device's share of the host memory's bandwidth (`HOST_MEMORY_BANDWIDTH`; a fused Adam on
+    /// tens of cores does about 12 FLOPs per 28 bytes it moves, so the CPUs' rate is not what
+    /// limits it: an assumption), off the devices' clock and power, exposed at the step's end.
+    Host = 5,
 }
 
 /// One operator, per device.
@@ -118,6 +124,9 @@ pub enum Role {
     KvTransfer,
     /// Activations copied to host memory in the forward pass and back before their backward.
     ActivationOffload,
+    /// Optimizer offload: the gradients of the offloaded state copied to host memory for the
+    /// host's update, and the updated master weights copied back, once per step.
+    OptimizerOffload,
     /// The tensor-parallel collectives of LoRA adapters on sequence-parallel layers, issued by
     /// the adapter modules themselves outside the fused tensor-parallel overlap: exposed.
     LoraAdapter,
@@ -193,8 +202,8 @@ pub struct Footprint {
     pub optimizer: f64,
     pub activations: f64,
     pub kv_cache: f64,
-    /// Activations offloaded to the node's host memory (`HOST_CAPACITY`): not on the device, so
-    /// in none of the totals below.
+    /// What the device keeps in the node's host memory (`HOST_CAPACITY`): offloaded activations
+    /// and optimizer state. Not on the device, so in none of the totals below.
     pub offloaded: f64,
 }
 

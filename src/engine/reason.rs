@@ -23,8 +23,9 @@ pub enum Reason {
         tried: usize,
         most_often: Option<(String, usize)>,
     },
-    /// Model state and working data fit in no memory tier (bytes per device); with `host`, the
-    /// activations offloaded to host memory exceed each device's share of it.
+    /// Model state and working data fit in no memory tier (bytes per device); with `host`, what
+    /// is offloaded to host memory (activations, optimizer state) exceeds each device's share of
+    /// it.
     Memory {
         needed: f64,
         available: f64,

@@ -1,7 +1,7 @@
 //! `--mapping auto`: enumerate every legal mapping of a workload on N devices, evaluate each, and
 //! keep the best by time or energy, with the runners-up and the most common reason others failed.
 
-use super::program::Eval;
+use super::program::{Eval, Footprint, Program};
 use super::reason::Reason;
 use super::{cpu, lower, serve, Objective};
 use crate::model::mapping::{Mapping, Placement, Pool, Recompute};
@@ -85,7 +85,18 @@ fn divisors(n: u64) -> Vec<u64> {
 
 /// Every candidate mapping of `w` on `n` devices worth evaluating.
 pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
+    candidates_with_bases(sys, w, n).0
+}
+
+/// [`candidates`], and for each the index of the layout it offloads from (`None`: not an
+/// offloading variant). Every variant comes after its base.
+pub fn candidates_with_bases(
+    sys: &System,
+    w: &Workload,
+    n: u64,
+) -> (Vec<Mapping>, Vec<Option<usize>>) {
     let mut out = Vec::new();
+    let mut bases = Vec::new();
     // The framework's overlap capabilities come with the workload's published mapping: a search
     // varies the parallel layout, not the software it runs on.
     let overlap = w.mapping.as_ref().map(|m| m.overlap).unwrap_or_default();
@@ -245,6 +256,7 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                                                 kernels: base.kernels,
                                                 // offloading variants are added below
                                                 offload_activation_layers: 0,
+                                                offload_optimizer: 0.0,
                                                 expert_dispatch,
                                             });
                                         }
@@ -256,24 +268,45 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
                 }
             }
             // Activations offloaded to host memory where the node has a link to it: half or all
-            // of a stage's layers, as an alternative to recomputing them (Megatron-Core offloads
-            // only without recomputation).
+            // of a stage's layers, as an alternative to recomputing them.
+            // And the optimizer state kept and updated in host memory (Megatron-Core's
+            // `HybridDeviceOptimizer` at fraction 1) on the distributed optimizer's layouts.
+            // `search` evaluates a variant only where its base layout does not run.
             if sys.node.host_link.is_some() {
-                let offloaded: Vec<Mapping> = out
-                    .iter()
-                    .filter(|m| m.recompute == Recompute::None)
-                    .flat_map(|m| {
+                let mut variants: Vec<(usize, Mapping)> = Vec::new();
+                for (i, m) in out.iter().enumerate() {
+                    // Megatron-Core offloads activations only without pipeline parallelism or
+                    // recomputation (TransformerConfig.__post_init__; Megatron-Bridge
+                    // docs/training/cpu-offloading.md)
+                    if m.recompute == Recompute::None && m.pp == 1 {
                         let l = t.layers.div_ceil(m.pp.max(1));
-                        [l / 2, l]
-                            .into_iter()
-                            .filter(|&k| k >= 3)
-                            .map(move |k| Mapping {
-                                offload_activation_layers: k,
+                        for k in [l / 2, l].into_iter().filter(|&k| k >= 3) {
+                            variants.push((
+                                i,
+                                Mapping {
+                                    offload_activation_layers: k,
+                                    ..*m
+                                },
+                            ));
+                        }
+                    }
+                }
+                for (i, m) in out.iter().enumerate() {
+                    if m.zero >= 1 {
+                        variants.push((
+                            i,
+                            Mapping {
+                                offload_optimizer: 1.0,
                                 ..*m
-                            })
-                    })
-                    .collect();
-                out.extend(offloaded);
+                            },
+                        ));
+                    }
+                }
+                bases = vec![None; out.len()];
+                for (i, m) in variants {
+                    out.push(m);
+                    bases.push(Some(i));
+                }
             }
         }
         (Model::Transformer(t), Task::Inference(inf)) => {
@@ -339,7 +372,8 @@ pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
         }
         _ => out.push(Mapping { dp: n, ..base }),
     }
-    out
+    bases.resize(out.len(), None);
+    (out, bases)
 }
 
 /// The interleaved serving candidates of transformer inference on `n` devices.
@@ -411,6 +445,29 @@ pub fn cost(e: &Eval, obj: Objective) -> f64 {
     }
 }
 
+/// Lower and evaluate one mapping: its evaluation or why it cannot run, and its program where
+/// it lowers.
+fn evaluate(
+    sys: &System,
+    w: &Workload,
+    m: &Mapping,
+    n: u64,
+    mach: &super::program::Machine,
+) -> (Result<Eval, Reason>, Option<Program>) {
+    match lower::lower(sys, w, m, n) {
+        Ok(p) => {
+            let e = cpu::eval(&p, mach);
+            if e.feasible {
+                (Ok(e), Some(p))
+            } else {
+                let r = e.reason().unwrap_or_else(|| Reason::mapping("infeasible"));
+                (Err(r), Some(p))
+            }
+        }
+        Err(r) => (Err(r), None),
+    }
+}
+
 /// One evaluated serving point: the mapping (with its requests per instance), its round (or why
 /// it cannot run) and, with a latency target, how far it is from it (≤ 1: met).
 pub type Point = (Mapping, Result<Eval, Reason>, f64);
@@ -435,13 +492,8 @@ pub fn points(
         _ => vec![m],
     };
     let eval = |m: &Mapping| -> Point {
-        match lower::lower(sys, w, m, n) {
-            Ok(p) => {
-                let e = cpu::eval(&p, mach);
-                if !e.feasible {
-                    let r = e.reason().unwrap_or_else(|| Reason::mapping("infeasible"));
-                    return (*m, Err(r), f64::INFINITY);
-                }
+        match evaluate(sys, w, m, n, mach).0 {
+            Ok(e) => {
                 let v = if slo.is_empty() {
                     0.0
                 } else {
@@ -490,8 +542,53 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
     let mut missed = Vec::new();
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     let mut tried = 0;
-    for c in candidates(sys, w, n) {
-        for (m, e, v) in points(sys, w, c, n, &mach) {
+    let (cands, bases) = candidates_with_bases(sys, w, n);
+    let mut has_variants = vec![false; cands.len()];
+    for b in bases.iter().flatten() {
+        has_variants[*b] = true;
+    }
+    // for a base layout short of device memory: by how much, and what each kind of offload could
+    // free at most (the largest stage's optimizer state and resident activations)
+    let mut short: Vec<Option<(f64, Footprint)>> = vec![None; cands.len()];
+    for (i, c) in cands.into_iter().enumerate() {
+        // Offloading to host memory moves more bytes and updates in a slower memory: it never
+        // makes a layout that runs without it faster or cheaper, and frees device memory only.
+        // So it is tried only where the layout falls short of device memory without it, by no
+        // more than the offload could free.
+        if let Some(b) = bases[i] {
+            let Some((gap, f)) = &short[b] else {
+                continue;
+            };
+            let frees = if c.offload_optimizer > 0.0 {
+                f.optimizer
+            } else {
+                f.activations
+            };
+            if frees < *gap {
+                continue;
+            }
+        }
+        let pts = if has_variants[i] {
+            // a training layout with offloading variants (one point, no load): its program kept
+            // for what its stages hold
+            let (e, p) = evaluate(sys, w, &c, n, &mach);
+            if let (
+                Err(Reason::Memory {
+                    needed,
+                    available,
+                    host: false,
+                }),
+                Some(p),
+            ) = (&e, &p)
+            {
+                short[i] = Some((needed - available, largest_freeable(p)));
+            }
+            let v = if e.is_ok() { 0.0 } else { f64::INFINITY };
+            vec![(c, e, v)]
+        } else {
+            points(sys, w, c, n, &mach)
+        };
+        for (m, e, v) in pts {
             tried += 1;
             match e {
                 Ok(e) if v <= 1.0 => ranked.push((m, e)),
@@ -518,6 +615,17 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
         reasons,
         slo_met,
     }
+}
+
+/// The most a stage of `p` holds of optimizer state and of resident activations (each stage's
+/// own; the largest of each).
+fn largest_freeable(p: &Program) -> Footprint {
+    let mut f = p.footprint;
+    for s in &p.stages {
+        f.optimizer = f.optimizer.max(s.footprint.optimizer);
+        f.activations = f.activations.max(s.footprint.activations);
+    }
+    f
 }
 
 /// A given mapping's requests per instance under a latency target with a free concurrency

@@ -140,6 +140,8 @@ machine_table! {
         "Host memory per device: the node's memory shared by its devices (B); activations offloaded to host memory must fit it.";
     HOST_BANDWIDTH [1] "host_bandwidth", Bandwidth, Model, true, [],
         "Each device's link to host memory, per direction (NVLink-C2C, PCIe), bounded by its share of the host memory's bandwidth (B/s).";
+    HOST_MEMORY_BANDWIDTH [1] "host_memory_bandwidth", Bandwidth, Combined, true, [],
+        "Each device's share of its node's host memory bandwidth (B/s): what bounds the optimizer update of the state offloaded there (`Phase::Host`).";
     HOST_LATENCY [1] "host_latency", Time, Model, true, [],
         "Latency of one transfer over that link (s).";
     HOST_ENERGY [1] "host_energy_per_byte", EnergyPerByte, Model, true, [],

@@ -90,6 +90,7 @@ pub struct MappingPlan {
     /// Expert parallelism's dispatcher, as written (`None`: a plain all-to-all).
     pub expert_dispatch: Option<Dispatch>,
     pub offload_activation_layers: Option<u64>,
+    pub offload_optimizer: Option<f64>,
 }
 
 impl From<&MappingSpec> for MappingPlan {
@@ -133,6 +134,7 @@ impl From<&MappingSpec> for MappingPlan {
             kernels: s.kernels,
             expert_dispatch: s.expert_dispatch,
             offload_activation_layers: s.offload_activation_layers,
+            offload_optimizer: s.offload_optimizer,
         }
     }
 }
@@ -354,6 +356,9 @@ pub struct Mapping {
     /// Training: transformer layers per pipeline stage whose activations are offloaded to the
     /// node's host memory (0: none).
     pub offload_activation_layers: u64,
+    /// Training: the fraction of each device's optimizer state kept and updated in the node's
+    /// host memory (0: none; Megatron-Core's `optimizer_offload_fraction`).
+    pub offload_optimizer: f64,
     /// Expert parallelism: how tokens reach their experts' devices (`vocab::Dispatch`).
     pub expert_dispatch: Dispatch,
 }
@@ -427,6 +432,7 @@ impl Mapping {
             pool: Pool::default(),
             kernels: None,
             offload_activation_layers: 0,
+            offload_optimizer: 0.0,
             expert_dispatch: Dispatch::AllToAll,
         }
     }
@@ -571,6 +577,7 @@ impl Mapping {
             pool: spec.pool,
             kernels: spec.kernels,
             offload_activation_layers: spec.offload_activation_layers.unwrap_or(0),
+            offload_optimizer: spec.offload_optimizer.unwrap_or(0.0),
             expert_dispatch: spec.expert_dispatch.unwrap_or_default(),
         };
         if m.shard > 0 {
@@ -601,6 +608,12 @@ impl Mapping {
         }
         if m.zero > 3 {
             return Err(format!("ZeRO stage {} does not exist (0-3)", m.zero));
+        }
+        if !(0.0..=1.0).contains(&m.offload_optimizer) {
+            return Err(format!(
+                "`offload_optimizer` is a fraction of the optimizer state (0 to 1), found {}",
+                m.offload_optimizer
+            ));
         }
         Ok(m)
     }

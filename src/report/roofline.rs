@@ -94,6 +94,7 @@ fn phase_name(p: Phase) -> &'static str {
         Phase::Recompute => "recompute",
         Phase::Update => "update",
         Phase::Store => "update in the weight store",
+        Phase::Host => "update on the host",
     }
 }
 
@@ -145,6 +146,13 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
         .as_ref()
         .map(|w| w.name.clone())
         .unwrap_or_else(|| "weight store".into());
+    let host_name = sys
+        .node
+        .memory
+        .iter()
+        .map(|l| l.name.clone())
+        .collect::<Vec<_>>()
+        .join("+");
     let tier_name = |t: Tier| match t {
         Tier::Sram => sram_name.clone(),
         Tier::Hbm => main_name.clone(),
@@ -257,7 +265,9 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
             };
             let prec = Precision::ALL[op.precision];
             let engine = if op.matrix { "matrix" } else { "vector" };
-            let bound_by = if mach[t::KERNEL_OVERHEAD] > t_c.max(t_m) {
+            let bound_by = if op.phase == Phase::Host {
+                format!("host memory ({host_name})")
+            } else if mach[t::KERNEL_OVERHEAD] > t_c.max(t_m) {
                 "launch overhead".to_string()
             } else if t_c >= t_m {
                 format!("compute ({} {engine})", prec.name())

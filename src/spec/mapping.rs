@@ -99,6 +99,13 @@ pub struct MappingSpec {
     /// `cpu_offloading_activations`). Default 0.
     #[serde(default)]
     pub offload_activation_layers: Option<u64>,
+    /// Training: the fraction (0 to 1) of each device's optimizer state kept in the node's host
+    /// memory and updated there by the host's CPUs; the gradients go out over the host link and
+    /// the updated master weights come back, once per step (Megatron-Core
+    /// `optimizer_cpu_offload` with `optimizer_offload_fraction`, its `HybridDeviceOptimizer`;
+    /// DeepSpeed ZeRO-Offload). Needs the distributed optimizer (`zero` ≥ 1). Default 0.
+    #[serde(default)]
+    pub offload_optimizer: Option<f64>,
     /// Expert parallelism: how tokens reach their experts' devices (`AllToAll`, `Hierarchical`:
     /// see `vocab::Dispatch`). Default `AllToAll`.
     #[serde(default)]

@@ -22,7 +22,7 @@ use crate::units::Dimension;
 use crate::vocab::MemoryKind;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).
-pub const MAPPING_AXES: [&str; 14] = [
+pub const MAPPING_AXES: [&str; 15] = [
     "dp",
     "tp",
     "pp",
@@ -36,6 +36,7 @@ pub const MAPPING_AXES: [&str; 14] = [
     "recompute",
     "sp",
     "offload_activation_layers",
+    "offload_optimizer",
     "expert_dispatch",
 ];
 
@@ -865,6 +866,8 @@ pub enum MapVal {
     Recompute(crate::model::mapping::Recompute),
     Bool(bool),
     Dispatch(crate::vocab::Dispatch),
+    /// A share between 0 and 1 (`offload_optimizer`).
+    Fraction(f64),
 }
 
 /// Parse one value of the mapping field `field` (`8`, `Selective`, `true`, `Hierarchical`).
@@ -894,6 +897,16 @@ pub fn mapping_value(field: &str, word: &str) -> Result<MapVal, (String, Option<
                 Some("choose AllToAll or Hierarchical".into()),
             )),
         },
+        "offload_optimizer" => match w.parse::<f64>() {
+            Ok(f) if (0.0..=1.0).contains(&f) => Ok(MapVal::Fraction(f)),
+            _ => Err((
+                format!("`{w}` is not a fraction between 0 and 1"),
+                Some(
+                    "the share of each device's optimizer state kept in host memory, e.g. 0.5"
+                        .into(),
+                ),
+            )),
+        },
         _ => match w.parse::<u64>() {
             Ok(c) => Ok(MapVal::Count(c)),
             Err(_) => Err((
@@ -920,6 +933,7 @@ pub fn set_mapping(s: &mut crate::model::mapping::MappingPlan, field: &str, v: &
         ("recompute", MapVal::Recompute(r)) => s.recompute = Some(*r),
         ("sp", MapVal::Bool(b)) => s.sp = Some(*b),
         ("offload_activation_layers", MapVal::Count(c)) => s.offload_activation_layers = Some(*c),
+        ("offload_optimizer", MapVal::Fraction(f)) => s.offload_optimizer = Some(*f),
         ("expert_dispatch", MapVal::Dispatch(d)) => s.expert_dispatch = Some(*d),
         _ => {}
     }

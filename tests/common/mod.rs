@@ -113,6 +113,31 @@ pub const NODE_8: &str = r#"System(
     facility: (pue: "1.2"),
 )"#;
 
+/// Four nodes of eight 160 GB GPUs with 1 TB of host DDR at 400 GB/s, each GPU on its own PCIe link of
+/// 64 GB/s per direction: a GPU's host bandwidth is min(64, 400 / 8) = 50 GB/s, its host memory
+/// 1 TB / 8 = 125 GB.
+pub const HOST_NODES: &str = r#"System(
+    version: 1, name: "offload fixture", source: "t", sources: { "t": "test fixture" },
+    device: Device(
+        name: "gpu", source: "t",
+        die: Die(name: "die", source: "t", compute: [(name: "tc", kind: Matrix, peak: { "bf16": "989.4 TFLOP/s" })]),
+        memory: [(name: "HBM", kind: Hbm, attach: Package, capacity: "160 GB", bandwidth: "3.35 TB/s")],
+        tdp: "700 W", idle_power: "100 W",
+        efficiency: (matmul: "0.7", memory: "0.9", network: "1.0", kernel_overhead: "2 us"),
+    ),
+    node: Node(name: "node", source: "t", devices: 8, host: (cpus: 2, cpu_tdp: "350 W"),
+        memory: [(name: "DDR", kind: Dram, attach: Node, capacity: "1 TB", bandwidth: "400 GB/s")],
+        host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us", energy_per_bit: "5 pJ/bit"),
+        other_power: "1 kW"),
+    nodes: 4,
+    scale_up: (name: "nvlink", topology: Switched, size: 8, bandwidth: "900 GB/s", counted: BothDirections, latency: "2 us"),
+    scale_out: (name: "ib", topology: FatTree, bandwidth: "400 Gb/s", latency: "5 us"),
+    facility: (pue: "1.2"),
+)"#;
+
+/// [`HOST_NODES`]' host link, to take it out.
+pub const HOST_LINK: &str = r#"host_link: (name: "PCIe", bandwidth: "64 GB/s", counted: PerDirection, latency: "1 us", energy_per_bit: "5 pJ/bit"),"#;
+
 /// 8 layers, all with 8 routed experts of 768 (top-2, gated), no shared expert, trained at
 /// sequence 4096, global batch 16; `{moe}` is replaced by further `experts` clauses (routing
 /// under test) or nothing.

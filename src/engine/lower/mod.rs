@@ -61,6 +61,11 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
             "offloading activations to host memory is modelled for transformer training only",
         ));
     }
+    if m.offload_optimizer > 0.0 && !transformer_training {
+        return Err(Reason::unsupported(
+            "offloading the optimizer state to host memory is modelled for transformer training only",
+        ));
+    }
     if m.etp.is_some_and(|e| e != m.tp) && !transformer_training {
         return Err(Reason::unsupported(
             "expert tensor parallelism apart from tp (etp) is modelled for transformer training only",

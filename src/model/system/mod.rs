@@ -379,6 +379,12 @@ impl Node {
     pub fn host_capacity(&self) -> f64 {
         self.memory.iter().map(|l| l.capacity).sum::<f64>() / self.devices.max(1) as f64
     }
+
+    /// Host memory bandwidth per device (B/s): the node's memory bandwidth shared evenly by its
+    /// devices.
+    pub fn host_memory_bandwidth(&self) -> f64 {
+        self.memory.iter().map(|l| l.bandwidth).sum::<f64>() / self.devices.max(1) as f64
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

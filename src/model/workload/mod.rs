@@ -586,6 +586,15 @@ fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
             );
         }
     }
+    if let Some(f) = m.offload_optimizer {
+        if !(0.0..=1.0).contains(&f) {
+            cx.error(
+                "offload_optimizer",
+                format!("`offload_optimizer` must be a fraction between 0 and 1, found {f}"),
+                Some("the share of each device's optimizer state kept in host memory, as Megatron-Core's `optimizer_offload_fraction`: 0 none, 1 all (e.g. `offload_optimizer: 0.5`)".into()),
+            );
+        }
+    }
     if let Some(z) = m.zero {
         if z > 3 {
             cx.error(

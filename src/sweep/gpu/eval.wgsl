@@ -284,10 +284,15 @@ fn evaluate(li: u32) -> Point {
         var dyn_energy = 0.0;
         for (var i = 0u; i < st.n_ops; i++) {
             let op = read_OpRec(st.op_start + i * OpRec_RECS);
-            if (op.phase == PHASE_STORE) {
-                // inside the weight store (`cpu::store_time`): off the device's clock and power
-                let s_rate = X[F_STORE_COMPUTE];
-                let s_bw = X[F_STORE_MEMORY_BANDWIDTH];
+            if (op.phase == PHASE_STORE || op.phase == PHASE_HOST) {
+                // inside the weight store, or on the host (`cpu::off_device_time`): off the
+                // device's clock and power; the host has no FLOP rate (its ops carry no FLOPs)
+                var s_rate = X[F_STORE_COMPUTE];
+                var s_bw = X[F_STORE_MEMORY_BANDWIDTH];
+                if (op.phase == PHASE_HOST) {
+                    s_rate = 0.0;
+                    s_bw = X[F_HOST_MEMORY_BANDWIDTH];
+                }
                 if ((op.flops > 0.0 && s_rate <= 0.0) || (op.weight_bytes > 0.0 && s_bw <= 0.0)) {
                     return infeasible(REASON_NO_COMPUTE, head);
                 }

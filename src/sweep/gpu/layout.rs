@@ -292,6 +292,7 @@ fn codes() -> String {
         ("PHASE_FORWARD", Phase::Forward as u32),
         ("PHASE_BACKWARD", Phase::Backward as u32),
         ("PHASE_STORE", Phase::Store as u32),
+        ("PHASE_HOST", Phase::Host as u32),
         ("OVERLAP_NONE", Overlap::None as u32),
         ("OVERLAP_BACKWARD", Overlap::Backward as u32),
         ("OVERLAP_COMPUTE", Overlap::Compute as u32),

@@ -599,25 +599,65 @@ pub(super) fn offload(b: &mut Builder, act: &Activations) {
         ("offload activations to host", Overlap::Forward),
         ("reload activations from host", Overlap::Backward),
     ] {
-        b.comms.push(
-            Comm {
-                name: name.into(),
-                role: Role::ActivationOffload,
-                kind: CollKind::SendRecv,
-                bytes: act.offload_per_layer,
-                inner: 1.0,
-                outer: 1.0,
-                count: act.offloaded_layers,
-                section: Section::MicroBatch,
-                overlap,
-                weight_stream: false,
-                host: true,
-                inner_share: 1.0,
-                mesh: 0.0,
-                coeffs: Default::default(),
-            }
-            .with_coeffs(),
-        );
+        b.comms.push(host_copy(
+            name,
+            Role::ActivationOffload,
+            act.offload_per_layer,
+            act.offloaded_layers,
+            Section::MicroBatch,
+            overlap,
+        ));
+    }
+}
+
+/// One copy between a device and its node's host memory, over the host link alone.
+fn host_copy(
+    name: &'static str,
+    role: Role,
+    bytes: f64,
+    count: f64,
+    section: Section,
+    overlap: Overlap,
+) -> Comm {
+    Comm {
+        name: name.into(),
+        role,
+        kind: CollKind::SendRecv,
+        bytes,
+        inner: 1.0,
+        outer: 1.0,
+        count,
+        section,
+        overlap,
+        weight_stream: false,
+        host: true,
+        inner_share: 1.0,
+        mesh: 0.0,
+        coeffs: Default::default(),
+    }
+    .with_coeffs()
+}
+
+/// The copies of an offloaded optimizer state's step over the host link: the fp32 gradients of
+/// the parameters the host updates out to host memory, and the updated fp32 master weights back,
+/// one after the other at the step's end (Megatron-Core's `HybridDeviceOptimizer` without
+/// `overlap_cpu_optimizer_d2h_h2d`).
+pub(super) fn offload_optimizer(b: &mut Builder, state: &State) {
+    if state.host_updated <= 0.0 {
+        return;
+    }
+    for name in [
+        "optimizer offload: gradients to host",
+        "optimizer offload: master weights from host",
+    ] {
+        b.comms.push(host_copy(
+            name,
+            Role::OptimizerOffload,
+            state.host_updated * super::memory::MASTER_BYTES,
+            1.0,
+            Section::Step,
+            Overlap::None,
+        ));
     }
 }
 

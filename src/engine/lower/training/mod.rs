@@ -312,6 +312,18 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping, host_link: bool) -> Result
             ));
         }
     }
+    if m.offload_optimizer > 0.0 {
+        if !host_link {
+            return Err(Reason::unsupported(
+                "offloading the optimizer state needs a link to host memory: the node declares no `host_link`",
+            ));
+        }
+        if m.zero == 0 {
+            return Err(Reason::mapping(
+                "offloading the optimizer state needs the distributed optimizer (Megatron-Core's `HybridDeviceOptimizer`): set `zero` to 1-3",
+            ));
+        }
+    }
     if !tr.seq.is_multiple_of(cp) {
         return Err(Reason::mapping(format!(
             "cp {cp} does not divide the sequence of {}",
@@ -476,12 +488,13 @@ fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
         optimizer: state.optimizer,
         activations: act.resident,
         kv_cache: 0.0,
-        offloaded: act.offloaded,
+        offloaded: act.offloaded + state.host_optimizer,
     };
     let mut own = Builder::default();
     ops::build(&mut own, d, &state);
     comms::build(&mut own, sys, d, &state);
     comms::offload(&mut own, &act);
+    comms::offload_optimizer(&mut own, &state);
     mesh::build(&mut own, sys, d);
     if stream::streams(sys, &footprint, m.devices()) {
         stream::apply(&mut own, d, &state);

@@ -648,16 +648,31 @@ fn head(b: &mut Builder, d: &Shape) {
 /// The update reads and writes the optimizer state, reads the gradient and writes the weight;
 /// the LLM recipes also read every gradient once more for the global-norm clipping and write
 /// it once to zero it for the next step (Megatron-LM / NeMo: clip_grad 1.0, zero_grad).
+///
+/// With the optimizer state offloaded (`Mapping::offload_optimizer`), the host updates its share
+/// of the parameters in its own memory: it reads and writes the moments and its fp32 copy of the
+/// master weights and reads their fp32 gradient (2 × optimizer bytes + 4 per parameter: 28 for
+/// Adam), bound by the host memory's bandwidth (`Phase::Host`); the devices update the rest.
 fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
     // ZeRO shards the dense parameters' update over dp × cp, the routed experts' over their
     // expert-data-parallel ranks, or both over the shard group of hybrid sharding
     // (`memory::state`).
-    let updated = if d.m.zero >= 1 {
-        (state.trainable_local - state.trainable_expert) / d.shardn
-            + state.trainable_expert / d.eshardn
-    } else {
-        state.trainable_local
-    };
+    let updated = state.updated - state.host_updated;
+    if state.host_updated > 0.0 {
+        b.op(Op {
+            name: "optimizer update (on the host)".into(),
+            matrix: false,
+            precision: d.vecp,
+            flops: 0.0,
+            occupancy: 1.0,
+            weight_bytes: state.host_updated
+                * (2.0 * d.tr.optimizer_bytes + super::memory::MASTER_BYTES),
+            act_bytes: 0.0,
+            count: 1.0,
+            section: Section::Step,
+            phase: Phase::Host,
+        });
+    }
     b.op(Op {
         name: "optimizer update".into(),
         matrix: false,

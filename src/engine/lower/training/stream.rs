@@ -34,7 +34,9 @@ pub(super) fn streams(sys: &System, footprint: &Footprint, devices: u64) -> bool
 /// the stream once, whatever the replica count), and the tree's depth is charged per pass.
 pub(super) fn apply(b: &mut Builder, d: &Shape, state: &State) {
     let replicas = d.dpn;
-    b.ops.retain(|o| o.phase != Phase::Update);
+    // (the state is the store's: nothing stays to offload to a host)
+    b.ops
+        .retain(|o| !matches!(o.phase, Phase::Update | Phase::Host));
     let params = state.trainable_local / replicas;
     b.ops.push(Op {
         name: "optimizer update (in the weight store)".into(),
@@ -54,7 +56,10 @@ pub(super) fn apply(b: &mut Builder, d: &Shape, state: &State) {
     b.comms.retain(|c| {
         !matches!(
             c.role,
-            Role::GradientReduction | Role::ParameterGather | Role::WeightGather
+            Role::GradientReduction
+                | Role::ParameterGather
+                | Role::WeightGather
+                | Role::OptimizerOffload
         )
     });
     if replicas > 1.0 {
