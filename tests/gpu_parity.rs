@@ -251,8 +251,8 @@ fn plans() -> Vec<Plan> {
             "Random(points: 400, seed: 31)",
         ),
         // the optimizer state offloaded to host memory: the host's update at the host memory's
-        // bandwidth and the two copies at the step's end over the host link; over host memory
-        // infeasible
+        // bandwidth and the two copies at the step's end over the host link; with and without the
+        // layers' weights offloaded too (copied in per pass); over host memory infeasible
         plan_of(
             "eos-h100",
             "mbridge-qwen3-30b-a3b",
@@ -266,6 +266,7 @@ fn plans() -> Vec<Plan> {
                 ("machine.host_memory_bandwidth", "\"10 GB/s .. 1 TB/s log\""),
                 ("machine.host_capacity", "\"10 GB .. 100 GB\""),
                 ("device.peak.fp8", "\"0.5 PFLOP/s .. 10 PFLOP/s log\""),
+                ("mapping.offload_weights", "[\"false\", \"true\"]"),
             ],
             "Random(points: 400, seed: 37)",
         ),

@@ -241,7 +241,14 @@ fn offloaded(m: &tessera::engine::MappingReport, how_much: bool) -> Option<Strin
             "optimizer state".into()
         });
     }
-    (!parts.is_empty()).then(|| parts.join(if how_much { "; " } else { " and " }))
+    if m.offload_weights {
+        parts.push(if how_much {
+            "the layers' weights, copied in per layer".into()
+        } else {
+            "weights".into()
+        });
+    }
+    (!parts.is_empty()).then(|| parts.join(if how_much { "; " } else { ", " }))
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {

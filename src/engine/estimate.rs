@@ -47,6 +47,8 @@ pub struct MappingReport {
     /// Training: the fraction of each device's optimizer state kept and updated in the node's
     /// host memory (0: none).
     pub offload_optimizer: f64,
+    /// Training: the layers' weights kept in the node's host memory and copied in per layer.
+    pub offload_weights: bool,
     /// Expert parallelism's dispatcher (`alltoall`, `hierarchical`: `vocab::Dispatch`).
     pub expert_dispatch: crate::vocab::Dispatch,
     /// The order the parallel dimensions are laid over the devices, innermost (nearest links)
@@ -112,6 +114,7 @@ impl From<&Mapping> for MappingReport {
             kernels: m.kernels,
             offload_activation_layers: m.offload_activation_layers,
             offload_optimizer: m.offload_optimizer,
+            offload_weights: m.offload_weights,
             expert_dispatch: m.expert_dispatch,
             order: m.order,
             regions: m.regions.any().then_some(m.regions),
@@ -156,8 +159,8 @@ pub struct Estimate {
     /// Where model state and working data live (sram, hbm, external).
     pub placement: Option<String>,
     pub memory_per_device_bytes: Option<f64>,
-    /// What each device keeps in its node's host memory (offloaded activations and optimizer
-    /// state); 0 without offload.
+    /// What each device keeps in its node's host memory (offloaded activations, optimizer state
+    /// and weights); 0 without offload.
     pub host_memory_per_device_bytes: Option<f64>,
     /// With `--mapping auto`: how many mappings the search evaluated (null for a given mapping).
     pub mappings_tried: Option<usize>,

@@ -127,6 +127,9 @@ pub enum Role {
     /// Optimizer offload: the gradients of the offloaded state copied to host memory for the
     /// host's update, and the updated master weights copied back, once per step.
     OptimizerOffload,
+    /// Weight offload: each layer's weights copied in from host memory before its forward and
+    /// its backward, and the updated weights back once per step.
+    WeightOffload,
     /// The tensor-parallel collectives of LoRA adapters on sequence-parallel layers, issued by
     /// the adapter modules themselves outside the fused tensor-parallel overlap: exposed.
     LoraAdapter,

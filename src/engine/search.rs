@@ -257,6 +257,7 @@ pub fn candidates_with_bases(
                                                 // offloading variants are added below
                                                 offload_activation_layers: 0,
                                                 offload_optimizer: 0.0,
+                                                offload_weights: false,
                                                 expert_dispatch,
                                             });
                                         }
@@ -270,7 +271,10 @@ pub fn candidates_with_bases(
             // Activations offloaded to host memory where the node has a link to it: half or all
             // of a stage's layers, as an alternative to recomputing them.
             // And the optimizer state kept and updated in host memory (Megatron-Core's
-            // `HybridDeviceOptimizer` at fraction 1) on the distributed optimizer's layouts.
+            // `HybridDeviceOptimizer` at fraction 1) on the distributed optimizer's layouts; and
+            // the layers' weights kept there and copied in per pass (Calculon's weight offload;
+            // Megatron-Core's `cpu_offloading_weights`, under the same no-pipeline rule as its
+            // activations) where ZeRO 3 does not shard them.
             // `search` evaluates a variant only where its base layout does not run.
             if sys.node.host_link.is_some() {
                 let mut variants: Vec<(usize, Mapping)> = Vec::new();
@@ -297,6 +301,15 @@ pub fn candidates_with_bases(
                             i,
                             Mapping {
                                 offload_optimizer: 1.0,
+                                ..*m
+                            },
+                        ));
+                    }
+                    if m.zero <= 2 && m.pp == 1 {
+                        variants.push((
+                            i,
+                            Mapping {
+                                offload_weights: true,
                                 ..*m
                             },
                         ));
@@ -561,6 +574,8 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
             };
             let frees = if c.offload_optimizer > 0.0 {
                 f.optimizer
+            } else if c.offload_weights {
+                f.weights
             } else {
                 f.activations
             };
@@ -617,12 +632,13 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
     }
 }
 
-/// The most a stage of `p` holds of optimizer state and of resident activations (each stage's
-/// own; the largest of each).
+/// The most a stage of `p` holds of optimizer state, weights and resident activations (each
+/// stage's own; the largest of each).
 fn largest_freeable(p: &Program) -> Footprint {
     let mut f = p.footprint;
     for s in &p.stages {
         f.optimizer = f.optimizer.max(s.footprint.optimizer);
+        f.weights = f.weights.max(s.footprint.weights);
         f.activations = f.activations.max(s.footprint.activations);
     }
     f

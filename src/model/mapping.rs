@@ -91,6 +91,7 @@ pub struct MappingPlan {
     pub expert_dispatch: Option<Dispatch>,
     pub offload_activation_layers: Option<u64>,
     pub offload_optimizer: Option<f64>,
+    pub offload_weights: Option<bool>,
 }
 
 impl From<&MappingSpec> for MappingPlan {
@@ -135,6 +136,7 @@ impl From<&MappingSpec> for MappingPlan {
             expert_dispatch: s.expert_dispatch,
             offload_activation_layers: s.offload_activation_layers,
             offload_optimizer: s.offload_optimizer,
+            offload_weights: s.offload_weights,
         }
     }
 }
@@ -359,6 +361,9 @@ pub struct Mapping {
     /// Training: the fraction of each device's optimizer state kept and updated in the node's
     /// host memory (0: none; Megatron-Core's `optimizer_offload_fraction`).
     pub offload_optimizer: f64,
+    /// Training: the transformer layers' weights kept in the node's host memory and copied in
+    /// per layer for the forward and the backward.
+    pub offload_weights: bool,
     /// Expert parallelism: how tokens reach their experts' devices (`vocab::Dispatch`).
     pub expert_dispatch: Dispatch,
 }
@@ -433,6 +438,7 @@ impl Mapping {
             kernels: None,
             offload_activation_layers: 0,
             offload_optimizer: 0.0,
+            offload_weights: false,
             expert_dispatch: Dispatch::AllToAll,
         }
     }
@@ -578,6 +584,7 @@ impl Mapping {
             kernels: spec.kernels,
             offload_activation_layers: spec.offload_activation_layers.unwrap_or(0),
             offload_optimizer: spec.offload_optimizer.unwrap_or(0.0),
+            offload_weights: spec.offload_weights.unwrap_or(false),
             expert_dispatch: spec.expert_dispatch.unwrap_or_default(),
         };
         if m.shard > 0 {

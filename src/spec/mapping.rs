@@ -106,6 +106,13 @@ pub struct MappingSpec {
     /// DeepSpeed ZeRO-Offload). Needs the distributed optimizer (`zero` ≥ 1). Default 0.
     #[serde(default)]
     pub offload_optimizer: Option<f64>,
+    /// Training: the weights of every transformer layer of a stage live in the node's host
+    /// memory and are copied to the device before the layer's forward and again before its
+    /// backward, two layers resident at a time; the updated weights go back once per step
+    /// (Calculon's `weight_offload`, DeepSpeed ZeRO-Infinity's parameter offload). Not with ZeRO 3.
+    /// Default false.
+    #[serde(default)]
+    pub offload_weights: Option<bool>,
     /// Expert parallelism: how tokens reach their experts' devices (`AllToAll`, `Hierarchical`:
     /// see `vocab::Dispatch`). Default `AllToAll`.
     #[serde(default)]

@@ -22,7 +22,7 @@ use crate::units::Dimension;
 use crate::vocab::MemoryKind;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).
-pub const MAPPING_AXES: [&str; 15] = [
+pub const MAPPING_AXES: [&str; 16] = [
     "dp",
     "tp",
     "pp",
@@ -37,6 +37,7 @@ pub const MAPPING_AXES: [&str; 15] = [
     "sp",
     "offload_activation_layers",
     "offload_optimizer",
+    "offload_weights",
     "expert_dispatch",
 ];
 
@@ -884,7 +885,7 @@ pub fn mapping_value(field: &str, word: &str) -> Result<MapVal, (String, Option<
                 Some("choose None, Selective or Full".into()),
             )),
         },
-        "sp" => match w {
+        "sp" | "offload_weights" => match w {
             "true" | "1" => Ok(MapVal::Bool(true)),
             "false" | "0" => Ok(MapVal::Bool(false)),
             _ => Err((format!("`{w}` is not true or false"), None)),
@@ -934,6 +935,7 @@ pub fn set_mapping(s: &mut crate::model::mapping::MappingPlan, field: &str, v: &
         ("sp", MapVal::Bool(b)) => s.sp = Some(*b),
         ("offload_activation_layers", MapVal::Count(c)) => s.offload_activation_layers = Some(*c),
         ("offload_optimizer", MapVal::Fraction(f)) => s.offload_optimizer = Some(*f),
+        ("offload_weights", MapVal::Bool(b)) => s.offload_weights = Some(*b),
         ("expert_dispatch", MapVal::Dispatch(d)) => s.expert_dispatch = Some(*d),
         _ => {}
     }

@@ -61,9 +61,9 @@ pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Pr
             "offloading activations to host memory is modelled for transformer training only",
         ));
     }
-    if m.offload_optimizer > 0.0 && !transformer_training {
+    if (m.offload_optimizer > 0.0 || m.offload_weights) && !transformer_training {
         return Err(Reason::unsupported(
-            "offloading the optimizer state to host memory is modelled for transformer training only",
+            "offloading the optimizer state or the weights to host memory is modelled for transformer training only",
         ));
     }
     if m.etp.is_some_and(|e| e != m.tp) && !transformer_training {

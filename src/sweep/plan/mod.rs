@@ -330,12 +330,11 @@ fn resolve(
             }
             paths::PathKind::Mapping(field) => {
                 let vals: Result<Vec<MapVal>, (String, Option<String>)> = match field {
-                    "recompute" | "sp" | "expert_dispatch" | "offload_optimizer" => {
-                        expr::parse_words(&a.values)
-                            .iter()
-                            .map(|s| paths::mapping_value(field, s))
-                            .collect()
-                    }
+                    "recompute" | "sp" | "expert_dispatch" | "offload_optimizer"
+                    | "offload_weights" => expr::parse_words(&a.values)
+                        .iter()
+                        .map(|s| paths::mapping_value(field, s))
+                        .collect(),
                     _ => expr::parse_counts(&a.values)
                         .map(|v| v.into_iter().map(MapVal::Count).collect()),
                 };

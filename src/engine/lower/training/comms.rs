@@ -661,6 +661,37 @@ pub(super) fn offload_optimizer(b: &mut Builder, state: &State) {
     }
 }
 
+/// The copies of offloaded weights over the host link: each layer's weights in before its
+/// forward, hidden behind the forward compute (the next layer's copy runs while this one
+/// computes), and in again before its backward, hidden behind the backward's; once per step the
+/// updated weights back to host memory, exposed at the step's end.
+pub(super) fn offload_weights(b: &mut Builder, d: &Shape, state: &State) {
+    if state.host_weights <= 0.0 {
+        return;
+    }
+    for (name, overlap) in [
+        ("weights from host for the forward", Overlap::Forward),
+        ("weights from host for the backward", Overlap::Backward),
+    ] {
+        b.comms.push(host_copy(
+            name,
+            Role::WeightOffload,
+            state.layer_weights,
+            d.l,
+            Section::MicroBatch,
+            overlap,
+        ));
+    }
+    b.comms.push(host_copy(
+        "updated weights to host",
+        Role::WeightOffload,
+        state.host_weights,
+        1.0,
+        Section::Step,
+        Overlap::None,
+    ));
+}
+
 /// Mark the collectives of a training program that `o` says the framework overlaps. Reads each
 /// collective's [`Role`] only: labels are for reports.
 ///

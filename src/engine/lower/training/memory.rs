@@ -28,6 +28,11 @@ pub(super) struct State {
     pub optimizer: f64,
     /// Bytes the offloaded optimizer state takes in host memory.
     pub host_optimizer: f64,
+    /// With the weights offloaded (`Mapping::offload_weights`): one layer's weights on this device
+    /// (the bytes copied in before each of its passes), and all the stage's layers' weights, which
+    /// host memory holds. 0 without.
+    pub layer_weights: f64,
+    pub host_weights: f64,
 }
 
 /// Bytes per parameter of the fp32 master weights. Megatron-Core's `HybridDeviceOptimizer` keeps
@@ -116,6 +121,16 @@ pub(super) fn state(d: &Shape) -> State {
     let updated = shard(1, dense_trained, trainable_expert);
     let host_updated = updated * m.offload_optimizer;
     let moments = (tr.optimizer_bytes - MASTER_BYTES).max(0.0);
+    // Weight offload (ZeRO 0-2: the weights are whole on the device): the layers' weights go to
+    // host memory, the layer computing and the next one's copy in flight stay (double buffer, as
+    // Calculon keeps two blocks: an assumption); the embedding and the head stay.
+    let (layer_weights, host_weights) = if m.offload_weights {
+        let per_layer = (dense_layer / tpf + expert_layer / (etpf * m.ep as f64)) * wb;
+        (per_layer, l * per_layer)
+    } else {
+        (0.0, 0.0)
+    };
+    let resident_layers = l.min(2.0) * layer_weights;
     State {
         params_local,
         trainable_local,
@@ -123,10 +138,13 @@ pub(super) fn state(d: &Shape) -> State {
         trainable_expert,
         updated,
         host_updated,
-        weights: shard(3, dense_params, expert_local) * wb + gather,
+        weights: shard(3, dense_params, expert_local) * wb + gather - host_weights
+            + resident_layers,
         gradients: shard(2, dense_trained, trainable_expert) * gb,
         optimizer: updated * tr.optimizer_bytes - host_updated * moments,
         host_optimizer: host_updated * (moments + 2.0 * MASTER_BYTES),
+        layer_weights,
+        host_weights,
     }
 }
 

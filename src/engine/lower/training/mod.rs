@@ -324,6 +324,18 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping, host_link: bool) -> Result
             ));
         }
     }
+    if m.offload_weights {
+        if !host_link {
+            return Err(Reason::unsupported(
+                "offloading the weights needs a link to host memory: the node declares no `host_link`",
+            ));
+        }
+        if m.zero >= 3 {
+            return Err(Reason::unsupported(
+                "offloading the weights beside ZeRO 3's sharded weights (ZeRO-Infinity) is not modelled: set `zero` to 0-2",
+            ));
+        }
+    }
     if !tr.seq.is_multiple_of(cp) {
         return Err(Reason::mapping(format!(
             "cp {cp} does not divide the sequence of {}",
@@ -488,13 +500,14 @@ fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
         optimizer: state.optimizer,
         activations: act.resident,
         kv_cache: 0.0,
-        offloaded: act.offloaded + state.host_optimizer,
+        offloaded: act.offloaded + state.host_optimizer + state.host_weights,
     };
     let mut own = Builder::default();
     ops::build(&mut own, d, &state);
     comms::build(&mut own, sys, d, &state);
     comms::offload(&mut own, &act);
     comms::offload_optimizer(&mut own, &state);
+    comms::offload_weights(&mut own, d, &state);
     mesh::build(&mut own, sys, d);
     if stream::streams(sys, &footprint, m.devices()) {
         stream::apply(&mut own, d, &state);

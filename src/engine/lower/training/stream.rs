@@ -60,6 +60,7 @@ pub(super) fn apply(b: &mut Builder, d: &Shape, state: &State) {
                 | Role::ParameterGather
                 | Role::WeightGather
                 | Role::OptimizerOffload
+                | Role::WeightOffload
         )
     });
     if replicas > 1.0 {

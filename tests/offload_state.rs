@@ -1,9 +1,10 @@
 //! The optimizer state offloaded to host memory (`Mapping::offload_optimizer`, Megatron-Core's
-//! `HybridDeviceOptimizer`): which bytes leave the device and what the host holds, hand-checked on
-//! a small system; the host's update and the two copies at the step's end; the device memory
-//! Megatron-Bridge measured freed on Qwen3-30B-A3B; the laws (more offload never grows device
-//! memory and, with a host memory slower than the device's, never shortens a step); and the search
-//! trying it only where a layout does not fit without it.
+//! `HybridDeviceOptimizer`) and the layers' weights (`Mapping::offload_weights`, Calculon's weight
+//! offload): which bytes leave the device and what the host holds, hand-checked on a small
+//! system; the host's update and the copies; the device memory Megatron-Bridge measured freed on
+//! Qwen3-30B-A3B; the laws (more offload never grows device memory and, with a host memory slower
+//! than the device's, never shortens a step); and the search trying it only where a layout does
+//! not fit without it.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
@@ -265,12 +266,18 @@ fn the_search_offloads_the_state_only_where_a_layout_does_not_fit_without_it() {
             let v = Mapping {
                 offload_optimizer: 0.0,
                 offload_activation_layers: 0,
+                offload_weights: false,
                 ..cands[i]
             };
             assert_eq!(v, cands[b]);
         }
     }
     assert!(cands.iter().any(|m| m.offload_optimizer > 0.0));
+    assert!(cands.iter().any(|m| m.offload_weights));
+    // not beside ZeRO 3's sharded weights, and (as Megatron-Core) not with pipeline parallelism
+    assert!(cands
+        .iter()
+        .all(|m| !m.offload_weights || (m.zero <= 2 && m.pp == 1)));
     let r = tessera::engine::search::search(&sys, &w, 32, tessera::engine::Objective::Time);
     // not every candidate was evaluated: the variants of layouts that fit were skipped
     assert!(r.tried < cands.len());
@@ -278,10 +285,11 @@ fn the_search_offloads_the_state_only_where_a_layout_does_not_fit_without_it() {
     assert!(r.ranked.iter().any(|(m, _)| m.offload_optimizer > 0.0));
     // and none ranked is a variant of a layout that also ranks (it would be slower)
     for (m, _) in &r.ranked {
-        if m.offload_optimizer > 0.0 || m.offload_activation_layers > 0 {
+        if m.offload_optimizer > 0.0 || m.offload_activation_layers > 0 || m.offload_weights {
             let base = Mapping {
                 offload_optimizer: 0.0,
                 offload_activation_layers: 0,
+                offload_weights: false,
                 ..*m
             };
             assert!(!r.ranked.iter().any(|(o, _)| *o == base), "{m:?}");
@@ -290,5 +298,111 @@ fn the_search_offloads_the_state_only_where_a_layout_does_not_fit_without_it() {
     // without a host link there is nothing to offload to
     let (sys, w) = fixtures(&small.replace(LINK, ""));
     let (cands, _) = tessera::engine::search::candidates_with_bases(&sys, &w, 32);
-    assert!(cands.iter().all(|m| m.offload_optimizer == 0.0));
+    assert!(cands
+        .iter()
+        .all(|m| m.offload_optimizer == 0.0 && !m.offload_weights));
+}
+
+/// ZeRO 1 over 32 GPUs with the layers' weights offloaded.
+fn weights_off(on: bool) -> Mapping {
+    Mapping {
+        offload_weights: on,
+        ..mapping(0.0)
+    }
+}
+
+#[test]
+fn offloaded_weights_leave_the_device_but_two_layers_and_come_in_per_pass() {
+    let (sys, w) = fixtures(SYSTEM);
+    let base = lower(&sys, &w, &weights_off(false), 32).unwrap();
+    let p = lower(&sys, &w, &weights_off(true), 32).unwrap();
+    // GPT 13B: 40 layers of 12 h² + 13 h parameters (h = 5120) in bf16; the host holds all 40
+    let h = 5120.0;
+    let per_layer = (12.0 * h * h + 13.0 * h) * 2.0;
+    assert_relative_eq!(p.footprint.offloaded, 40.0 * per_layer, max_relative = 1e-3);
+    let per_layer = p.footprint.offloaded / 40.0;
+    // the device keeps two of them (the one computing, the next one's copy), and the rest as it was
+    assert_relative_eq!(
+        base.footprint.weights - p.footprint.weights,
+        38.0 * per_layer,
+        max_relative = 1e-12
+    );
+    for (a, b) in [
+        (p.footprint.gradients, base.footprint.gradients),
+        (p.footprint.optimizer, base.footprint.optimizer),
+        (p.footprint.activations, base.footprint.activations),
+    ] {
+        assert_relative_eq!(a, b, max_relative = 1e-12);
+    }
+    // each layer's weights in before its forward and again before its backward, per micro-batch;
+    // the updated weights out once per step
+    let copies: Vec<&Comm> = p
+        .comms
+        .iter()
+        .filter(|c| c.role == Role::WeightOffload)
+        .collect();
+    assert_eq!(copies.len(), 3);
+    for (c, overlap) in copies[..2]
+        .iter()
+        .zip([Overlap::Forward, Overlap::Backward])
+    {
+        assert_eq!(
+            (c.section, c.overlap, c.count),
+            (Section::MicroBatch, overlap, 40.0)
+        );
+        assert_relative_eq!(c.coeffs.host.bytes, per_layer, max_relative = 1e-12);
+    }
+    let back = copies[2];
+    assert_eq!(
+        (back.section, back.overlap, back.count),
+        (Section::Step, Overlap::None, 1.0)
+    );
+    assert_relative_eq!(
+        back.coeffs.host.bytes,
+        40.0 * per_layer,
+        max_relative = 1e-12
+    );
+    assert!(back.host && back.coeffs.up[0].bytes + back.coeffs.out[0].bytes == 0.0);
+    // slower than keeping them, and feasible where the device holds less
+    let m = machine(&sys, 32);
+    assert!(eval(&p, &m).step_time > eval(&base, &m).step_time);
+}
+
+#[test]
+fn weight_offload_needs_a_host_link_and_whole_weights() {
+    let (sys, w) = fixtures(SYSTEM);
+    let r = lower(
+        &sys,
+        &w,
+        &Mapping {
+            zero: 3,
+            ..weights_off(true)
+        },
+        32,
+    )
+    .unwrap_err();
+    assert_eq!(r.code(), "unsupported");
+    assert!(r.to_string().contains("ZeRO 3"), "{r}");
+    let (sys, w) = fixtures(&SYSTEM.replace(LINK, ""));
+    let r = lower(&sys, &w, &weights_off(true), 32).unwrap_err();
+    assert!(r.to_string().contains("host_link"), "{r}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Offloading the weights never grows what the device holds and never shortens a step,
+    /// whatever the host link.
+    #[test]
+    fn weight_offload_never_grows_device_memory_or_speeds_a_step(link in 1e9f64..1e13) {
+        let (sys, w) = fixtures(SYSTEM);
+        let mut m = machine(&sys, 32);
+        m[t::HOST_BANDWIDTH] = link;
+        let a = lower(&sys, &w, &weights_off(false), 32).unwrap();
+        let b = lower(&sys, &w, &weights_off(true), 32).unwrap();
+        prop_assert!(b.footprint.total() <= a.footprint.total());
+        let (ea, eb) = (eval(&a, &m), eval(&b, &m));
+        prop_assert!(ea.feasible && eb.feasible);
+        prop_assert!(eb.step_time >= ea.step_time * (1.0 - 1e-12));
+    }
 }
