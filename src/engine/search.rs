@@ -561,7 +561,7 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
         has_variants[*b] = true;
     }
     // for a base layout short of device memory: by how much, and what each kind of offload could
-    // free at most (the largest stage's optimizer state and resident activations)
+    // free at most (the largest stage's optimizer state, weights and resident activations)
     let mut short: Vec<Option<(f64, Footprint)>> = vec![None; cands.len()];
     for (i, c) in cands.into_iter().enumerate() {
         // Offloading to host memory moves more bytes and updates in a slower memory: it never
