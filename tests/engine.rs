@@ -660,6 +660,40 @@ fn a_pipeline_round_is_the_slowest_stage_or_the_chain() {
     assert_eq!(e.needed_bytes, 90e9);
 }
 
+/// Under a power cap the slowest stage is the slowest at the clock the devices run at. A
+/// memory-bound head stage (2 ms, no clock-bound time) is the slowest at full clock over the
+/// compute-bound layer stages (1.9 ms of FLOPs); throttled below 0.95 of full clock the layers
+/// take 1.9 ms / s and set the round. (Taking the full clock's slowest stage would leave the step
+/// at 16 ms while the devices ran slower.)
+#[test]
+fn a_throttled_round_is_set_by_the_slowest_stage_at_that_clock() {
+    let mut m = h100();
+    m[t::HBM_CAPACITY] = 100e9;
+    let rate = m[t::MATRIX_PEAK + Precision::Bf16.index()];
+    let mut p = two_stage_program(8.0);
+    p.ops[0].weight_bytes = 0.0;
+    p.ops[0].flops = 1.9e-3 * rate;
+    m[t::ENERGY_PER_FLOP + Precision::Bf16.index()] = 1e-12;
+    m[t::DVFS_MIN_CLOCK] = 0.3;
+    m[t::DVFS_MIN_VOLTAGE] = 0.7;
+    m[t::TDP] = 5000.0;
+    let full = eval(&p, &m);
+    assert!(full.feasible && full.throttle == 1.0, "{full:?}");
+    assert_relative_eq!(full.step_time, 8.0 * 2e-3, max_relative = 1e-12);
+    // the layer stage's devices draw 100 W + 8 × 1.9 ms × rate × 1 pJ over the 16 ms step: cap
+    // them below that
+    let demand = 100.0 + 8.0 * 1.9e-3 * rate * 1e-12 / 16e-3;
+    assert_relative_eq!(full.demand_power, demand, max_relative = 1e-9);
+    m[t::TDP] = 100.0 + 0.5 * (demand - 100.0);
+    let e = eval(&p, &m);
+    assert!(e.feasible);
+    let s = e.throttle;
+    assert!(s < 0.95, "clock {s}");
+    assert_relative_eq!(e.step_time, 8.0 * 1.9e-3 / s, max_relative = 1e-9);
+    assert_relative_eq!(e.breakdown.compute, 8.0 * 1.9e-3 / s, max_relative = 1e-9);
+    assert_relative_eq!(e.device_power, m[t::TDP], max_relative = 1e-9);
+}
+
 /// The example: 8 stages, 1 micro-batch, 4 chunks per stage. Interleaving gives nothing:
 /// the one micro-batch still crosses all 8 stages, so the step is 8 stage times, not 1 + 7/4.
 #[test]

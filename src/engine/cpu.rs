@@ -346,24 +346,104 @@ pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     None
 }
 
-/// What a step asks of one device at full clock, split by what a lower clock changes: the time
-/// bound by the clock (compute-bound operators, and the pipeline bubble's share of them) and the
-/// rest (memory- and link-bound time, launch overheads), the FLOPs' dynamic energy (× voltage²
-/// at a lower clock) and that of memory and link traffic (unchanged).
+/// What a step asks of one device, split by what a lower clock changes: the round's parts
+/// (`Round`: each stage class's clock-bound time and the rest), the FLOPs' dynamic energy
+/// (× voltage² at a lower clock) and that of memory and link traffic (unchanged).
 #[derive(Clone, Copy, Debug)]
-pub struct Demand {
-    pub clock_bound: f64,
-    pub rest: f64,
+pub struct Demand<'a> {
+    pub round: &'a Round,
+    /// The round at full clock (`round.at(1.0).time`), kept: most points run there.
+    pub full: f64,
     pub flop_energy: f64,
     pub other_energy: f64,
 }
 
-impl Demand {
-    /// Step time at relative clock `s`: an operator compute-bound at full clock stays so, and one
-    /// memory-bound at full clock is taken to stay memory-bound (its compute hides under its
-    /// memory time); overlapped collectives keep the exposure they had at full clock.
+/// A round's parts stage class by stage class, as they stretch with the clock: per class its
+/// micro-batch's clock-bound time (compute-bound operators) and the rest (memory- and link-bound
+/// time, launch overheads), the same of its step section, and its stages in a row. An operator
+/// compute-bound at full clock stays so, and one memory-bound at full clock is taken to stay
+/// memory-bound (its compute hides under its memory time); overlapped collectives keep the
+/// exposure they had at full clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Round {
+    pub micro_batches: f64,
+    /// The pipeline bubble, in stage times of the slowest stage.
+    pub bubble: f64,
+    pub n: usize,
+    /// Per class: [micro-batch clock-bound, micro-batch rest, step clock-bound, step rest,
+    /// repeat].
+    pub parts: [[f64; 5]; MAX_STAGES],
+    /// The class is a concurrent pool (outside the chain).
+    pub pool: [bool; MAX_STAGES],
+    /// Time per step outside the devices' work, at no clock (the software stack's).
+    pub fixed: f64,
+}
+
+/// Which classes set a round at some clock, and its time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Binds {
+    pub time: f64,
+    /// The slowest class's micro-batch, the slowest class's step section.
+    pub micro_batch: usize,
+    pub step: usize,
+    /// The micro-batches stream through the pipeline (else the chain of all stages is longer).
+    pub in_pipeline: bool,
+    /// A concurrent pool whose round is longer: the round waits for it.
+    pub pool: Option<usize>,
+}
+
+impl Round {
+    /// The round at relative clock `s`: micro-batches × the slowest class's micro-batch plus the
+    /// bubble, or the chain of all stages when it is longer; plus the slowest step section; or a
+    /// pool's round where it is longer; plus the fixed time. Each part is c / s + r, so the round
+    /// never shortens as the clock falls.
+    pub fn at(&self, s: f64) -> Binds {
+        let (mut k_mb, mut t_max, mut chain) = (0, f64::NEG_INFINITY, 0.0);
+        let (mut k_st, mut t_st) = (0, f64::NEG_INFINITY);
+        let (mut k_pool, mut t_pool) = (None, f64::NEG_INFINITY);
+        for k in 0..self.n {
+            let [c0, r0, c1, r1, repeat] = self.parts[k];
+            let (t_mb, ts) = (c0 / s + r0, c1 / s + r1);
+            if self.pool[k] {
+                let t = self.micro_batches * t_mb + ts;
+                if t > t_pool {
+                    (k_pool, t_pool) = (Some(k), t);
+                }
+                continue;
+            }
+            if t_mb > t_max {
+                (k_mb, t_max) = (k, t_mb);
+            }
+            chain += repeat * t_mb;
+            if ts > t_st {
+                (k_st, t_st) = (k, ts);
+            }
+        }
+        let pipelined = self.micro_batches * t_max + self.bubble * t_max;
+        let in_pipeline = pipelined >= chain;
+        let mut time = if in_pipeline { pipelined } else { chain } + t_st;
+        let mut pool = None;
+        if t_pool > time {
+            (time, pool) = (t_pool, k_pool);
+        }
+        Binds {
+            time: time + self.fixed,
+            micro_batch: k_mb,
+            step: k_st,
+            in_pipeline,
+            pool,
+        }
+    }
+}
+
+impl Demand<'_> {
+    /// Step time at relative clock `s`.
     pub fn time(&self, s: f64) -> f64 {
-        self.clock_bound / s + self.rest
+        if s >= 1.0 {
+            self.full
+        } else {
+            self.round.at(s).time
+        }
     }
 
     /// Device power at relative clock `s` (W): static power, plus the step's dynamic energy at
@@ -721,74 +801,71 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     // stage's step section apart; so where the two are different stages, faster compute in the
     // one whose micro-batch does not bind can lengthen its step section by up to what it saves
     // (a limit of stage classes, not of the timelines: one class is monotone, `tests/engine.rs`).
-    // The round: micro-batches × the slowest stage (plus the bubble), or the chain of all stages
-    // when it is longer (fewer micro-batches in flight than stages); the step section is bounded
-    // by its slowest stage.
-    // A concurrent pool stays out of it: its time per round (micro-batch section × micro-batches
-    // and its step section) bounds the round beside it.
-    let (mut k_mb, mut t_max, mut chain) = (0, f64::NEG_INFINITY, 0.0);
-    let (mut k_st, mut t_st) = (0, f64::NEG_INFINITY);
-    let (mut k_pool, mut t_pool) = (None, f64::NEG_INFINITY);
+    // The round (`Round`): micro-batches × the slowest stage (plus the bubble), or the chain of
+    // all stages when it is longer (fewer micro-batches in flight than stages); the step section
+    // is bounded by its slowest stage. A concurrent pool stays out of it: its time per round
+    // (micro-batch section × micro-batches and its step section) bounds the round beside it.
+    // Which stage is slowest is decided at the clock the devices run at: a throttled clock
+    // stretches the compute-bound stages more.
+    let mut round = Round {
+        micro_batches: p.micro_batches,
+        bubble: p.bubble,
+        n: stages.len(),
+        // The software stack's time per optimizer step: outside the devices' work, at no clock.
+        fixed: p.host_steps * m[t::STEP_OVERHEAD],
+        ..Round::default()
+    };
     for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
-        if st.pool {
-            let t = p.micro_batches * e.br[0].total() + e.br[1].total();
-            if t > t_pool {
-                (k_pool, t_pool) = (Some(k), t);
-            }
-            continue;
-        }
-        let t_mb = e.br[0].total();
-        if t_mb > t_max {
-            (k_mb, t_max) = (k, t_mb);
-        }
-        chain += st.repeat * t_mb;
-        let ts = e.br[1].total();
-        if ts > t_st {
-            (k_st, t_st) = (k, ts);
-        }
+        let [b0, b1] = &e.br;
+        round.parts[k] = [
+            b0.compute,
+            b0.total() - b0.compute,
+            b1.compute,
+            b1.total() - b1.compute,
+            st.repeat,
+        ];
+        round.pool[k] = st.pool;
     }
-    let pipelined = p.micro_batches * t_max + p.bubble * t_max;
-    let mut in_pipeline = pipelined >= chain;
-    let mut total = if in_pipeline {
-        let mut b = evs[k_mb].br[0].scale(p.micro_batches);
-        b.bubble += p.bubble * t_max;
-        b
-    } else {
-        let mut b = Breakdown::default();
-        for (e, st) in evs.iter().zip(stages.iter()) {
-            if !st.pool {
-                b.add(&e.br[0].scale(st.repeat));
-            }
-        }
+    let compose = |sel: &Binds, s: f64| -> Breakdown {
+        let at = |b: &Breakdown| Breakdown {
+            compute: b.compute / s,
+            ..*b
+        };
+        let mut b = if let Some(k) = sel.pool {
+            let mut b = at(&evs[k].br[0]).scale(p.micro_batches);
+            b.add(&at(&evs[k].br[1]));
+            b
+        } else {
+            let mut b = if sel.in_pipeline {
+                let mut b = at(&evs[sel.micro_batch].br[0]).scale(p.micro_batches);
+                b.bubble += p.bubble * at(&evs[sel.micro_batch].br[0]).total();
+                b
+            } else {
+                let mut b = Breakdown::default();
+                for (e, st) in evs.iter().zip(stages.iter()) {
+                    if !st.pool {
+                        b.add(&at(&e.br[0]).scale(st.repeat));
+                    }
+                }
+                b
+            };
+            b.add(&at(&evs[sel.step].br[1]));
+            b
+        };
+        b.other += round.fixed;
         b
     };
-    total.add(&evs[k_st].br[1]);
-    if let Some(k) = k_pool {
-        if t_pool > total.total() {
-            // the pool's work per round is longer: the round waits for it
-            total = evs[k].br[0].scale(p.micro_batches);
-            total.add(&evs[k].br[1]);
-            in_pipeline = false;
-        }
-    }
-    // The software stack's time per optimizer step: outside the devices' work, at no clock.
-    total.other += p.host_steps * m[t::STEP_OVERHEAD];
-    let t_full = total.total();
+    let full = round.at(1.0);
+    let t_full = full.time;
     if !(t_full > 0.0 && t_full.is_finite()) {
         out.step_time = t_full;
-        out.breakdown = total;
+        out.breakdown = compose(&full, 1.0);
         out.reason_code = REASON_NO_COMPUTE;
         return out;
     }
     // Power: the devices' operating point under their limit (DVFS). The stages run in lockstep
     // at one clock, set by the stage whose devices demand the most; then the parts the boundary
     // counts, stage by stage.
-    let bubble_compute = if in_pipeline {
-        p.bubble * evs[k_mb].br[0].compute
-    } else {
-        0.0
-    };
-    let clock_bound = total.compute + bubble_compute;
     let n = stages.len();
     let hot = (0..n)
         .max_by(|&a, &b| {
@@ -797,26 +874,27 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         })
         .unwrap_or(0);
     let demand = Demand {
-        clock_bound,
-        rest: t_full - clock_bound,
+        round: &round,
+        full: t_full,
         flop_energy: evs[hot].flop_energy,
         other_energy: evs[hot].dyn_energy,
     };
     out.demand_power = demand.power(m, 1.0);
     let Some(op) = demand.operate(m) else {
         out.step_time = t_full;
-        out.breakdown = total;
+        out.breakdown = compose(&full, 1.0);
         out.needed_bytes = m[t::IDLE_POWER];
         out.available_bytes = power_limit(m);
         out.reason_code = REASON_POWER_CAP;
         return out;
     };
+    // the clock-bound time stretches by 1/s, the bubble with the stage time it idles for
     let s = op.clock * op.stretch;
-    if s < 1.0 {
-        // the clock-bound time stretches by 1/s, the bubble with the compute it idles for
-        total.compute /= s;
-        total.bubble += bubble_compute * (1.0 / s - 1.0);
-    }
+    let mut total = if s >= 1.0 {
+        compose(&full, 1.0)
+    } else {
+        compose(&round.at(s), s)
+    };
     if op.stretch > 1.0 {
         // duty-cycled below the lowest clock: every part of the step stretches
         total = total.scale(op.stretch);

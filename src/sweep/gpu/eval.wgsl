@@ -189,9 +189,51 @@ fn voltage(s: f32) -> f32 {
 
 // Device power at relative clock s (`cpu::Demand::power`): d = (clock-bound time, other time,
 // FLOP energy, other energy) at full clock.
-fn demand_power(d: vec4<f32>, s: f32) -> f32 {
+// The round's parts per stage class (`cpu::Round`): each class's micro-batch and step section,
+// clock-bound and the rest, its repeat, whether it is a concurrent pool; filled per point.
+var<private> R_C0: array<f32, MAX_STAGES>;
+var<private> R_R0: array<f32, MAX_STAGES>;
+var<private> R_C1: array<f32, MAX_STAGES>;
+var<private> R_R1: array<f32, MAX_STAGES>;
+var<private> R_REP: array<f32, MAX_STAGES>;
+var<private> R_POOL: array<u32, MAX_STAGES>;
+var<private> R_N: u32;
+var<private> R_MB: f32;
+var<private> R_BUBBLE: f32;
+var<private> R_FIXED: f32;
+
+// The round at relative clock `s` (`cpu::Round::at`): micro-batches × the slowest class's
+// micro-batch plus the bubble, or the chain of all stages when longer; plus the slowest step
+// section; or a pool's round where longer; plus the software stack's fixed time.
+fn round_time(s: f32) -> f32 {
+    var t_max = -1.0;
+    var chain = 0.0;
+    var t_st = -1.0;
+    var t_pool = -1.0;
+    for (var k = 0u; k < R_N; k++) {
+        let t_mb = R_C0[k] / s + R_R0[k];
+        let ts = R_C1[k] / s + R_R1[k];
+        if (R_POOL[k] != 0u) {
+            t_pool = max(t_pool, R_MB * t_mb + ts);
+            continue;
+        }
+        t_max = max(t_max, t_mb);
+        chain += R_REP[k] * t_mb;
+        t_st = max(t_st, ts);
+    }
+    let pipelined = R_MB * t_max + R_BUBBLE * t_max;
+    var t = max(pipelined, chain) + t_st;
+    if (t_pool > t) {
+        t = t_pool;
+    }
+    return t + R_FIXED;
+}
+
+// Device power at relative clock `s` (`cpu::Demand::power`): static power plus the hot stage's
+// dynamic energy (FLOPs × voltage², the rest unchanged) over the round at that clock.
+fn demand_power(flop: f32, other: f32, s: f32) -> f32 {
     let v = voltage(s);
-    return X[F_IDLE_POWER] + (d.z * v * v + d.w) / (d.x / s + d.y);
+    return X[F_IDLE_POWER] + (flop * v * v + other) / round_time(s);
 }
 
 // Power per device within the boundary (`cpu::system_power`).
@@ -231,17 +273,15 @@ fn evaluate(li: u32) -> Point {
     // over the stages (`cpu::eval_traced`): the slowest stage's micro-batch breakdown, the
     // chain's (repeat-weighted sum), the slowest stage's step section, and each stage's energy
     var head = 3.0e38;
-    var t_max = -1.0;
-    var best = vec4<f32>(0.0);
-    var chain = vec4<f32>(0.0);
-    var t_st = -1.0;
-    var best_st = vec4<f32>(0.0);
     var dyn_s = array<f32, MAX_STAGES>();
     var flop_s = array<f32, MAX_STAGES>();
     var wt_s = array<u32, MAX_STAGES>();
-    var t_pool = -1.0;
-    var pool_comp = 0.0;
     let n_st = min(pr.n_stages, MAX_STAGES);
+    R_N = n_st;
+    R_MB = pr.micro_batches;
+    R_BUBBLE = pr.bubble;
+    // the software stack's time per optimizer step, outside the devices' work (`cpu.rs`)
+    R_FIXED = pr.host_steps * X[F_STEP_OVERHEAD];
     for (var k = 0u; k < n_st; k++) {
         let st = read_StageRec(pr.stage_start + k * StageRec_RECS);
         // Placement (`cpu::place`): the fastest tier that holds everything, else state in the
@@ -434,66 +474,34 @@ fn evaluate(li: u32) -> Point {
         flop_s[k] = flop_energy;
         wt_s[k] = wt;
         let b0 = vec4<f32>(comp[0], mem[0], comm[0], oth[0]);
-        let t_mb = b0.x + b0.y + b0.z + b0.w;
         let b1 = vec4<f32>(comp[1], mem[1], comm[1], oth[1]);
-        let ts = b1.x + b1.y + b1.z + b1.w;
-        if (st.pool != 0u) {
-            // a concurrent pool, outside the chain: its work per round bounds the round beside it
-            let tp = pr.micro_batches * t_mb + ts;
-            if (tp > t_pool) {
-                t_pool = tp;
-                pool_comp = pr.micro_batches * b0.x + b1.x;
-            }
-            continue;
-        }
-        if (t_mb > t_max) {
-            t_max = t_mb;
-            best = b0;
-        }
-        chain += st.repeat * b0;
-        if (ts > t_st) {
-            t_st = ts;
-            best_st = b1;
-        }
+        R_C0[k] = b0.x;
+        R_R0[k] = b0.y + b0.z + b0.w;
+        R_C1[k] = b1.x;
+        R_R1[k] = b1.y + b1.z + b1.w;
+        R_REP[k] = st.repeat;
+        R_POOL[k] = st.pool;
     }
-    let mb = pr.micro_batches;
-    let t_chain = chain.x + chain.y + chain.z + chain.w;
-    let pipelined = mb * t_max + pr.bubble * t_max;
-    var t_step = 0.0;
-    var clock_bound = 0.0;
-    if (pipelined >= t_chain) {
-        t_step = (best.x * mb + best_st.x) + (best.y * mb + best_st.y)
-            + (best.z * mb + best_st.z) + pr.bubble * t_max + (best.w * mb + best_st.w);
-        clock_bound = best.x * (mb + pr.bubble) + best_st.x;
-    } else {
-        t_step = t_chain + t_st;
-        clock_bound = chain.x + best_st.x;
-    }
-    if (t_pool > t_step) {
-        // the pool's work per round is longer: the round waits for it (its breakdown)
-        t_step = t_pool;
-        clock_bound = pool_comp;
-    }
-    // the software stack's time per optimizer step, outside the devices' work (`cpu.rs`)
-    t_step += pr.host_steps * X[F_STEP_OVERHEAD];
+    var t_step = round_time(1.0);
     if (bad || !(t_step > 0.0 && t_step < 3.0e38)) {
         return infeasible(REASON_NO_COMPUTE, head);
     }
     // The operating point under the power limit (`cpu::Demand::operate`), set by the stage
-    // whose devices demand the most: bisection on the clock, power rising with it; below the
-    // lowest clock, duty-cycling at its energy.
+    // whose devices demand the most: bisection on the clock, power rising with it (the slowest
+    // stage taken at each clock); below the lowest clock, duty-cycling at its energy.
     var hot = 0u;
     for (var k = 1u; k < n_st; k++) {
         if (flop_s[k] + dyn_s[k] > flop_s[hot] + dyn_s[hot]) {
             hot = k;
         }
     }
-    let d = vec4<f32>(clock_bound, t_step - clock_bound, flop_s[hot], dyn_s[hot]);
+    let e_flop = flop_s[hot];
+    let e_other = dyn_s[hot];
     let cap = power_limit();
     var s_clock = 1.0;
-    if (demand_power(d, 1.0) > cap) {
+    if (demand_power(e_flop, e_other, 1.0) > cap) {
         var lo = clamp(X[F_DVFS_MIN_CLOCK], 0.0, 1.0);
-        if (lo <= 0.0 || demand_power(d, lo) > cap) {
+        if (lo <= 0.0 || demand_power(e_flop, e_other, lo) > cap) {
             let idle = X[F_IDLE_POWER];
             if (cap <= idle) {
                 return infeasible(REASON_POWER_CAP, head);
@@ -502,18 +510,18 @@ fn evaluate(li: u32) -> Point {
                 lo = 1.0;
             }
             let v = voltage(lo);
-            t_step = (d.z * v * v + d.w) / (cap - idle);
+            t_step = (e_flop * v * v + e_other) / (cap - idle);
         } else {
             var hi = 1.0;
             for (var k = 0u; k < 24u; k++) {
                 let mid = 0.5 * (lo + hi);
-                if (demand_power(d, mid) <= cap) {
+                if (demand_power(e_flop, e_other, mid) <= cap) {
                     lo = mid;
                 } else {
                     hi = mid;
                 }
             }
-            t_step = d.x / lo + d.y;
+            t_step = round_time(lo);
         }
         s_clock = lo;
     }
