@@ -126,11 +126,10 @@ fn plans() -> Vec<Plan> {
         ),
         // training with pipeline stage classes of their own: Megatron-Bridge's 405B layout, the
         // embedding and the loss counted in the split (first, middle and last stages differ).
-        // At full clock only: where the stages are communication-bound their micro-batch times
-        // tie (each is the exposed pipeline send's), the evaluators pick the slowest by rounding,
-        // and a power limit then stretches the picked stage's compute — f32 and f64 pick
-        // differently (1 % apart at 776 W). The throttled time of each stage would settle it
-        // (`cpu::eval_traced` and eval.wgsl), not done here.
+        // Under power limits too: where the stages are communication-bound their micro-batch
+        // times tie (each is the exposed pipeline send's) and f32 and f64 pick different ones,
+        // so the round is composed at the throttled clock (`cpu::Round`), continuous in it
+        // (taking the full clock's pick put the two 1 % apart at 776 W).
         plan_of(
             "gb200-cluster",
             "mbridge-llama3.1-405b",
@@ -145,6 +144,7 @@ fn plans() -> Vec<Plan> {
                 ("scale_up.bandwidth", "\"0.5 TB/s .. 8 TB/s log\""),
                 ("scale_out.bandwidth", "\"50 Gb/s .. 3200 Gb/s log\""),
                 ("device.efficiency.kernel_overhead", "\"0 us .. 20 us\""),
+                ("device.tdp", "\"600 W .. 1600 W\""),
             ],
             "Random(points: 400, seed: 23)",
         ),

@@ -171,12 +171,12 @@ pub fn candidates_with_bases(
                                     // the distributed optimizer (ZeRO 1), gradients sharded
                                     // too (2), and on a plain data-parallel layout everything
                                     // sharded (3, FSDP). Not FSDP beside tensor or pipeline
-                                    // parallelism yet: with the link timelines it is no
-                                    // longer picked where the links cannot carry it (allowed, it
-                                    // changed no shipped estimate's choice), but on a DGX H100
-                                    // sweep its throttled, communication-bound points put the
-                                    // GPU kernel's f32 clock solve 5e-4 from the CPU's (a flat
-                                    // power curve), past the parity bound
+                                    // parallelism yet: the GPU kernel now agrees with it on
+                                    // throttled points (the round composed at the clock,
+                                    // `cpu::Round`), but it grows the 405B / 8,192 H100 search
+                                    // from 16k to 25k mappings, past the bench's 0.1 s (it
+                                    // would take Llama 2 70B on a GB200 rack from 13.4 to
+                                    // 13.0 s at ZeRO 3 and pp 3)
                                     // Beside them: where everything is sharded, hybrid
                                     // sharding over one scale-up domain, replicated across
                                     // domains (HSDP); and plain data parallelism (ZeRO 0: an
