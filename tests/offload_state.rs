@@ -363,7 +363,7 @@ fn offloaded_weights_leave_the_device_but_two_layers_and_come_in_per_pass() {
         max_relative = 1e-12
     );
     assert!(back.host && back.coeffs.up[0].bytes + back.coeffs.out[0].bytes == 0.0);
-    // slower than keeping them, and feasible where the device holds less
+    // and the step is slower than keeping them on the device
     let m = machine(&sys, 32);
     assert!(eval(&p, &m).step_time > eval(&base, &m).step_time);
 }

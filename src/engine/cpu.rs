@@ -837,8 +837,9 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             b
         } else {
             let mut b = if sel.in_pipeline {
-                let mut b = at(&evs[sel.micro_batch].br[0]).scale(p.micro_batches);
-                b.bubble += p.bubble * at(&evs[sel.micro_batch].br[0]).total();
+                let slowest = at(&evs[sel.micro_batch].br[0]);
+                let mut b = slowest.scale(p.micro_batches);
+                b.bubble += p.bubble * slowest.total();
                 b
             } else {
                 let mut b = Breakdown::default();
