@@ -9,6 +9,7 @@ use crate::model::serving::Concurrency;
 use crate::model::system::System;
 use crate::model::workload::{Model, Task, Workload};
 use crate::vocab::Dim;
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 
 pub struct SearchResult {
@@ -169,27 +170,25 @@ pub fn candidates_with_bases(
                                         continue;
                                     }
                                     // the distributed optimizer (ZeRO 1), gradients sharded
-                                    // too (2), and on a plain data-parallel layout everything
-                                    // sharded (3, FSDP). Not FSDP beside tensor or pipeline
-                                    // parallelism yet: the GPU kernel now agrees with it on
-                                    // throttled points (the round composed at the clock,
-                                    // `cpu::Round`), but it grows the 405B / 8,192 H100 search
-                                    // from 16k to 25k mappings, past the bench's 0.1 s (it
-                                    // would take Llama 2 70B on a GB200 rack from 13.4 to
-                                    // 13.0 s at ZeRO 3 and pp 3)
-                                    // Beside them: where everything is sharded, hybrid
+                                    // too (2), and everything sharded (3: FSDP, beside tensor
+                                    // and pipeline parallelism as torchtitan's 3-D layouts run
+                                    // it, its weights gathered for each micro-batch's forward
+                                    // and backward).
+                                    // Beside them: on a plain data-parallel layout, hybrid
                                     // sharding over one scale-up domain, replicated across
                                     // domains (HSDP); and plain data parallelism (ZeRO 0: an
                                     // all-reduce behind the backward, no parameter gather),
                                     // except where the framework overlaps the parameter
                                     // gather (ZeRO 1 then moves the same bytes hidden, in less
                                     // memory), tried last so that a tie keeps the smaller state
-                                    let mut zeros: Vec<(u8, u64)> = vec![(1, 0), (2, 0)];
-                                    if pp == 1 && tp == 1 {
-                                        zeros.push((3, 0));
-                                        if dom > 1 && dp > dom && dp.is_multiple_of(dom) {
-                                            zeros.push((3, dom));
-                                        }
+                                    let mut zeros: Vec<(u8, u64)> = vec![(1, 0), (2, 0), (3, 0)];
+                                    if pp == 1
+                                        && tp == 1
+                                        && dom > 1
+                                        && dp > dom
+                                        && dp.is_multiple_of(dom)
+                                    {
+                                        zeros.push((3, dom));
                                     }
                                     if !overlap.parameter_gather && dp * cp > 1 {
                                         zeros.push((0, 0));
@@ -551,26 +550,55 @@ pub fn points(
 pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResult {
     let mach = lower::machine(sys, n);
     let slo = serve::load_of(w).slo;
-    let mut ranked = Vec::new();
-    let mut missed = Vec::new();
-    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-    let mut tried = 0;
     let (cands, bases) = candidates_with_bases(sys, w, n);
     let mut has_variants = vec![false; cands.len()];
     for b in bases.iter().flatten() {
         has_variants[*b] = true;
     }
-    // for a base layout short of device memory: by how much, and what each kind of offload could
-    // free at most (the largest stage's optimizer state, weights and resident activations)
-    let mut short: Vec<Option<(f64, Footprint)>> = vec![None; cands.len()];
-    for (i, c) in cands.into_iter().enumerate() {
-        // Offloading to host memory moves more bytes and updates in a slower memory: it never
-        // makes a layout that runs without it faster or cheaper, and frees device memory only.
-        // So it is tried only where the layout falls short of device memory without it, by no
-        // more than the offload could free.
-        if let Some(b) = bases[i] {
-            let Some((gap, f)) = &short[b] else {
-                continue;
+    // Every layout on all CPU cores (rayon), in two passes: the layouts themselves, then the
+    // offloading variants of those short of device memory. Each pass collects in candidate order,
+    // so the ranking (a stable sort) and its ties are those of one thread.
+    let first: Vec<(Vec<Point>, Option<Short>)> = cands
+        .par_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if bases[i].is_some() {
+                (Vec::new(), None)
+            } else if has_variants[i] {
+                // a training layout with offloading variants (one point, no load): its program
+                // kept for what its stages hold, and by how much it is short of device memory
+                let (e, p) = evaluate(sys, w, c, n, &mach);
+                let short = match (&e, &p) {
+                    (
+                        Err(Reason::Memory {
+                            needed,
+                            available,
+                            host: false,
+                        }),
+                        Some(p),
+                    ) => Some((needed - available, largest_freeable(p))),
+                    _ => None,
+                };
+                let v = if e.is_ok() { 0.0 } else { f64::INFINITY };
+                (vec![(*c, e, v)], short)
+            } else {
+                (points(sys, w, *c, n, &mach), None)
+            }
+        })
+        .collect();
+    // Offloading to host memory moves more bytes and updates in a slower memory: it never makes
+    // a layout that runs without it faster or cheaper, and frees device memory only. So it is
+    // tried only where the layout falls short of device memory without it, by no more than the
+    // offload could free (the largest stage's optimizer state, weights or resident activations).
+    let second: Vec<Vec<Point>> = cands
+        .par_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let Some(b) = bases[i] else {
+                return Vec::new();
+            };
+            let Some((gap, f)) = &first[b].1 else {
+                return Vec::new();
             };
             let frees = if c.offload_optimizer > 0.0 {
                 f.optimizer
@@ -580,37 +608,23 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
                 f.activations
             };
             if frees < *gap {
-                continue;
+                return Vec::new();
             }
-        }
-        let pts = if has_variants[i] {
-            // a training layout with offloading variants (one point, no load): its program kept
-            // for what its stages hold
-            let (e, p) = evaluate(sys, w, &c, n, &mach);
-            if let (
-                Err(Reason::Memory {
-                    needed,
-                    available,
-                    host: false,
-                }),
-                Some(p),
-            ) = (&e, &p)
-            {
-                short[i] = Some((needed - available, largest_freeable(p)));
-            }
-            let v = if e.is_ok() { 0.0 } else { f64::INFINITY };
-            vec![(c, e, v)]
-        } else {
-            points(sys, w, c, n, &mach)
-        };
-        for (m, e, v) in pts {
-            tried += 1;
-            match e {
-                Ok(e) if v <= 1.0 => ranked.push((m, e)),
-                Ok(e) => missed.push((v, m, e)),
-                // group memory reasons regardless of the exact byte counts
-                Err(r) => *reasons.entry(r.summary()).or_default() += 1,
-            }
+            points(sys, w, *c, n, &mach)
+        })
+        .collect();
+    let mut ranked = Vec::new();
+    let mut missed = Vec::new();
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut tried = 0;
+    let all = first.into_iter().map(|(p, _)| p).zip(second);
+    for (m, e, v) in all.flat_map(|(a, b)| a.into_iter().chain(b)) {
+        tried += 1;
+        match e {
+            Ok(e) if v <= 1.0 => ranked.push((m, e)),
+            Ok(e) => missed.push((v, m, e)),
+            // group memory reasons regardless of the exact byte counts
+            Err(r) => *reasons.entry(r.summary()).or_default() += 1,
         }
     }
     ranked.sort_by(|a, b| cost(&a.1, obj).total_cmp(&cost(&b.1, obj)));
@@ -631,6 +645,10 @@ pub fn search(sys: &System, w: &Workload, n: u64, obj: Objective) -> SearchResul
         slo_met,
     }
 }
+
+/// How far a layout falls short of device memory, and what each kind of offload could free at
+/// most ([`largest_freeable`]).
+type Short = (f64, Footprint);
 
 /// The most a stage of `p` holds of optimizer state, weights and resident activations (each
 /// stage's own; the largest of each).
