@@ -145,6 +145,9 @@ fn plans() -> Vec<Plan> {
                 ("scale_out.bandwidth", "\"50 Gb/s .. 3200 Gb/s log\""),
                 ("device.efficiency.kernel_overhead", "\"0 us .. 20 us\""),
                 ("device.tdp", "\"600 W .. 1600 W\""),
+                // FSDP under the pipeline: the weights gathered once, behind the step's first
+                // forward (a step-section collective riding the first micro-batch)
+                ("mapping.zero", "[1, 3]"),
             ],
             "Random(points: 400, seed: 23)",
         ),

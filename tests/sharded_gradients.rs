@@ -1,8 +1,10 @@
 //! Where gradients and weights are sharded, the collectives follow: ZeRO 2 and 3 (FSDP)
 //! reduce-scatter each micro-batch's gradients (a rank keeps only its shard), ZeRO 1 once per
-//! step; ZeRO 3 gathers a LoRA run's frozen base weights as it gathers any weights. Hand counts
-//! of the bytes on a dense 4-layer model trained in 4 micro-batches per step on 8 GPUs, and a
-//! law: a step's gradient traffic never falls as the ZeRO stage rises.
+//! step; ZeRO 3 gathers a LoRA run's frozen base weights as it gathers any weights; under a
+//! pipeline schedule the weights and gradients stay whole through the step (ZeRO 3 gathers
+//! them once, behind the step's first forward). Hand counts of the bytes on a dense 4-layer
+//! model trained in 4 micro-batches per step on 8 GPUs, and a law: a step's gradient traffic
+//! never falls as the ZeRO stage rises.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
@@ -155,4 +157,81 @@ fn zero_three_gathers_a_lora_runs_frozen_weights() {
     let lora1 = program(1, true);
     assert_eq!(gather(&lora1), 0.0);
     assert!(lora1.comms.iter().all(|c| c.role != Role::ParameterGather));
+}
+
+/// The fixture on dp 4 × pp 2 (two layers a stage), 4 micro-batches per step: under a pipeline
+/// schedule.
+fn pipelined(zero: u8) -> Program {
+    let (sys, w) = common::load_texts(SYSTEM, &WORKLOAD.replace("{lora}", ""));
+    let m = Mapping {
+        dp: 4,
+        pp: 2,
+        zero,
+        micro_batch: 2,
+        overlap_grad_reduce: true,
+        ..Mapping::single()
+    };
+    lower(&sys, &w, &m, 8).unwrap_or_else(|r| panic!("zero {zero}: {r}"))
+}
+
+#[test]
+fn under_a_pipeline_weights_and_gradients_stay_whole_through_the_step() {
+    // PyTorch's pipeline stages keep FSDP's gradients unsynchronised and its gathered weights
+    // whole until the step's last backward; torchtitan gathers them once, in the first forward
+    let one = pipelined(1);
+    assert_eq!(one.micro_batches, 4.0);
+    for zero in [2u8, 3] {
+        let p = pipelined(zero);
+        // the gradients reduced once per step, as ZeRO 1 reduces them
+        assert!(p
+            .comms
+            .iter()
+            .filter(|c| c.role == Role::GradientReduction)
+            .all(|c| c.section == Section::Step));
+        assert_relative_eq!(
+            gradient_bytes_per_step(&p),
+            gradient_bytes_per_step(&one),
+            max_relative = 1e-12
+        );
+        // whole weights and gradients on every stage; the optimizer state sharded as ZeRO 1's
+        for (s, s1) in p.stages.iter().zip(&one.stages) {
+            assert_eq!(s.footprint.weights, s1.footprint.weights, "zero {zero}");
+            assert_eq!(s.footprint.gradients, s1.footprint.gradients, "zero {zero}");
+            assert_eq!(s.footprint.optimizer, s1.footprint.optimizer, "zero {zero}");
+        }
+    }
+    // ZeRO 3 gathers a stage's weights once per step, behind the step's first forward, and has
+    // no gather after the update; ZeRO 1 and 2 gather the updated weights after it
+    let gathers = |p: &Program, role: Role| -> Vec<(Section, Overlap, f64)> {
+        p.comms
+            .iter()
+            .filter(|c| c.role == role)
+            .map(|c| (c.section, c.overlap, c.count))
+            .collect()
+    };
+    let three = pipelined(3);
+    assert!(!gathers(&three, Role::WeightGather).is_empty());
+    assert!(gathers(&three, Role::WeightGather)
+        .iter()
+        .all(|g| *g == (Section::Step, Overlap::Forward, 1.0)));
+    assert!(gathers(&three, Role::ParameterGather).is_empty());
+    assert_relative_eq!(
+        common::bytes_per_step(
+            &three,
+            three.comms.iter().filter(|c| c.role == Role::WeightGather)
+        ),
+        common::bytes_per_step(
+            &one,
+            one.comms.iter().filter(|c| c.role == Role::ParameterGather)
+        ),
+        max_relative = 1e-12
+    );
+    assert!(gathers(&one, Role::WeightGather).is_empty());
+    // without the pipeline, ZeRO 3 keeps sharding them: two gathers a micro-batch, a smaller
+    // footprint than ZeRO 1's
+    let flat = program(3, false);
+    assert!(gathers(&flat, Role::WeightGather)
+        .iter()
+        .all(|g| *g == (Section::MicroBatch, Overlap::Compute, 2.0)));
+    assert!(flat.footprint.weights < program(1, false).footprint.weights);
 }

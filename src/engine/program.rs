@@ -116,7 +116,8 @@ pub enum Role {
     GradientReduction,
     /// Data-parallel all-gather of the updated parameters after the optimizer step (ZeRO 1, 2).
     ParameterGather,
-    /// ZeRO-3 all-gather of the weights before their use, per micro-batch.
+    /// ZeRO-3 all-gather of the weights before their use: per micro-batch, or once per step
+    /// under a pipeline schedule (`Mapping::weights_sharded_through_step`).
     WeightGather,
     /// Expert-parallel token dispatch and combine.
     ExpertAllToAll,

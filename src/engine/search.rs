@@ -171,9 +171,13 @@ pub fn candidates_with_bases(
                                     }
                                     // the distributed optimizer (ZeRO 1), gradients sharded
                                     // too (2), and everything sharded (3: FSDP, beside tensor
-                                    // and pipeline parallelism as torchtitan's 3-D layouts run
-                                    // it, its weights gathered for each micro-batch's forward
-                                    // and backward).
+                                    // parallelism as torchtitan's 2-D layouts run it). Under a
+                                    // pipeline schedule the weights and gradients stay whole
+                                    // through the step (`Mapping::weights_sharded_through_step`):
+                                    // ZeRO 2 and 3 there hold ZeRO 1's state and move its bytes,
+                                    // ZeRO 3 only gathering them behind the step's first forward
+                                    // rather than after the update (which software runs, not
+                                    // which layout), so only ZeRO 1 is tried.
                                     // Beside them: on a plain data-parallel layout, hybrid
                                     // sharding over one scale-up domain, replicated across
                                     // domains (HSDP); and plain data parallelism (ZeRO 0: an
@@ -181,7 +185,11 @@ pub fn candidates_with_bases(
                                     // except where the framework overlaps the parameter
                                     // gather (ZeRO 1 then moves the same bytes hidden, in less
                                     // memory), tried last so that a tie keeps the smaller state
-                                    let mut zeros: Vec<(u8, u64)> = vec![(1, 0), (2, 0), (3, 0)];
+                                    let mut zeros: Vec<(u8, u64)> = if pp == 1 {
+                                        vec![(1, 0), (2, 0), (3, 0)]
+                                    } else {
+                                        vec![(1, 0)]
+                                    };
                                     if pp == 1
                                         && tp == 1
                                         && dom > 1

@@ -454,6 +454,27 @@ impl Mapping {
         }
     }
 
+    /// Whether the gradients are sharded through the step and reduce-scattered as each
+    /// micro-batch's backward produces them (ZeRO 2 and 3 without a pipeline). Under a pipeline
+    /// schedule they stay whole until the step's last backward and are reduced once, as ZeRO 1's
+    /// are: PyTorch's pipeline stages turn FSDP's gradient sync and its resharding after backward
+    /// off for every backward but the last (`torch/distributed/pipelining/stage.py`,
+    /// `_PipelineStageBase.backward_maybe_with_nosync`), and DeepSpeed's pipeline engine refuses
+    /// ZeRO 2 and 3 ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism").
+    pub fn gradients_sharded_through_step(&self) -> bool {
+        self.zero >= 2 && self.pp <= 1
+    }
+
+    /// Whether the weights stay sharded through the step and are gathered before each
+    /// micro-batch's forward and backward (ZeRO 3 without a pipeline). Under a pipeline schedule
+    /// FSDP gathers a stage's weights once, in the step's first forward, and keeps them whole
+    /// until its last backward: torchtitan does not reshard after the forward where pipeline
+    /// parallelism is on (`reshard_after_forward = not pp_enabled`, "to avoid per-microbatch
+    /// all-gathers") and the pipeline stages do not reshard after the backward (as above).
+    pub fn weights_sharded_through_step(&self) -> bool {
+        self.zero >= 3 && self.pp <= 1
+    }
+
     /// The shard group where hybrid sharding makes it smaller than dp × cp, else `None`.
     pub fn hybrid_shard(&self) -> Option<u64> {
         let g = self.shard_group();

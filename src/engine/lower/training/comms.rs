@@ -247,11 +247,11 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
 /// Hybrid sharding's second reduction: each shard group reduce-scatters the gradients inside
 /// itself (`step_reduction`), then the ranks holding the same shard in the other groups
 /// all-reduce it, `grad_bytes` each (the gradients over the shard group), over `group`. It
-/// follows the first: once per step where gradients are reduced once per step (ZeRO 1, and
-/// ZeRO 0, where the replicas are all there is), every micro-batch where each micro-batch's are
-/// (ZeRO 2, 3), behind the backward like it. A bucket's all-reduce can only start once its
-/// reduce-scatter is done, so the step's last bucket is exposed here too, after the shard
-/// group's.
+/// follows the first: once per step where gradients are reduced once per step (ZeRO 1; ZeRO 0,
+/// where the replicas are all there is; ZeRO 2 and 3 under a pipeline schedule), every
+/// micro-batch where each micro-batch's are (ZeRO 2, 3 without one), behind the backward like
+/// it. A bucket's all-reduce can only start once its reduce-scatter is done, so the step's last
+/// bucket is exposed here too, after the shard group's.
 fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, group: Group) {
     let m = d.m;
     let c = Collective {
@@ -268,7 +268,11 @@ fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, group: Group) 
             Overlap::None
         },
     };
-    b.grad_comm(c, (m.zero >= 2).then_some(d.micro_batches));
+    b.grad_comm(
+        c,
+        m.gradients_sharded_through_step()
+            .then_some(d.micro_batches),
+    );
 }
 
 /// Labels of one group's gradient reduction and parameter gathers.
@@ -332,7 +336,11 @@ fn step_reduction(
     // once per step (DeepSpeed reduces every micro-step at stages 2 and 3; PyTorch FSDP does
     // unless `no_sync` keeps the unsharded gradients, which NeMo AutoModel's
     // `defer_fsdp_grad_sync: False` turns off).
-    let every = (z >= 2).then_some(d.micro_batches);
+    // Under a pipeline schedule they stay whole and are reduced once per step
+    // (`Mapping::gradients_sharded_through_step`).
+    let every = m
+        .gradients_sharded_through_step()
+        .then_some(d.micro_batches);
     if last_bucket {
         b.grad_comm(c, every);
     } else if every.is_some() {
@@ -344,17 +352,25 @@ fn step_reduction(
     // them with the adapters, and `memory::state` counts them sharded), so each layer's weights
     // are gathered before its forward and backward whatever is trained. ZeRO 1 and 2 keep the
     // weights whole and gather only the updated ones after the step: none of a LoRA base.
+    // Under a pipeline schedule FSDP gathers a stage's weights once, layer by layer behind the
+    // step's first forward, and keeps them whole to its last backward
+    // (`Mapping::weights_sharded_through_step`).
     if z >= 3 || (z >= 1 && d.tr.lora.is_none()) {
         if z >= 3 {
+            let (count, section, overlap) = if m.weights_sharded_through_step() {
+                (2.0, mbs, Overlap::Compute)
+            } else {
+                (1.0, stp, Overlap::Forward)
+            };
             b.comm(Collective {
                 name: n.zero3_gather.into(),
                 role: Role::WeightGather,
                 kind: CollKind::AllGather,
                 bytes: weight_bytes,
                 group,
-                count: 2.0,
-                section: mbs,
-                overlap: Overlap::Compute,
+                count,
+                section,
+                overlap,
             });
         } else {
             b.comm(Collective {

@@ -95,8 +95,15 @@ pub(super) fn state(d: &Shape) -> State {
     // for the dense ones, the expert-data-parallel ranks for the routed experts (Megatron-Core's
     // distributed optimizer keeps the expert parameters in their own buffer, sharded over the
     // expert-data-parallel group); under hybrid sharding over the shard group only.
-    let shard = |stage: u8, dense: f64, expert: f64| {
-        if z >= stage {
+    // Weights (ZeRO 3) and gradients (ZeRO 2, 3) stay whole through the step under a pipeline
+    // schedule (`Mapping::weights_sharded_through_step`, `gradients_sharded_through_step`): only
+    // the optimizer state and the master weights are then sharded, as under ZeRO 1.
+    let (weights_sharded, gradients_sharded) = (
+        m.weights_sharded_through_step(),
+        m.gradients_sharded_through_step(),
+    );
+    let shard = |sharded: bool, dense: f64, expert: f64| {
+        if sharded {
             dense / shardn + expert / eshardn
         } else {
             dense + expert
@@ -107,7 +114,7 @@ pub(super) fn state(d: &Shape) -> State {
     // layers' unsharded parameters (DeepSpeed's `stage3_prefetch_bucket_size` / FSDP's
     // `forward_prefetch` keep one ahead; Rajbhandari et al., ZeRO, SC'20, §5.3 — an assumption
     // of two buffers).
-    let gather = if z >= 3 && (shardn > 1.0 || eshardn > 1.0) {
+    let gather = if weights_sharded && (shardn > 1.0 || eshardn > 1.0) {
         let per_layer = (dense_layer / tpf * (1.0 - 1.0 / shardn))
             .max(expert_layer / (etpf * m.ep as f64) * (1.0 - 1.0 / eshardn));
         2.0 * per_layer * wb
@@ -118,7 +125,7 @@ pub(super) fn state(d: &Shape) -> State {
         params_local - expert_local,
         trainable_local - trainable_expert,
     );
-    let updated = shard(1, dense_trained, trainable_expert);
+    let updated = shard(z >= 1, dense_trained, trainable_expert);
     let host_updated = updated * m.offload_optimizer;
     let moments = (tr.optimizer_bytes - MASTER_BYTES).max(0.0);
     // Weight offload (ZeRO 0-2: the weights are whole on the device): the layers' weights go to
@@ -138,9 +145,9 @@ pub(super) fn state(d: &Shape) -> State {
         trainable_expert,
         updated,
         host_updated,
-        weights: shard(3, dense_params, expert_local) * wb + gather - host_weights
+        weights: shard(weights_sharded, dense_params, expert_local) * wb + gather - host_weights
             + resident_layers,
-        gradients: shard(2, dense_trained, trainable_expert) * gb,
+        gradients: shard(gradients_sharded, dense_trained, trainable_expert) * gb,
         optimizer: updated * tr.optimizer_bytes - host_updated * moments,
         host_optimizer: host_updated * (moments + 2.0 * MASTER_BYTES),
         layer_weights,
