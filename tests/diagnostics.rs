@@ -526,6 +526,44 @@ fn unset_host_link_energy_warns() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
+/// Issue 11: a `compute` rate on a memory level runs no operator (processing in memory is
+/// written as the die's compute reading its banks, as the UPMEM file does), so `check` warns at
+/// the rate with that hint rather than keep it silently; the shipped PIM server checks clean.
+#[test]
+fn a_memory_levels_compute_rate_warns() {
+    let good = std::fs::read_to_string(root().join("architectures/upmem-pim.ron")).unwrap();
+    let with = good.replace(
+        "bandwidth: \"0.7 GB/s @prim-mram-bw\",",
+        "bandwidth: \"0.7 GB/s @prim-mram-bw\", compute: \"44.8 GOP/s @upmem-compute\",",
+    );
+    assert_ne!(good, with);
+    let line = 1 + with
+        .lines()
+        .position(|l| l.contains("compute: \"44.8 GOP/s"))
+        .unwrap();
+    for (text, warned) in [(good, false), (with, true)] {
+        let fs = MemFs(BTreeMap::from([("pim.ron".to_string(), text.into_bytes())]));
+        let (files, diags) = check_file("pim.ron", &fs);
+        let rendered: Vec<String> = diags
+            .iter()
+            .map(|d| d.render(files.text_of(&d.file)))
+            .collect();
+        assert_eq!(diags.len(), warned as usize, "{rendered:#?}");
+        if let Some(d) = diags.first() {
+            assert_eq!(d.severity, Severity::Warning, "{d:?}");
+            assert_eq!(d.pos.map(|p| p.line), Some(line), "{d:?}");
+            assert!(
+                d.message.starts_with("memory `MRAM (PIM DRAM banks)` gives a `compute` rate that no operator runs on"),
+                "{d:?}"
+            );
+            assert!(
+                d.hint.as_deref().unwrap_or("").contains("upmem-pim.ron"),
+                "{d:?}"
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // No panic, whatever the input.
 

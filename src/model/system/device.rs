@@ -585,6 +585,19 @@ pub(super) fn lower_memory(
         .compute
         .as_ref()
         .and_then(|q| cx.positive("compute", q, D::FlopRate));
+    // Processing in memory is not costed apart from the die's engines yet: a rate written here is
+    // checked and kept in the model, but no operator runs on it. Say so rather than drop it
+    // silently.
+    if compute.is_some() {
+        cx.warn(
+            "compute",
+            format!(
+                "memory `{}` gives a `compute` rate that no operator runs on: operators run on the die's `compute` engines, reading this memory at its `bandwidth`",
+                m.name
+            ),
+            Some("to model processing in memory, write the in-memory units as the die's `compute` and this memory as what they read (as architectures/upmem-pim.ron writes the DPUs and their MRAM banks), and remove `compute` here".into()),
+        );
+    }
     let instances = match m.attach {
         Attach::Core => cores as f64,
         Attach::Die => dies as f64,
