@@ -202,10 +202,13 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // Offline on 8 H200). GB300 got an FP8 factor of its own (0.9299, fitted on its 70B and 405B
     // FP8 rows, now calibration cases), and the three rows that were known gaps only for its
     // absence joined: Llama 3 8B FP8-CS +3.9 %, MXFP8 +10.9 %, Qwen3-30B-A3B MXFP8 +5.2 %: 4.67 %
-    // over 107.
+    // over 107. Then two known gaps that the physics added since (the scaling recipes'
+    // quantization passes, the serving model) had moved inside their tolerance joined, unfitted:
+    // Qwen3-30B-A3B MXFP8 on 8 GB200 (26.08) at +6.2 % and Mixtral 8x7B Server on 8 H100 (v4.1)
+    // at +12.4 %, both above the mean: 4.75 % over 109, the largest unchanged.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.0470, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0476, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.140, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
