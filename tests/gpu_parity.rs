@@ -292,6 +292,31 @@ fn plans() -> Vec<Plan> {
             ],
             "Random(points: 400, seed: 21)",
         ),
+        // machine points whose figures agree to a few parts in 1e8, one better in throughput
+        // and the other in power (FSDP or the distributed optimizer under a pipeline, the same
+        // bytes gathered at another point of the step): equal in f32, both on the exact front
+        plan_of(
+            "eos-h100",
+            "mixtral-8x7b-pretrain",
+            &{
+                let m = common::scratch_dir("tessera-gpu-test").join("mixtral-tp2-pp4.ron");
+                std::fs::write(
+                    &m,
+                    "Mapping(version: 1, tp: 2, pp: 4, micro_batch: 1, interleave: 2, source: \"t\", sources: {\"t\": \"test layout\"})",
+                )
+                .unwrap();
+                m.to_string_lossy().into_owned()
+            },
+            &[
+                ("devices", "[64]"),
+                ("mapping.zero", "[1, 3]"),
+                ("device.memory.HBM3.bandwidth", "\"1 TB/s .. 8 TB/s\""),
+                ("device.memory.HBM3.capacity", "\"60 GB .. 120 GB\""),
+                ("device.tdp", "\"400 W .. 1000 W\""),
+                ("scale_up.bandwidth", "\"0.2 TB/s .. 2 TB/s\""),
+            ],
+            "LatinHypercube(points: 3000, seed: 4)",
+        ),
     ]
 }
 

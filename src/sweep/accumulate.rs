@@ -166,8 +166,10 @@ impl Front {
     }
 
     /// Whether some point of the front is better than `p` by more than the relative `margin` in
-    /// both metrics (or equal in one and better by the margin in the other; of exact duplicates
-    /// the lower index wins).
+    /// both metrics, or equal in one and better by the margin in the other. Not where it equals
+    /// `p` in both: points the f32 screen cannot tell apart may differ in the exact evaluation,
+    /// where either may be on the front (two machine points of a sweep a few parts in 1e8 apart
+    /// in throughput and power, one better in each), so both stay candidates.
     fn screens_out(&self, p: &FP, margin: f64) -> bool {
         let ta = p.a + margin * p.a.abs();
         let tb = p.b + margin * p.b.abs();
@@ -185,7 +187,7 @@ impl Front {
         let j = self.pts.partition_point(|f| f.a > p.a);
         if j < self.pts.len() && self.pts[j].a == p.a {
             let f = &self.pts[j];
-            if f.o.index != p.o.index && (f.b >= tb || (f.b == p.b && f.o.index < p.o.index)) {
+            if f.o.index != p.o.index && f.b >= tb {
                 return true;
             }
         }
@@ -389,6 +391,54 @@ mod tests {
         }
         let idx: Vec<u64> = t.into_sorted().iter().map(|o| o.index).collect();
         assert_eq!(idx, vec![1, 2, 4]);
+    }
+
+    #[test]
+    fn screen_keeps_points_equal_in_f32_that_the_exact_front_tells_apart() {
+        // two machine points 1.4e-8 apart in throughput and 7e-9 in power, one better in each
+        // (as two points of a Mixtral sweep on 64 H100 are): both on the exact front, the same
+        // in f32, where the screen once kept only the lower index
+        let (a, b) = (
+            o(240, 454164.426915167, 78394.5297188323),
+            o(1658, 454164.4334267782, 78394.53026059906),
+        );
+        assert_eq!(brute_front(&[a, b]), vec![240, 1658]);
+        let f32 = |x: Outcome| Outcome {
+            throughput: x.throughput as f32 as f64,
+            power: x.power as f32 as f64,
+            ..x
+        };
+        assert_eq!(f32(a).throughput, f32(b).throughput);
+        assert_eq!(f32(a).power, f32(b).power);
+        let mut sc = Screen::new(
+            1,
+            0,
+            Metric::Throughput,
+            (Metric::Throughput, Metric::Power),
+            4e-4,
+        );
+        for p in [f32(a), f32(b)] {
+            sc.push(&p);
+        }
+        assert_eq!(sc.candidates(), vec![240, 1658]);
+    }
+
+    #[test]
+    fn screen_drops_points_equal_in_one_metric_and_far_behind_in_the_other() {
+        // every point at the same power (a cap pins them): only those within the margin of the
+        // best throughput stay candidates
+        let mut sc = Screen::new(
+            1,
+            0,
+            Metric::Throughput,
+            (Metric::Throughput, Metric::Power),
+            4e-4,
+        );
+        for i in 0..10_000u64 {
+            sc.push(&o(i, 1000.0 + i as f64, 500.0));
+        }
+        // the best, 10,999, and those within 4e-4 of it: 10,995 to 10,998
+        assert_eq!(sc.candidates(), vec![9995, 9996, 9997, 9998, 9999]);
     }
 
     #[test]
