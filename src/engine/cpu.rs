@@ -262,11 +262,11 @@ pub fn op_time(op: &Op, m: &Machine, wt: Tier, at: Tier) -> Option<OpTime> {
     })
 }
 
-/// An operator run inside the weight store (the optimizer update in MemoryX): its FLOPs at the
-/// store's compute, its state bytes at the store's memory bandwidth, overlapped. `None` when it
-/// has FLOPs and the store no compute.
-/// An operator run off the devices: in the weight store (its compute and memory bandwidth) or on
-/// the host (its memory bandwidth; no FLOP rate: `Phase::Host` ops carry no FLOPs).
+/// An operator run off the devices: inside the weight store (the optimizer update in MemoryX),
+/// its FLOPs at the store's compute and its state bytes at the store's memory bandwidth,
+/// overlapped; or on the host (the offloaded optimizer update), its bytes at the device's share
+/// of the host memory's bandwidth (`Phase::Host` ops carry no FLOPs, and the host has no FLOP
+/// rate here). `None` when it has FLOPs or bytes and the place that runs it lacks the rate.
 fn off_device_time(op: &Op, m: &Machine) -> Option<OpTime> {
     let (rate, bw) = if op.phase == Phase::Host {
         (0.0, m[t::HOST_MEMORY_BANDWIDTH])
@@ -327,7 +327,7 @@ pub fn largest_usable_capacity(m: &Machine) -> f64 {
 
 /// Place model state and working data in the fastest tier they fit (SRAM, then main memory),
 /// else state in the weight store and working data in that tier; `None` if nothing holds them,
-/// or if what is offloaded to host memory (activations, optimizer state) exceeds it.
+/// or if what is offloaded to host memory (activations, optimizer state, weights) exceeds it.
 pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     if f.offloaded > m[t::HOST_CAPACITY] {
         return None;

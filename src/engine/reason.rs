@@ -24,8 +24,8 @@ pub enum Reason {
         most_often: Option<(String, usize)>,
     },
     /// Model state and working data fit in no memory tier (bytes per device); with `host`, what
-    /// is offloaded to host memory (activations, optimizer state) exceeds each device's share of
-    /// it.
+    /// is offloaded to host memory (activations, optimizer state, weights) exceeds each device's
+    /// share of it.
     Memory {
         needed: f64,
         available: f64,

@@ -187,8 +187,6 @@ fn voltage(s: f32) -> f32 {
     return v0 + (1.0 - v0) * max(s - c0, 0.0) / (1.0 - c0);
 }
 
-// Device power at relative clock s (`cpu::Demand::power`): d = (clock-bound time, other time,
-// FLOP energy, other energy) at full clock.
 // The round's parts per stage class (`cpu::Round`): each class's micro-batch and step section,
 // clock-bound and the rest, its repeat, whether it is a concurrent pool; filled per point.
 var<private> R_C0: array<f32, MAX_STAGES>;
@@ -270,8 +268,8 @@ fn evaluate(li: u32) -> Point {
 
     let ext = X[F_EXT_CAPACITY];
     let ko = X[F_KERNEL_OVERHEAD];
-    // over the stages (`cpu::eval_traced`): the slowest stage's micro-batch breakdown, the
-    // chain's (repeat-weighted sum), the slowest stage's step section, and each stage's energy
+    // over the stages (`cpu::eval_traced`): each class's parts of the round (`R_*`, composed by
+    // `round_time` at the clock the devices run at) and each stage's energy
     var head = 3.0e38;
     var dyn_s = array<f32, MAX_STAGES>();
     var flop_s = array<f32, MAX_STAGES>();

@@ -611,15 +611,27 @@ pub(super) fn offload(b: &mut Builder, act: &Activations) {
     if act.offloaded <= 0.0 {
         return;
     }
-    for (name, overlap) in [
-        ("offload activations to host", Overlap::Forward),
-        ("reload activations from host", Overlap::Backward),
-    ] {
+    beside_passes(
+        b,
+        Role::ActivationOffload,
+        act.offload_per_layer,
+        act.offloaded_layers,
+        [
+            "offload activations to host",
+            "reload activations from host",
+        ],
+    );
+}
+
+/// Per micro-batch, `count` copies of `bytes` over the host link hidden behind the forward
+/// compute (`names[0]`) and as many behind the backward compute (`names[1]`).
+fn beside_passes(b: &mut Builder, role: Role, bytes: f64, count: f64, names: [&'static str; 2]) {
+    for (name, overlap) in names.into_iter().zip([Overlap::Forward, Overlap::Backward]) {
         b.comms.push(host_copy(
             name,
-            Role::ActivationOffload,
-            act.offload_per_layer,
-            act.offloaded_layers,
+            role,
+            bytes,
+            count,
             Section::MicroBatch,
             overlap,
         ));
@@ -685,19 +697,16 @@ pub(super) fn offload_weights(b: &mut Builder, d: &Shape, state: &State) {
     if state.host_weights <= 0.0 {
         return;
     }
-    for (name, overlap) in [
-        ("weights from host for the forward", Overlap::Forward),
-        ("weights from host for the backward", Overlap::Backward),
-    ] {
-        b.comms.push(host_copy(
-            name,
-            Role::WeightOffload,
-            state.layer_weights,
-            d.l,
-            Section::MicroBatch,
-            overlap,
-        ));
-    }
+    beside_passes(
+        b,
+        Role::WeightOffload,
+        state.layer_weights,
+        d.l,
+        [
+            "weights from host for the forward",
+            "weights from host for the backward",
+        ],
+    );
     b.comms.push(host_copy(
         "updated weights to host",
         Role::WeightOffload,
