@@ -660,13 +660,10 @@ fn a_pipeline_round_is_the_slowest_stage_or_the_chain() {
     assert_eq!(e.needed_bytes, 90e9);
 }
 
-/// Under a power cap the slowest stage is the slowest at the clock the devices run at. A
-/// memory-bound head stage (2 ms, no clock-bound time) is the slowest at full clock over the
-/// compute-bound layer stages (1.9 ms of FLOPs); throttled below 0.95 of full clock the layers
-/// take 1.9 ms / s and set the round. (Taking the full clock's slowest stage would leave the step
-/// at 16 ms while the devices ran slower.)
-#[test]
-fn a_throttled_round_is_set_by_the_slowest_stage_at_that_clock() {
+/// The two stage classes of [`two_stage_program`] (8 micro-batches) with compute-bound layer
+/// stages (1.9 ms of FLOPs, no bytes) at 1 pJ per FLOP, a DVFS line from (0.3, 0.7), and a
+/// limit far above the demand; with the H100's bf16 rate.
+fn throttled_two_stages() -> (Program, Machine, f64) {
     let mut m = h100();
     m[t::HBM_CAPACITY] = 100e9;
     let rate = m[t::MATRIX_PEAK + Precision::Bf16.index()];
@@ -677,6 +674,17 @@ fn a_throttled_round_is_set_by_the_slowest_stage_at_that_clock() {
     m[t::DVFS_MIN_CLOCK] = 0.3;
     m[t::DVFS_MIN_VOLTAGE] = 0.7;
     m[t::TDP] = 5000.0;
+    (p, m, rate)
+}
+
+/// Under a power cap the slowest stage is the slowest at the clock the devices run at. A
+/// memory-bound head stage (2 ms, no clock-bound time) is the slowest at full clock over the
+/// compute-bound layer stages (1.9 ms of FLOPs); throttled below 0.95 of full clock the layers
+/// take 1.9 ms / s and set the round. (Taking the full clock's slowest stage would leave the step
+/// at 16 ms while the devices ran slower.)
+#[test]
+fn a_throttled_round_is_set_by_the_slowest_stage_at_that_clock() {
+    let (p, mut m, rate) = throttled_two_stages();
     let full = eval(&p, &m);
     assert!(full.feasible && full.throttle == 1.0, "{full:?}");
     assert_relative_eq!(full.step_time, 8.0 * 2e-3, max_relative = 1e-12);
@@ -692,6 +700,49 @@ fn a_throttled_round_is_set_by_the_slowest_stage_at_that_clock() {
     assert_relative_eq!(e.step_time, 8.0 * 1.9e-3 / s, max_relative = 1e-9);
     assert_relative_eq!(e.breakdown.compute, 8.0 * 1.9e-3 / s, max_relative = 1e-9);
     assert_relative_eq!(e.device_power, m[t::TDP], max_relative = 1e-9);
+}
+
+/// Each device has its own limit and its own clock: a stage whose devices demand more than
+/// their limit slows its own clock, not its neighbours'. The head stage is memory-bound (6.7 GB,
+/// 2 ms) with 0.5 ms of FLOPs hidden under its reads and 1.5 J of HBM traffic per micro-batch;
+/// the layer stages are compute-bound (1.9 ms of FLOPs, no traffic). 8 micro-batches: the round
+/// is 8 × 2 ms = 16 ms. At 1 pJ per FLOP the head's devices demand 100 W + 8 × (0.4947 J +
+/// 1.5 J) / 16 ms = 1,097 W, the layers' 100 W + 8 × 1.880 J / 16 ms = 1,040 W. Under a 1,070 W
+/// limit the head's clock falls until its FLOPs' energy fits what the limit leaves over the
+/// 16 ms step: v² = (970 W × 16 ms − 12 J) / 3.958 J; its time is memory-bound and does not move,
+/// and the layers keep full clock: the step stays 16 ms. (Running every stage at one clock, the
+/// one that holds the head's devices to their limit, stretches the layers past 2 ms: 16.2 ms.)
+#[test]
+fn each_stage_runs_at_the_clock_its_own_limit_allows() {
+    let (mut p, mut m, rate) = throttled_two_stages();
+    p.ops[1].flops = 0.5e-3 * rate;
+    m[t::HBM_ENERGY] = 1.5 / 6.7e9;
+    let (e_head, e_layer) = (
+        8.0 * (0.5e-3 * rate * 1e-12 + 1.5),
+        8.0 * 1.9e-3 * rate * 1e-12,
+    );
+    let full = eval(&p, &m);
+    assert_relative_eq!(full.step_time, 16e-3, max_relative = 1e-12);
+    assert_relative_eq!(
+        full.demand_power,
+        100.0 + e_head / 16e-3,
+        max_relative = 1e-9
+    );
+    assert!(full.demand_power > 1070.0 && 100.0 + e_layer / 16e-3 < 1070.0);
+    m[t::TDP] = 1070.0;
+    let e = eval(&p, &m);
+    assert!(e.feasible);
+    assert_relative_eq!(e.step_time, 16e-3, max_relative = 1e-12);
+    // the head's clock: v² = (970 W × 16 ms − 12 J) / (8 × 0.4947 J), v = 0.7 + 0.3 (s − 0.3) / 0.7
+    let v = ((970.0 * 16e-3 - 12.0) / (8.0 * 0.5e-3 * rate * 1e-12)).sqrt();
+    let s = 0.3 + 0.7 * (v - 0.7) / 0.3;
+    assert!(s > 0.85 && s < 0.9, "clock {s}");
+    assert_relative_eq!(e.throttle, s, max_relative = 1e-9);
+    assert_relative_eq!(e.device_power, 1070.0, max_relative = 1e-12);
+    // power: 2 head devices at their limit, 3 layer devices at full clock over the 16 ms step
+    let power = 2.0 * 1070.0 + 3.0 * (100.0 + e_layer / 16e-3);
+    assert_relative_eq!(e.average_power, power, max_relative = 1e-9);
+    assert_relative_eq!(e.energy_per_step, power * 16e-3, max_relative = 1e-9);
 }
 
 /// The example: 8 stages, 1 micro-batch, 4 chunks per stage. Interleaving gives nothing:

@@ -346,18 +346,6 @@ pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     None
 }
 
-/// What a step asks of one device, split by what a lower clock changes: the round's parts
-/// (`Round`: each stage class's clock-bound time and the rest), the FLOPs' dynamic energy
-/// (× voltage² at a lower clock) and that of memory and link traffic (unchanged).
-#[derive(Clone, Copy, Debug)]
-pub struct Demand<'a> {
-    pub round: &'a Round,
-    /// The round at full clock (`round.at(1.0).time`), kept: most points run there.
-    pub full: f64,
-    pub flop_energy: f64,
-    pub other_energy: f64,
-}
-
 /// A round's parts stage class by stage class, as they stretch with the clock: per class its
 /// micro-batch's clock-bound time (compute-bound operators) and the rest (memory- and link-bound
 /// time, launch overheads), the same of its step section, and its stages in a row. An operator
@@ -393,16 +381,16 @@ pub struct Binds {
 }
 
 impl Round {
-    /// The round at relative clock `s`: micro-batches × the slowest class's micro-batch plus the
-    /// bubble, or the chain of all stages when it is longer; plus the slowest step section; or a
-    /// pool's round where it is longer; plus the fixed time. Each part is c / s + r, so the round
-    /// never shortens as the clock falls.
-    pub fn at(&self, s: f64) -> Binds {
+    /// The round with class k at relative clock `clocks[k]`: micro-batches × the slowest
+    /// class's micro-batch plus the bubble, or the chain of all stages when it is longer; plus
+    /// the slowest step section; or a pool's round where it is longer; plus the fixed time. Each
+    /// part is c / s + r, so the round never shortens as a class's clock falls.
+    pub fn at(&self, clocks: &[f64; MAX_STAGES]) -> Binds {
         let (mut k_mb, mut t_max, mut chain) = (0, f64::NEG_INFINITY, 0.0);
         let (mut k_st, mut t_st) = (0, f64::NEG_INFINITY);
         let (mut k_pool, mut t_pool) = (None, f64::NEG_INFINITY);
-        for k in 0..self.n {
-            let [c0, r0, c1, r1, repeat] = self.parts[k];
+        for (k, (parts, &s)) in self.parts.iter().zip(clocks).enumerate().take(self.n) {
+            let [c0, r0, c1, r1, repeat] = *parts;
             let (t_mb, ts) = (c0 / s + r0, c1 / s + r1);
             if self.pool[k] {
                 let t = self.micro_batches * t_mb + ts;
@@ -436,101 +424,184 @@ impl Round {
     }
 }
 
+/// What a step asks of the devices of each stage class, split by what a lower clock changes:
+/// the round's parts (`Round`: each class's clock-bound time and the rest) and, per device of
+/// each class, the FLOPs' dynamic energy (× voltage² at a lower clock) and that of memory and
+/// link traffic (unchanged).
+#[derive(Clone, Copy, Debug)]
+pub struct Demand<'a> {
+    pub round: &'a Round,
+    /// The round at full clock (`round.at(&FULL_CLOCK).time`), kept: most points run there.
+    pub full: f64,
+    /// Per class, per device and step at full clock (J).
+    pub flop_energy: [f64; MAX_STAGES],
+    pub other_energy: [f64; MAX_STAGES],
+}
+
+/// Every stage class at full clock.
+pub const FULL_CLOCK: [f64; MAX_STAGES] = [1.0; MAX_STAGES];
+
 impl Demand<'_> {
-    /// Step time at relative clock `s`.
-    pub fn time(&self, s: f64) -> f64 {
-        if s >= 1.0 {
-            self.full
-        } else {
-            self.round.at(s).time
+    /// Power of one device of class `k` at full clock (W): static power plus its dynamic energy
+    /// over the round.
+    pub fn demand(&self, m: &Machine, k: usize) -> f64 {
+        m[t::IDLE_POWER] + (self.flop_energy[k] + self.other_energy[k]) / self.full
+    }
+
+    /// The highest clock at which a device of class `k` stays within its power limit over a step
+    /// of `time` s: full clock where its demand fits; else the clock whose voltage² leaves the
+    /// FLOPs the energy the limit allows ((limit − static) × time − the traffic's energy), the
+    /// voltage linear in the clock (`voltage`, inverted); not below the lowest clock (a step
+    /// that short is too short for the class: `operate` never settles on one).
+    pub fn clock_at(&self, m: &Machine, k: usize, time: f64) -> f64 {
+        let f = self.flop_energy[k];
+        let budget = (power_limit(m) - m[t::IDLE_POWER]) * time - self.other_energy[k];
+        if f <= budget {
+            return 1.0;
         }
+        let lo = lowest_clock(m);
+        if lo >= 1.0 || budget <= 0.0 {
+            return lo;
+        }
+        let (c0, v0) = (m[t::DVFS_MIN_CLOCK], m[t::DVFS_MIN_VOLTAGE]);
+        let v = (budget / f).sqrt();
+        (c0 + (1.0 - c0) * (v - v0) / (1.0 - v0)).clamp(lo, 1.0)
     }
 
-    /// Device power at relative clock `s` (W): static power, plus the step's dynamic energy at
-    /// the voltage of that clock over the step's time at it.
-    pub fn power(&self, m: &Machine, s: f64) -> f64 {
-        let v = voltage(m, s);
-        m[t::IDLE_POWER] + (self.flop_energy * v * v + self.other_energy) / self.time(s)
+    /// Each class's clock for a step of `time` s ([`Demand::clock_at`]; classes past the
+    /// round's at full clock).
+    pub fn clocks_at(&self, m: &Machine, time: f64) -> [f64; MAX_STAGES] {
+        let mut s = FULL_CLOCK;
+        for (k, x) in s.iter_mut().enumerate().take(self.round.n) {
+            *x = self.clock_at(m, k, time);
+        }
+        s
     }
 
-    /// The device's operating point under its power limit: full clock when the demand fits;
-    /// else the clock whose power meets the limit (power rises with clock, so bisection finds
-    /// it); below the lowest clock the device duty-cycles at that clock's energy, the whole step
-    /// stretching until static power plus dynamic energy over the step meets the limit. `None`
-    /// when the limit does not cover static power.
+    /// Energy per step of one device of class `k` at its lowest clock (J): the least it can
+    /// spend on the step's work.
+    fn least_energy(&self, m: &Machine, k: usize) -> f64 {
+        let v = voltage(m, lowest_clock(m));
+        self.flop_energy[k] * v * v + self.other_energy[k]
+    }
+
+    /// The devices' operating point under their power limit. Each device has its own limit and
+    /// runs at the highest clock it allows (a governor that knows nothing of the pipeline), so
+    /// each stage class has its clock: full where its demand fits, lower where it does not. A
+    /// step of `T` s lets class k run at `clock_at(k, T)`, which rises with `T`; the round at
+    /// those clocks, `g(T)`, falls with `T`; the step is the least `T` with `T ≥ g(T)` (unique:
+    /// `T − g(T)` rises), found by bisection between the round at full clock and at the lowest,
+    /// and never shorter than what the class that needs the most energy at its lowest clock
+    /// needs to spend it within its limit (there it duty-cycles: the round is shorter than the
+    /// step and the devices idle the rest). `None` when the limit does not cover static power.
     pub fn operate(&self, m: &Machine) -> Option<Operating> {
+        let n = self.round.n;
+        let at_full = Operating {
+            clocks: FULL_CLOCK,
+            time: self.full,
+            round: self.full,
+            pinned: [false; MAX_STAGES],
+        };
         let cap = power_limit(m);
-        let full = self.time(1.0);
-        if self.power(m, 1.0) <= cap {
-            return Some(Operating {
-                clock: 1.0,
-                time: full,
-                stretch: 1.0,
-            });
+        if (0..n).all(|k| self.demand(m, k) <= cap) {
+            return Some(at_full);
         }
-        let lo = m[t::DVFS_MIN_CLOCK].clamp(0.0, 1.0);
-        if lo <= 0.0 || self.power(m, lo) > cap {
-            let idle = m[t::IDLE_POWER];
-            if cap <= idle {
-                return None;
-            }
-            let lo = if lo > 0.0 { lo } else { 1.0 };
-            let v = voltage(m, lo);
-            let t_lo = self.time(lo);
-            let time = (self.flop_energy * v * v + self.other_energy) / (cap - idle);
-            return Some(Operating {
-                clock: lo * t_lo / time,
-                time,
-                stretch: time / t_lo,
-            });
+        let idle = m[t::IDLE_POWER];
+        if cap <= idle {
+            return None;
         }
-        let (mut lo, mut hi) = (lo, 1.0);
-        for _ in 0..THROTTLE_STEPS {
-            let mid = 0.5 * (lo + hi);
-            if self.power(m, mid) <= cap {
-                lo = mid;
-            } else {
-                hi = mid;
+        let least = (0..n).map(|k| self.least_energy(m, k)).fold(0.0, f64::max);
+        let t_e = least / (cap - idle);
+        let g = |time: f64| self.round.at(&self.clocks_at(m, time)).time;
+        let time = if t_e >= g(t_e) {
+            t_e
+        } else {
+            let lo = lowest_clock(m);
+            let (mut a, mut b) = (t_e.max(self.full), self.round.at(&[lo; MAX_STAGES]).time);
+            for _ in 0..THROTTLE_STEPS {
+                let mid = 0.5 * (a + b);
+                if mid >= g(mid) {
+                    b = mid;
+                } else {
+                    a = mid;
+                }
             }
+            b
+        };
+        let clocks = self.clocks_at(m, time);
+        let mut pinned = [false; MAX_STAGES];
+        for (k, p) in pinned.iter_mut().enumerate().take(n) {
+            *p = clocks[k] < 1.0 || (time == t_e && self.least_energy(m, k) == least);
         }
         Some(Operating {
-            clock: lo,
-            time: self.time(lo),
-            stretch: 1.0,
+            clocks,
+            time,
+            round: self.round.at(&clocks).time,
+            pinned,
         })
     }
 
-    /// Device power at an operating point set by another demand (W): static power plus this
-    /// demand's dynamic energy, at that point's voltage, over its step.
-    pub fn power_with(&self, m: &Machine, o: &Operating) -> f64 {
-        let v = voltage(m, o.clock * o.stretch);
-        m[t::IDLE_POWER] + (self.flop_energy * v * v + self.other_energy) / o.time
-    }
-
-    /// Device power at an operating point (W): the limit itself where the limit set the point
-    /// (the solution of power = limit, stated exactly so that points a limit pins tie exactly).
-    pub fn power_at(&self, m: &Machine, o: &Operating) -> f64 {
-        if o.clock < 1.0 {
+    /// Power of one device of class `k` at an operating point (W): static power plus its
+    /// dynamic energy at its clock's voltage over the step; the limit itself where the limit
+    /// set its clock or the step (the solution of power = limit, stated exactly so that points
+    /// a limit pins tie exactly).
+    pub fn power(&self, m: &Machine, k: usize, o: &Operating) -> f64 {
+        if o.pinned[k] {
             return power_limit(m);
         }
-        self.power(m, 1.0)
+        let v = voltage(m, o.clocks[k]);
+        m[t::IDLE_POWER] + (self.flop_energy[k] * v * v + self.other_energy[k]) / o.time
     }
 }
 
-/// Where a device runs a step under its power limit.
+/// Where the devices run a step under their power limit.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Operating {
-    /// Effective clock as a fraction of full clock (1 = not power-limited).
-    pub clock: f64,
+    /// Each stage class's clock as a fraction of full clock (1 = not power-limited).
+    pub clocks: [f64; MAX_STAGES],
     /// Step time (s).
     pub time: f64,
-    /// Below the lowest DVFS clock: the duty-cycle stretch of the whole step at that clock (1
-    /// otherwise); `clock × stretch` is the DVFS clock.
-    pub stretch: f64,
+    /// The round at those clocks (s): the step, or less where a class at its lowest clock
+    /// needs a longer step to spend its energy within its limit (it duty-cycles).
+    pub round: f64,
+    /// The class's devices draw their limit.
+    pub pinned: [bool; MAX_STAGES],
 }
 
-/// Bisection steps for the throttled clock: the bracket [min clock, 1] shrinks below 1e-14.
-pub const THROTTLE_STEPS: usize = 48;
+impl Operating {
+    /// The step over the round at the classes' clocks: above 1 where the devices duty-cycle.
+    pub fn stretch(&self) -> f64 {
+        self.time / self.round
+    }
+
+    /// The effective clock of the most throttled of the first `n` classes: its clock × the
+    /// share of the step its round fills (1 = no class power-limited).
+    pub fn throttle(&self, n: usize) -> f64 {
+        let s = self.clocks[..n].iter().copied().fold(1.0, f64::min);
+        if self.time > self.round {
+            s * self.round / self.time
+        } else {
+            s
+        }
+    }
+}
+
+/// Bisection steps for the throttled step time: the bracket [round at full clock, round at the
+/// lowest clock] (at most 1 / lowest clock wide in ratio) shrinks below 1e-14 of the step for a
+/// lowest clock down to 1 %.
+pub const THROTTLE_STEPS: usize = 56;
+
+/// The lowest clock a power cap can throttle the device to: its DVFS line's lowest clock, or
+/// full clock where the line gives none (no range, or no voltage to save): such a device
+/// duty-cycles at full clock.
+pub fn lowest_clock(m: &Machine) -> f64 {
+    let (c0, v0) = (m[t::DVFS_MIN_CLOCK], m[t::DVFS_MIN_VOLTAGE]);
+    if c0 > 0.0 && c0 < 1.0 && v0 < 1.0 {
+        c0
+    } else {
+        1.0
+    }
+}
 
 /// Relative supply voltage at relative clock `s`: linear from the lowest clock's voltage at the
 /// lowest clock to 1 at full clock.
@@ -826,97 +897,86 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         ];
         round.pool[k] = st.pool;
     }
-    let compose = |sel: &Binds, s: f64| -> Breakdown {
-        let at = |b: &Breakdown| Breakdown {
-            compute: b.compute / s,
+    let compose = |sel: &Binds, clocks: &[f64; MAX_STAGES]| -> Breakdown {
+        let at = |k: usize, b: &Breakdown| Breakdown {
+            compute: b.compute / clocks[k],
             ..*b
         };
         let mut b = if let Some(k) = sel.pool {
-            let mut b = at(&evs[k].br[0]).scale(p.micro_batches);
-            b.add(&at(&evs[k].br[1]));
+            let mut b = at(k, &evs[k].br[0]).scale(p.micro_batches);
+            b.add(&at(k, &evs[k].br[1]));
             b
         } else {
             let mut b = if sel.in_pipeline {
-                let slowest = at(&evs[sel.micro_batch].br[0]);
+                let slowest = at(sel.micro_batch, &evs[sel.micro_batch].br[0]);
                 let mut b = slowest.scale(p.micro_batches);
                 b.bubble += p.bubble * slowest.total();
                 b
             } else {
                 let mut b = Breakdown::default();
-                for (e, st) in evs.iter().zip(stages.iter()) {
+                for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
                     if !st.pool {
-                        b.add(&at(&e.br[0]).scale(st.repeat));
+                        b.add(&at(k, &e.br[0]).scale(st.repeat));
                     }
                 }
                 b
             };
-            b.add(&at(&evs[sel.step].br[1]));
+            b.add(&at(sel.step, &evs[sel.step].br[1]));
             b
         };
         b.other += round.fixed;
         b
     };
-    let full = round.at(1.0);
+    let full = round.at(&FULL_CLOCK);
     let t_full = full.time;
     if !(t_full > 0.0 && t_full.is_finite()) {
         out.step_time = t_full;
-        out.breakdown = compose(&full, 1.0);
+        out.breakdown = compose(&full, &FULL_CLOCK);
         out.reason_code = REASON_NO_COMPUTE;
         return out;
     }
-    // Power: the devices' operating point under their limit (DVFS). The stages run in lockstep
-    // at one clock, set by the stage whose devices demand the most; then the parts the boundary
-    // counts, stage by stage.
+    // Power: the devices' operating point under their limit (DVFS), each stage class at the
+    // clock its own devices' limit allows (`Demand::operate`); then the parts the boundary
+    // counts, class by class.
     let n = stages.len();
-    let hot = (0..n)
-        .max_by(|&a, &b| {
-            let e = |k: usize| evs[k].flop_energy + evs[k].dyn_energy;
-            e(a).total_cmp(&e(b))
-        })
-        .unwrap_or(0);
-    let demand = Demand {
+    let mut demand = Demand {
         round: &round,
         full: t_full,
-        flop_energy: evs[hot].flop_energy,
-        other_energy: evs[hot].dyn_energy,
+        flop_energy: [0.0; MAX_STAGES],
+        other_energy: [0.0; MAX_STAGES],
     };
-    out.demand_power = demand.power(m, 1.0);
+    for (k, e) in evs.iter().enumerate().take(n) {
+        demand.flop_energy[k] = e.flop_energy;
+        demand.other_energy[k] = e.dyn_energy;
+    }
+    out.demand_power = (0..n).map(|k| demand.demand(m, k)).fold(0.0, f64::max);
     let Some(op) = demand.operate(m) else {
         out.step_time = t_full;
-        out.breakdown = compose(&full, 1.0);
+        out.breakdown = compose(&full, &FULL_CLOCK);
         out.needed_bytes = m[t::IDLE_POWER];
         out.available_bytes = power_limit(m);
         out.reason_code = REASON_POWER_CAP;
         return out;
     };
-    // the clock-bound time stretches by 1/s, the bubble with the stage time it idles for
-    let s = op.clock * op.stretch;
-    let mut total = if s >= 1.0 {
-        compose(&full, 1.0)
+    // the clock-bound time stretches by 1 / the class's clock, the bubble with the stage time
+    // it idles for; where a class duty-cycles, every part of the step stretches
+    let mut total = if op.time == t_full {
+        compose(&full, &FULL_CLOCK)
     } else {
-        compose(&round.at(s), s)
+        compose(&round.at(&op.clocks), &op.clocks)
     };
-    if op.stretch > 1.0 {
-        // duty-cycled below the lowest clock: every part of the step stretches
-        total = total.scale(op.stretch);
+    if op.time > op.round {
+        total = total.scale(op.stretch());
     }
     let t_step = op.time;
     out.step_time = t_step;
     out.breakdown = total;
-    out.throttle = op.clock;
-    out.device_power = demand.power_at(m, &op);
+    out.throttle = op.throttle(n);
     let mut power = 0.0;
+    out.device_power = 0.0;
     for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
-        let dev = if k == hot {
-            out.device_power
-        } else {
-            Demand {
-                flop_energy: e.flop_energy,
-                other_energy: e.dyn_energy,
-                ..demand
-            }
-            .power_with(m, &op)
-        };
+        let dev = demand.power(m, k, &op);
+        out.device_power = out.device_power.max(dev);
         power += st.repeat * st.devices * system_power(m, dev, e.weights);
     }
     out.average_power = power;

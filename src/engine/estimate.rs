@@ -174,7 +174,8 @@ pub struct Estimate {
     pub power_boundary: &'static str,
     /// The device's power limit throttled its clock (its demand at full clock is above it).
     pub power_limited: Option<bool>,
-    /// The device's clock as a fraction of full clock (1 unless power-limited).
+    /// The device's clock as a fraction of full clock (1 unless power-limited; in a pipeline
+    /// whose stage classes run at clocks of their own, the lowest).
     pub throttle: Option<f64>,
     /// Power of one device at its operating point (W), the device alone.
     pub device_power_w: Option<f64>,

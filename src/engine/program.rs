@@ -242,8 +242,8 @@ pub const MAX_STAGES: usize = 8;
 /// own compute only); the round is the longer of the pipeline's round (as above, over the
 /// stages without `pool`, whose chain, slowest stage and step section it leaves out) and the
 /// slowest pool's time; where the pool's is longer, the round's breakdown is the pool's. Its
-/// devices count in power and energy with their own demand at the round's operating point, as
-/// any stage's. A program has at least one stage without `pool`.
+/// devices count in power and energy with their own demand at their own clock, as any stage's
+/// (each class runs at the highest clock its devices' power limit allows, `cpu::Demand`). A program has at least one stage without `pool`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Stage {
     pub name: Name,
@@ -373,11 +373,13 @@ pub struct Eval {
     /// cap: the watts the device needs at its lowest clock, and its limit).
     pub needed_bytes: f64,
     pub available_bytes: f64,
-    /// The device's clock as a fraction of full clock: below 1 where its power limit throttles it.
+    /// The clock of the most throttled stage class's devices, as a fraction of full clock (× the
+    /// share of the step they work where they duty-cycle): below 1 where a power limit throttles.
     pub throttle: f64,
-    /// Power of one device at that clock (W).
+    /// Power of one device of the class that draws the most (W).
     pub device_power: f64,
-    /// Power one device would draw at full clock (W): above its limit where throttled.
+    /// Power one device of the class that demands the most would draw at full clock (W): above
+    /// its limit where throttled.
     pub demand_power: f64,
     /// The memory that did not fit is the host's (offloaded activations): `needed_bytes` and
     /// `available_bytes` are then its figures.

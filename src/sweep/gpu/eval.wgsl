@@ -188,27 +188,33 @@ fn voltage(s: f32) -> f32 {
 }
 
 // The round's parts per stage class (`cpu::Round`): each class's micro-batch and step section,
-// clock-bound and the rest, its repeat, whether it is a concurrent pool; filled per point.
+// clock-bound and the rest, its repeat, whether it is a concurrent pool; filled per point. Its
+// clocks (`R_S`) and per-device dynamic energy at full clock (`R_FLOP`, `R_OTHER`), for the
+// operating point (`cpu::Demand`).
 var<private> R_C0: array<f32, MAX_STAGES>;
 var<private> R_R0: array<f32, MAX_STAGES>;
 var<private> R_C1: array<f32, MAX_STAGES>;
 var<private> R_R1: array<f32, MAX_STAGES>;
 var<private> R_REP: array<f32, MAX_STAGES>;
 var<private> R_POOL: array<u32, MAX_STAGES>;
+var<private> R_S: array<f32, MAX_STAGES>;
+var<private> R_FLOP: array<f32, MAX_STAGES>;
+var<private> R_OTHER: array<f32, MAX_STAGES>;
 var<private> R_N: u32;
 var<private> R_MB: f32;
 var<private> R_BUBBLE: f32;
 var<private> R_FIXED: f32;
 
-// The round at relative clock `s` (`cpu::Round::at`): micro-batches × the slowest class's
-// micro-batch plus the bubble, or the chain of all stages when longer; plus the slowest step
-// section; or a pool's round where longer; plus the software stack's fixed time.
-fn round_time(s: f32) -> f32 {
+// The round with class k at relative clock R_S[k] (`cpu::Round::at`): micro-batches × the
+// slowest class's micro-batch plus the bubble, or the chain of all stages when longer; plus the
+// slowest step section; or a pool's round where longer; plus the software stack's fixed time.
+fn round_time() -> f32 {
     var t_max = -1.0;
     var chain = 0.0;
     var t_st = -1.0;
     var t_pool = -1.0;
     for (var k = 0u; k < R_N; k++) {
+        let s = R_S[k];
         let t_mb = R_C0[k] / s + R_R0[k];
         let ts = R_C1[k] / s + R_R1[k];
         if (R_POOL[k] != 0u) {
@@ -227,11 +233,39 @@ fn round_time(s: f32) -> f32 {
     return t + R_FIXED;
 }
 
-// Device power at relative clock `s` (`cpu::Demand::power`): static power plus the hot stage's
-// dynamic energy (FLOPs × voltage², the rest unchanged) over the round at that clock.
-fn demand_power(flop: f32, other: f32, s: f32) -> f32 {
-    let v = voltage(s);
-    return X[F_IDLE_POWER] + (flop * v * v + other) / round_time(s);
+// The lowest clock a power cap can throttle the device to (`cpu::lowest_clock`): full clock
+// where its DVFS line gives no range or no voltage to save.
+fn lowest_clock() -> f32 {
+    let c0 = X[F_DVFS_MIN_CLOCK];
+    if (c0 > 0.0 && c0 < 1.0 && X[F_DVFS_MIN_VOLTAGE] < 1.0) {
+        return c0;
+    }
+    return 1.0;
+}
+
+// The highest clock at which a device of class k stays within its limit over a step of `time`
+// (`cpu::Demand::clock_at`): the voltage line inverted at the voltage² the FLOPs may spend.
+fn clock_at(k: u32, time: f32) -> f32 {
+    let f = R_FLOP[k];
+    let budget = (power_limit() - X[F_IDLE_POWER]) * time - R_OTHER[k];
+    if (f <= budget) {
+        return 1.0;
+    }
+    let lo = lowest_clock();
+    if (lo >= 1.0 || budget <= 0.0) {
+        return lo;
+    }
+    let c0 = X[F_DVFS_MIN_CLOCK];
+    let v0 = X[F_DVFS_MIN_VOLTAGE];
+    let v = sqrt(budget / f);
+    return clamp(c0 + (1.0 - c0) * (v - v0) / (1.0 - v0), lo, 1.0);
+}
+
+// Every class at its clock for a step of `time` (`cpu::Demand::clocks_at`).
+fn set_clocks(time: f32) {
+    for (var k = 0u; k < R_N; k++) {
+        R_S[k] = clock_at(k, time);
+    }
 }
 
 // Power per device within the boundary (`cpu::system_power`).
@@ -480,56 +514,68 @@ fn evaluate(li: u32) -> Point {
         R_REP[k] = st.repeat;
         R_POOL[k] = st.pool;
     }
-    var t_step = round_time(1.0);
-    if (bad || !(t_step > 0.0 && t_step < 3.0e38)) {
+    for (var k = 0u; k < n_st; k++) {
+        R_S[k] = 1.0;
+        R_FLOP[k] = flop_s[k];
+        R_OTHER[k] = dyn_s[k];
+    }
+    let t_full = round_time();
+    if (bad || !(t_full > 0.0 && t_full < 3.0e38)) {
         return infeasible(REASON_NO_COMPUTE, head);
     }
-    // The operating point under the power limit (`cpu::Demand::operate`), set by the stage
-    // whose devices demand the most: bisection on the clock, power rising with it (the slowest
-    // stage taken at each clock); below the lowest clock, duty-cycling at its energy.
-    var hot = 0u;
-    for (var k = 1u; k < n_st; k++) {
-        if (flop_s[k] + dyn_s[k] > flop_s[hot] + dyn_s[hot]) {
-            hot = k;
-        }
-    }
-    let e_flop = flop_s[hot];
-    let e_other = dyn_s[hot];
+    // The operating point under the power limit (`cpu::Demand::operate`): each class at the
+    // highest clock its devices' limit allows over the step; the step the least T with
+    // T ≥ the round at the clocks T allows (bisection), and no shorter than the class needing
+    // the most energy at its lowest clock needs (it duty-cycles).
     let cap = power_limit();
-    var s_clock = 1.0;
-    if (demand_power(e_flop, e_other, 1.0) > cap) {
-        var lo = clamp(X[F_DVFS_MIN_CLOCK], 0.0, 1.0);
-        if (lo <= 0.0 || demand_power(e_flop, e_other, lo) > cap) {
-            let idle = X[F_IDLE_POWER];
-            if (cap <= idle) {
-                return infeasible(REASON_POWER_CAP, head);
-            }
-            if (lo <= 0.0) {
-                lo = 1.0;
-            }
-            let v = voltage(lo);
-            t_step = (e_flop * v * v + e_other) / (cap - idle);
+    let idle = X[F_IDLE_POWER];
+    var throttled = false;
+    for (var k = 0u; k < n_st; k++) {
+        throttled = throttled || idle + (flop_s[k] + dyn_s[k]) / t_full > cap;
+    }
+    var t_step = t_full;
+    var t_e = 0.0;
+    var least = 0.0;
+    if (throttled) {
+        if (cap <= idle) {
+            return infeasible(REASON_POWER_CAP, head);
+        }
+        let lo = lowest_clock();
+        let v_lo = voltage(lo);
+        for (var k = 0u; k < n_st; k++) {
+            least = max(least, flop_s[k] * v_lo * v_lo + dyn_s[k]);
+        }
+        t_e = least / (cap - idle);
+        set_clocks(t_e);
+        if (t_e >= round_time()) {
+            t_step = t_e;
         } else {
-            var hi = 1.0;
-            for (var k = 0u; k < 24u; k++) {
-                let mid = 0.5 * (lo + hi);
-                if (demand_power(e_flop, e_other, mid) <= cap) {
-                    lo = mid;
+            var a = max(t_e, t_full);
+            for (var k = 0u; k < n_st; k++) {
+                R_S[k] = lo;
+            }
+            var b = round_time();
+            for (var i = 0u; i < 26u; i++) {
+                let mid = 0.5 * (a + b);
+                set_clocks(mid);
+                if (mid >= round_time()) {
+                    b = mid;
                 } else {
-                    hi = mid;
+                    a = mid;
                 }
             }
-            t_step = round_time(lo);
+            t_step = b;
         }
-        s_clock = lo;
+        set_clocks(t_step);
     }
-    let v = voltage(s_clock);
+    let v_lo = voltage(lowest_clock());
     var power = 0.0;
     for (var k = 0u; k < n_st; k++) {
         let st = read_StageRec(pr.stage_start + k * StageRec_RECS);
-        var dev_power = X[F_IDLE_POWER] + (flop_s[k] * v * v + dyn_s[k]) / t_step;
-        if (k == hot && s_clock < 1.0) {
-            // the limit set the operating point: power = limit (`cpu::Demand::power_at`)
+        let v = voltage(R_S[k]);
+        var dev_power = idle + (flop_s[k] * v * v + dyn_s[k]) / t_step;
+        if (throttled && (R_S[k] < 1.0 || (t_step == t_e && flop_s[k] * v_lo * v_lo + dyn_s[k] == least))) {
+            // the limit set the class's clock or the step: power = limit (`cpu::Demand::power`)
             dev_power = cap;
         }
         power += st.repeat * st.devices * system_power(dev_power, wt_s[k]);
