@@ -274,7 +274,8 @@ fn plans() -> Vec<Plan> {
             "Random(points: 400, seed: 37)",
         ),
         // near-memory inference: a per-layer pipeline of stage classes that differ (layer
-        // stages, a head stage on its own devices), pipelined or chained rounds, SRAM placement
+        // stages, a head stage on its own devices), pipelined or chained rounds, SRAM placement;
+        // under power limits each class at the clock its own devices' limit allows
         plan_of(
             "northpole-16",
             "granite-3b-northpole",
@@ -289,6 +290,7 @@ fn plans() -> Vec<Plan> {
                 ("scale_up.latency", "\"0.5 us .. 50 us log\""),
                 ("device.efficiency.kernel_overhead", "\"0 us .. 20 us\""),
                 ("device.mesh.hop_latency", "\"1 ns .. 100 ns log\""),
+                ("device.tdp", "\"5 W .. 60 W\""),
             ],
             "Random(points: 400, seed: 21)",
         ),

@@ -516,3 +516,21 @@ fn power_cap_throttles_rather_than_filters() {
         "{over} over the cap, {slowed} slowed"
     );
 }
+
+/// A cap below the devices' static power leaves no clock to run at: every point is infeasible
+/// for the cap (`power_cap`, as the GPU kernel reports it), not for a missing rate.
+#[test]
+fn a_cap_below_static_power_is_infeasible_for_the_cap() {
+    let text = RANDOM
+        .replace("SAMPLING", "Random(points: 20, seed: 5)")
+        .replace("CONSTRAINTS", "power_cap: \"10 kW\"");
+    let capped = load_text(&text, "starved.ron").unwrap();
+    for o in all(&capped) {
+        assert_eq!(
+            tessera::engine::reason::point::code(o.reason),
+            "power_cap",
+            "point {}",
+            o.index
+        );
+    }
+}

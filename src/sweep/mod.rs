@@ -85,7 +85,7 @@ impl Outcome {
             }
         };
         let reason = match e.reason_code {
-            reason::OK | reason::MEMORY => e.reason_code,
+            reason::OK | reason::MEMORY | reason::POWER_CAP => e.reason_code,
             _ => reason::NO_COMPUTE,
         };
         Outcome {
