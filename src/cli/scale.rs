@@ -38,6 +38,26 @@ pub struct Args {
 }
 
 pub fn table(s: &Scaling) -> (Vec<String>, Vec<Vec<String>>) {
+    let (h, r) = rows(s);
+    if s.power_budget_w.is_none() {
+        return (h, r);
+    }
+    // iso-power rows name the share of the budget each is the fastest deployment within
+    let header = std::iter::once("within".to_string()).chain(h).collect();
+    let rows = s
+        .points
+        .iter()
+        .zip(r)
+        .map(|(p, row)| {
+            std::iter::once(si(p.within_power_w, "W"))
+                .chain(row)
+                .collect()
+        })
+        .collect();
+    (header, rows)
+}
+
+fn rows(s: &Scaling) -> (Vec<String>, Vec<Vec<String>>) {
     let header: Vec<String> = [
         "devices",
         "mapping (dp×tp×pp×cp)",
@@ -130,21 +150,24 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let series: Vec<Scaling> = runs
         .iter()
         .map(|(sys, w, choice)| {
-            let ests = match a.power.power_budget {
+            let (within, ests): (Vec<Option<f64>>, Vec<_>) = match a.power.power_budget {
                 // iso-power: what fractions of the budget hold, and what they deliver
                 Some(b) => [0.125, 0.25, 0.5, 1.0]
                     .iter()
                     .filter_map(|f| budget::fit(sys, w, choice, b * f).ok())
-                    .map(|f| f.estimate)
-                    .collect(),
+                    .map(|f| (Some(f.power_budget_w), f.estimate))
+                    .unzip(),
                 None => a
                     .devices
                     .iter()
-                    .map(|&n| estimate(sys, w, choice, Some(n)))
-                    .collect(),
+                    .map(|&n| (None, estimate(sys, w, choice, Some(n))))
+                    .unzip(),
             };
             let mut s = scaling(&sys.name, &w.name, ests);
             s.power_budget_w = a.power.power_budget;
+            for (p, b) in s.points.iter_mut().zip(within) {
+                p.within_power_w = b;
+            }
             s
         })
         .collect();
@@ -198,7 +221,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                     if let Some(b) = s.power_budget_w {
                         writeln!(
                             out,
-                            "power budget: {} (rows: whole nodes within 1/8, 1/4, 1/2 and all of it)",
+                            "power budget: {} (rows: the fastest whole-node deployment within 1/8, 1/4, 1/2 and all of it; a row repeated: more power would not run it faster)",
                             si(Some(b), "W")
                         )?;
                     }

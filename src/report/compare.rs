@@ -105,6 +105,9 @@ pub struct ScalePoint {
     pub throughput_per_device: Option<f64>,
     /// Why scaling efficiency exceeds 100%, when it does.
     pub superlinear_cause: Option<String>,
+    /// With `--power-budget`: the share of the budget this row is the fastest deployment within
+    /// (W); two rows with the same deployment say more power would not run it faster.
+    pub within_power_w: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -155,6 +158,7 @@ pub fn scaling(system: &str, workload: &str, mut estimates: Vec<Estimate>) -> Sc
                     _ => None,
                 },
                 estimate: e,
+                within_power_w: None,
             })
             .collect(),
     }
