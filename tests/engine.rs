@@ -745,6 +745,43 @@ fn each_stage_runs_at_the_clock_its_own_limit_allows() {
     assert_relative_eq!(e.energy_per_step, power * 16e-3, max_relative = 1e-9);
 }
 
+/// A memory-bound operator near the ridge turns compute-bound once a power limit drops the
+/// clock below its compute / memory ratio. A GEMM reading 3.35 GB (1 ms) whose FLOPs take
+/// 0.8 ms at full clock draws 100 W + 0.7915 J / 1 ms = 891.5 W at 1 pJ per FLOP. Under a 400 W
+/// limit the clock whose voltage² fits the FLOPs' energy over a 1 ms step (v² = 300 W × 1 ms /
+/// 0.7915 J, clock 0.46 on a (0.3, 0.5) DVFS line) would stretch the FLOPs to 1.7 ms: the step
+/// is compute-bound at the clock it runs at, 0.8 ms / s, with s the clock that holds the device
+/// to 400 W over that longer step (taking the operator as memory-bound would have kept 1 ms).
+#[test]
+fn a_throttled_clock_turns_operators_near_the_ridge_compute_bound() {
+    let mut m = h100();
+    let rate = m[t::MATRIX_PEAK + Precision::Bf16.index()];
+    let mut p = gemm_program(1.0, 1.0, 1.0);
+    p.ops[0].flops = 0.8e-3 * rate;
+    p.ops[0].weight_bytes = 3.35e9;
+    p.ops[0].act_bytes = 0.0;
+    m[t::ENERGY_PER_FLOP + Precision::Bf16.index()] = 1e-12;
+    m[t::DVFS_MIN_CLOCK] = 0.3;
+    m[t::DVFS_MIN_VOLTAGE] = 0.5;
+    m[t::TDP] = 5000.0;
+    let full = eval(&p, &m);
+    assert_relative_eq!(full.step_time, 1e-3, max_relative = 1e-12);
+    assert_relative_eq!(full.breakdown.memory, 1e-3, max_relative = 1e-12);
+    m[t::TDP] = 400.0;
+    let e = eval(&p, &m);
+    let s = e.throttle;
+    assert!(s < 0.8, "clock {s}");
+    assert_relative_eq!(e.step_time, 0.8e-3 / s, max_relative = 1e-9);
+    // the breakdown: the memory time, and the FLOPs' time beyond it as compute
+    assert_relative_eq!(e.breakdown.memory, 1e-3, max_relative = 1e-12);
+    assert_relative_eq!(e.breakdown.compute, 0.8e-3 / s - 1e-3, max_relative = 1e-9);
+    // the device at its limit: static power plus the FLOPs' energy at that clock's voltage
+    let v = 0.5 + 0.5 * (s - 0.3) / 0.7;
+    let power = 100.0 + 0.8e-3 * rate * 1e-12 * v * v / e.step_time;
+    assert_relative_eq!(power, 400.0, max_relative = 1e-9);
+    assert_relative_eq!(e.device_power, 400.0, max_relative = 1e-12);
+}
+
 /// The example: 8 stages, 1 micro-batch, 4 chunks per stage. Interleaving gives nothing:
 /// the one micro-batch still crosses all 8 stages, so the step is 8 stage times, not 1 + 7/4.
 #[test]

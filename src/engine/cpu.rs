@@ -346,21 +346,63 @@ pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     None
 }
 
+/// Memory-bound operators are binned by how close their compute comes to their memory time
+/// (compute / memory in quarters), so that a throttled clock turns the ones near the ridge
+/// compute-bound first.
+pub const RIDGE_BINS: usize = 4;
+
+/// The bin of a memory-bound operator whose compute takes `ratio` (< 1) of its memory time.
+pub fn ridge_bin(ratio: f64) -> usize {
+    ((ratio * RIDGE_BINS as f64) as usize).min(RIDGE_BINS - 1)
+}
+
+/// One section of a stage class (its micro-batch or its step section) as it stretches with the
+/// clock: its compute-bound operators' time (and what overlapped collectives take of it), which
+/// stretches by 1 / clock; its memory-bound operators', per [`ridge_bin`], their compute and
+/// their memory time, each bin taking the longer of its compute at that clock and its memory
+/// time (so an operator memory-bound at full clock turns compute-bound once the clock falls
+/// below its compute / memory ratio; within a bin the sums cross together, a bound below the
+/// per-operator sum by at most a quarter of the bin's memory time); and the rest (the
+/// memory-bound operators' memory time, exposed collectives, launch overheads, off-device
+/// work), which does not stretch. Overlapped collectives keep the exposure they had at full
+/// clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SectionParts {
+    pub clocked: f64,
+    pub rest: f64,
+    pub hidden: [f64; RIDGE_BINS],
+    pub memory: [f64; RIDGE_BINS],
+}
+
+impl SectionParts {
+    /// The section's time at relative clock `s`: at full clock exactly its time as evaluated
+    /// (a bin's compute never exceeds its memory time there).
+    pub fn at(&self, s: f64) -> f64 {
+        self.clocked / s + self.rest + self.excess(s)
+    }
+
+    /// What the memory-bound operators' compute adds beyond their memory time at clock `s`.
+    pub fn excess(&self, s: f64) -> f64 {
+        let mut t = 0.0;
+        for (h, m) in self.hidden.iter().zip(&self.memory) {
+            t += (h / s - m).max(0.0);
+        }
+        t
+    }
+}
+
 /// A round's parts stage class by stage class, as they stretch with the clock: per class its
-/// micro-batch's clock-bound time (compute-bound operators) and the rest (memory- and link-bound
-/// time, launch overheads), the same of its step section, and its stages in a row. An operator
-/// compute-bound at full clock stays so, and one memory-bound at full clock is taken to stay
-/// memory-bound (its compute hides under its memory time); overlapped collectives keep the
-/// exposure they had at full clock.
+/// micro-batch's and its step section's [`SectionParts`], and its stages in a row.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Round {
     pub micro_batches: f64,
     /// The pipeline bubble, in stage times of the slowest stage.
     pub bubble: f64,
     pub n: usize,
-    /// Per class: [micro-batch clock-bound, micro-batch rest, step clock-bound, step rest,
-    /// repeat].
-    pub parts: [[f64; 5]; MAX_STAGES],
+    /// Per class: [micro-batch, step section].
+    pub sections: [[SectionParts; 2]; MAX_STAGES],
+    /// Per class: its stages in a row.
+    pub repeat: [f64; MAX_STAGES],
     /// The class is a concurrent pool (outside the chain).
     pub pool: [bool; MAX_STAGES],
     /// Time per step outside the devices' work, at no clock (the software stack's).
@@ -384,14 +426,14 @@ impl Round {
     /// The round with class k at relative clock `clocks[k]`: micro-batches × the slowest
     /// class's micro-batch plus the bubble, or the chain of all stages when it is longer; plus
     /// the slowest step section; or a pool's round where it is longer; plus the fixed time. Each
-    /// part is c / s + r, so the round never shortens as a class's clock falls.
+    /// part is a sum of c / s + r and max(h / s, m), so the round never shortens as a class's
+    /// clock falls.
     pub fn at(&self, clocks: &[f64; MAX_STAGES]) -> Binds {
         let (mut k_mb, mut t_max, mut chain) = (0, f64::NEG_INFINITY, 0.0);
         let (mut k_st, mut t_st) = (0, f64::NEG_INFINITY);
         let (mut k_pool, mut t_pool) = (None, f64::NEG_INFINITY);
-        for (k, (parts, &s)) in self.parts.iter().zip(clocks).enumerate().take(self.n) {
-            let [c0, r0, c1, r1, repeat] = *parts;
-            let (t_mb, ts) = (c0 / s + r0, c1 / s + r1);
+        for (k, ([mb, st], &s)) in self.sections.iter().zip(clocks).enumerate().take(self.n) {
+            let (t_mb, ts, repeat) = (mb.at(s), st.at(s), self.repeat[k]);
             if self.pool[k] {
                 let t = self.micro_batches * t_mb + ts;
                 if t > t_pool {
@@ -658,6 +700,8 @@ pub fn eval(p: &Program, m: &Machine) -> Eval {
 #[derive(Clone, Copy, Default)]
 struct StageEval {
     br: [Breakdown; 2],
+    /// The same as the round takes them, by what a lower clock stretches.
+    parts: [SectionParts; 2],
     /// Per device, at full clock: the FLOPs' dynamic energy, and that of bytes and links.
     flop_energy: f64,
     dyn_energy: f64,
@@ -728,6 +772,9 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         let (e_w, e_a) = (tier_energy(wt, m), tier_energy(at, m));
         // sections: [micro-batch, step]
         let mut br = [Breakdown::default(); 2];
+        // the round's parts per section: filled with the memory-bound operators' bins here,
+        // the rest once the section's breakdown is known
+        let mut parts = [SectionParts::default(); 2];
         let mut busy = [0.0f64; 2];
         let (mut fwd_mb, mut bwd_mb) = (0.0, 0.0);
         // dynamic energy per device per step at full clock: of the FLOPs (scales with voltage²
@@ -760,6 +807,10 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                 b.compute += t_c * op.count;
             } else {
                 b.memory += t_m * op.count;
+                let r = &mut parts[s];
+                let k = ridge_bin(t_c / t_m);
+                r.hidden[k] += t_c * op.count;
+                r.memory[k] += t_m * op.count;
             }
             b.other += m[t::KERNEL_OVERHEAD] * op.count;
             let t = (t_c.max(t_m) + m[t::KERNEL_OVERHEAD]) * op.count;
@@ -860,8 +911,13 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                     * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY] + bh * m[t::HOST_ENERGY]);
             }
         }
+        for (s, b) in br.iter().enumerate() {
+            parts[s].clocked = b.compute;
+            parts[s].rest = b.total() - b.compute;
+        }
         evs[k] = StageEval {
             br,
+            parts,
             flop_energy,
             dyn_energy,
             weights: wt,
@@ -887,41 +943,40 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         ..Round::default()
     };
     for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
-        let [b0, b1] = &e.br;
-        round.parts[k] = [
-            b0.compute,
-            b0.total() - b0.compute,
-            b1.compute,
-            b1.total() - b1.compute,
-            st.repeat,
-        ];
+        round.sections[k] = e.parts;
+        round.repeat[k] = st.repeat;
         round.pool[k] = st.pool;
     }
+    // a section's breakdown at its class's clock: the compute-bound time stretched, and what
+    // the memory-bound operators' compute now takes beyond their memory time
     let compose = |sel: &Binds, clocks: &[f64; MAX_STAGES]| -> Breakdown {
-        let at = |k: usize, b: &Breakdown| Breakdown {
-            compute: b.compute / clocks[k],
-            ..*b
+        let at = |k: usize, sec: usize| {
+            let b = &evs[k].br[sec];
+            Breakdown {
+                compute: b.compute / clocks[k] + evs[k].parts[sec].excess(clocks[k]),
+                ..*b
+            }
         };
         let mut b = if let Some(k) = sel.pool {
-            let mut b = at(k, &evs[k].br[0]).scale(p.micro_batches);
-            b.add(&at(k, &evs[k].br[1]));
+            let mut b = at(k, 0).scale(p.micro_batches);
+            b.add(&at(k, 1));
             b
         } else {
             let mut b = if sel.in_pipeline {
-                let slowest = at(sel.micro_batch, &evs[sel.micro_batch].br[0]);
+                let slowest = at(sel.micro_batch, 0);
                 let mut b = slowest.scale(p.micro_batches);
                 b.bubble += p.bubble * slowest.total();
                 b
             } else {
                 let mut b = Breakdown::default();
-                for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
+                for (k, st) in stages.iter().enumerate() {
                     if !st.pool {
-                        b.add(&at(k, &e.br[0]).scale(st.repeat));
+                        b.add(&at(k, 0).scale(st.repeat));
                     }
                 }
                 b
             };
-            b.add(&at(sel.step, &evs[sel.step].br[1]));
+            b.add(&at(sel.step, 1));
             b
         };
         b.other += round.fixed;

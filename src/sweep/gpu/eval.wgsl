@@ -198,12 +198,26 @@ var<private> R_R1: array<f32, MAX_STAGES>;
 var<private> R_REP: array<f32, MAX_STAGES>;
 var<private> R_POOL: array<u32, MAX_STAGES>;
 var<private> R_S: array<f32, MAX_STAGES>;
+// per class, section (micro-batch, step) and ridge bin: memory-bound compute and memory time
+var<private> R_H: array<f32, MAX_STAGES * 2 * RIDGE_BINS>;
+var<private> R_M: array<f32, MAX_STAGES * 2 * RIDGE_BINS>;
 var<private> R_FLOP: array<f32, MAX_STAGES>;
 var<private> R_OTHER: array<f32, MAX_STAGES>;
 var<private> R_N: u32;
 var<private> R_MB: f32;
 var<private> R_BUBBLE: f32;
 var<private> R_FIXED: f32;
+
+// What class k's memory-bound operators of section `sec` take beyond their memory time at
+// clock `s` (`cpu::SectionParts::excess`).
+fn ridge_excess(k: u32, sec: u32, s: f32) -> f32 {
+    var t = 0.0;
+    for (var b = 0u; b < RIDGE_BINS; b++) {
+        let i = (k * 2u + sec) * RIDGE_BINS + b;
+        t += max(R_H[i] / s - R_M[i], 0.0);
+    }
+    return t;
+}
 
 // The round with class k at relative clock R_S[k] (`cpu::Round::at`): micro-batches × the
 // slowest class's micro-batch plus the bubble, or the chain of all stages when longer; plus the
@@ -215,8 +229,8 @@ fn round_time() -> f32 {
     var t_pool = -1.0;
     for (var k = 0u; k < R_N; k++) {
         let s = R_S[k];
-        let t_mb = R_C0[k] / s + R_R0[k];
-        let ts = R_C1[k] / s + R_R1[k];
+        let t_mb = R_C0[k] / s + R_R0[k] + ridge_excess(k, 0u, s);
+        let ts = R_C1[k] / s + R_R1[k] + ridge_excess(k, 1u, s);
         if (R_POOL[k] != 0u) {
             t_pool = max(t_pool, R_MB * t_mb + ts);
             continue;
@@ -349,6 +363,9 @@ fn evaluate(li: u32) -> Point {
         var comm = array<f32, 2>(0.0, 0.0);
         var oth = array<f32, 2>(0.0, 0.0);
         var busy = array<f32, 2>(0.0, 0.0);
+        // the memory-bound operators' compute and memory time per section and ridge bin
+        var hid = array<f32, 2 * RIDGE_BINS>();
+        var mmb = array<f32, 2 * RIDGE_BINS>();
         var mult = array<f32, 2>(pr.micro_batches, 1.0);
         var bwd_mb = 0.0;
         var fwd_mb = 0.0;
@@ -411,6 +428,10 @@ fn evaluate(li: u32) -> Point {
                 comp[s] += t_c * op.count;
             } else {
                 mem[s] += t_m * op.count;
+                // its ridge bin (`cpu::ridge_bin`): compute / memory in quarters
+                let rb = s * RIDGE_BINS + min(u32(t_c / t_m * f32(RIDGE_BINS)), RIDGE_BINS - 1u);
+                hid[rb] += t_c * op.count;
+                mmb[rb] += t_m * op.count;
             }
             oth[s] += ko * op.count;
             let tt = (max(t_c, t_m) + ko) * op.count;
@@ -513,6 +534,10 @@ fn evaluate(li: u32) -> Point {
         R_R1[k] = b1.y + b1.z + b1.w;
         R_REP[k] = st.repeat;
         R_POOL[k] = st.pool;
+        for (var i = 0u; i < 2u * RIDGE_BINS; i++) {
+            R_H[k * 2u * RIDGE_BINS + i] = hid[i];
+            R_M[k * 2u * RIDGE_BINS + i] = mmb[i];
+        }
     }
     for (var k = 0u; k < n_st; k++) {
         R_S[k] = 1.0;
