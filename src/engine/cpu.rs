@@ -351,9 +351,11 @@ pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
 /// compute-bound first.
 pub const RIDGE_BINS: usize = 4;
 
-/// The bin of a memory-bound operator whose compute takes `ratio` (< 1) of its memory time.
-pub fn ridge_bin(ratio: f64) -> usize {
-    ((ratio * RIDGE_BINS as f64) as usize).min(RIDGE_BINS - 1)
+/// The bin of a memory-bound operator whose compute time is below its memory time: compute /
+/// memory in quarters (compared, not divided: the sweep's hot path).
+pub fn ridge_bin(compute: f64, memory: f64) -> usize {
+    let c = compute * RIDGE_BINS as f64;
+    (1..RIDGE_BINS).filter(|&k| c >= k as f64 * memory).count()
 }
 
 /// One section of a stage class (its micro-batch or its step section) as it stretches with the
@@ -383,6 +385,10 @@ impl SectionParts {
 
     /// What the memory-bound operators' compute adds beyond their memory time at clock `s`.
     pub fn excess(&self, s: f64) -> f64 {
+        if s >= 1.0 {
+            // a bin's compute never exceeds its memory time at full clock
+            return 0.0;
+        }
         let mut t = 0.0;
         for (h, m) in self.hidden.iter().zip(&self.memory) {
             t += (h / s - m).max(0.0);
@@ -559,16 +565,9 @@ impl Demand<'_> {
             t_e
         } else {
             let lo = lowest_clock(m);
-            let (mut a, mut b) = (t_e.max(self.full), self.round.at(&[lo; MAX_STAGES]).time);
-            for _ in 0..THROTTLE_STEPS {
-                let mid = 0.5 * (a + b);
-                if mid >= g(mid) {
-                    b = mid;
-                } else {
-                    a = mid;
-                }
-            }
-            b
+            let a = t_e.max(self.full);
+            let b = self.round.at(&[lo; MAX_STAGES]).time;
+            least_fixed_point(|t| t - g(t), a, b)
         };
         let clocks = self.clocks_at(m, time);
         let mut pinned = [false; MAX_STAGES];
@@ -628,10 +627,47 @@ impl Operating {
     }
 }
 
-/// Bisection steps for the throttled step time: the bracket [round at full clock, round at the
-/// lowest clock] (at most 1 / lowest clock wide in ratio) shrinks below 1e-14 of the step for a
-/// lowest clock down to 1 %.
+/// Most steps the throttled step time's root-finding takes (`least_fixed_point`): bisection
+/// alone would shrink the bracket [round at full clock, round at the lowest clock] (at most
+/// 1 / lowest clock wide in ratio) below 1e-14 of the step for a lowest clock down to 1 %.
 pub const THROTTLE_STEPS: usize = 56;
+
+/// The least `t` in [`a`, `b`] with `h(t) ≥ 0`, for `h` rising (`t − g(t)`, `g` falling) with
+/// `h(a) ≤ 0 ≤ h(b)`: regula falsi with the Illinois rule (the end that stays has its value
+/// halved, so both ends close in), superlinear where `h` is smooth; a step that would leave the
+/// bracket bisects it instead. Stops once the bracket is within 4 ulps of `b` or after
+/// [`THROTTLE_STEPS`]; returns the end where `h ≥ 0`.
+fn least_fixed_point(h: impl Fn(f64) -> f64, mut a: f64, mut b: f64) -> f64 {
+    let (mut ha, mut hb) = (h(a), h(b));
+    if ha >= 0.0 {
+        return a;
+    }
+    let mut last = 0i8;
+    for _ in 0..THROTTLE_STEPS {
+        if hb <= 0.0 || b - a <= 4.0 * f64::EPSILON * b {
+            break;
+        }
+        let mut x = b - hb * (b - a) / (hb - ha);
+        if !(x > a && x < b) {
+            x = 0.5 * (a + b);
+        }
+        let hx = h(x);
+        if hx >= 0.0 {
+            (b, hb) = (x, hx);
+            if last == 1 {
+                ha *= 0.5;
+            }
+            last = 1;
+        } else {
+            (a, ha) = (x, hx);
+            if last == -1 {
+                hb *= 0.5;
+            }
+            last = -1;
+        }
+    }
+    b
+}
 
 /// The lowest clock a power cap can throttle the device to: its DVFS line's lowest clock, or
 /// full clock where the line gives none (no range, or no voltage to save): such a device
@@ -695,18 +731,50 @@ pub fn eval(p: &Program, m: &Machine) -> Eval {
     eval_traced(p, m, None)
 }
 
+/// A stage's memory-bound operators per section and [`ridge_bin`]: their compute and their
+/// memory time ([`SectionParts`]). Read only where a power limit lowers the clock, so the
+/// operators' times are taken again here rather than on every evaluation's path.
+fn ridge_bins(
+    p: &Program,
+    st: &Stage,
+    m: &Machine,
+    wt: Tier,
+    at: Tier,
+) -> [([f64; RIDGE_BINS], [f64; RIDGE_BINS]); 2] {
+    let mut out = [([0.0; RIDGE_BINS], [0.0; RIDGE_BINS]); 2];
+    for op in &p.ops[st.ops.clone()] {
+        if matches!(op.phase, Phase::Store | Phase::Host) {
+            continue;
+        }
+        if let Some(OpTime {
+            compute: t_c,
+            memory: t_m,
+            ..
+        }) = op_time(op, m, wt, at)
+        {
+            if t_c < t_m {
+                let (hidden, memory) = &mut out[op.section as usize];
+                let k = ridge_bin(t_c, t_m);
+                hidden[k] += t_c * op.count;
+                memory[k] += t_m * op.count;
+            }
+        }
+    }
+    out
+}
+
 /// What one stage class yields on a machine: its time per section, busy time, dynamic energy per
 /// device per step.
 #[derive(Clone, Copy, Default)]
 struct StageEval {
     br: [Breakdown; 2],
-    /// The same as the round takes them, by what a lower clock stretches.
-    parts: [SectionParts; 2],
     /// Per device, at full clock: the FLOPs' dynamic energy, and that of bytes and links.
     flop_energy: f64,
     dyn_energy: f64,
-    /// Where the stage keeps its state (the weight store's power counts only when it is used).
+    /// Where the stage keeps its state (the weight store's power counts only when it is used),
+    /// and its working data.
     weights: Tier,
+    working: Tier,
 }
 
 /// [`eval`], also recording the seconds per step each op and each collective takes (ops first,
@@ -753,7 +821,17 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     };
     let mb_mult = p.micro_batches;
     let mut evs = [StageEval::default(); MAX_STAGES];
+    // the round's parts per stage class, filled as each class is evaluated (see below)
+    let mut round = Round {
+        micro_batches: p.micro_batches,
+        bubble: p.bubble,
+        n: stages.len(),
+        // The software stack's time per optimizer step: outside the devices' work, at no clock.
+        fixed: p.host_steps * m[t::STEP_OVERHEAD],
+        ..Round::default()
+    };
     for (k, st) in stages.iter().enumerate() {
+        (round.repeat[k], round.pool[k]) = (st.repeat, st.pool);
         // Each stage places its own data: the first that does not fit makes the point infeasible.
         let Some((wt, at)) = place(&st.footprint, m) else {
             out.reason_code = REASON_MEMORY;
@@ -772,9 +850,6 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         let (e_w, e_a) = (tier_energy(wt, m), tier_energy(at, m));
         // sections: [micro-batch, step]
         let mut br = [Breakdown::default(); 2];
-        // the round's parts per section: filled with the memory-bound operators' bins here,
-        // the rest once the section's breakdown is known
-        let mut parts = [SectionParts::default(); 2];
         let mut busy = [0.0f64; 2];
         let (mut fwd_mb, mut bwd_mb) = (0.0, 0.0);
         // dynamic energy per device per step at full clock: of the FLOPs (scales with voltage²
@@ -807,10 +882,6 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                 b.compute += t_c * op.count;
             } else {
                 b.memory += t_m * op.count;
-                let r = &mut parts[s];
-                let k = ridge_bin(t_c / t_m);
-                r.hidden[k] += t_c * op.count;
-                r.memory[k] += t_m * op.count;
             }
             b.other += m[t::KERNEL_OVERHEAD] * op.count;
             let t = (t_c.max(t_m) + m[t::KERNEL_OVERHEAD]) * op.count;
@@ -912,15 +983,15 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             }
         }
         for (s, b) in br.iter().enumerate() {
-            parts[s].clocked = b.compute;
-            parts[s].rest = b.total() - b.compute;
+            round.sections[k][s].clocked = b.compute;
+            round.sections[k][s].rest = b.total() - b.compute;
         }
         evs[k] = StageEval {
             br,
-            parts,
             flop_energy,
             dyn_energy,
             weights: wt,
+            working: at,
         };
     }
     // Stage classes: each measures the step's collectives that ride its micro-batch against its
@@ -934,18 +1005,20 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     // (micro-batch section × micro-batches and its step section) bounds the round beside it.
     // Which stage is slowest is decided at the clock the devices run at: a throttled clock
     // stretches the compute-bound stages more.
-    let mut round = Round {
-        micro_batches: p.micro_batches,
-        bubble: p.bubble,
-        n: stages.len(),
-        // The software stack's time per optimizer step: outside the devices' work, at no clock.
-        fixed: p.host_steps * m[t::STEP_OVERHEAD],
-        ..Round::default()
-    };
-    for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
-        round.sections[k] = e.parts;
-        round.repeat[k] = st.repeat;
-        round.pool[k] = st.pool;
+    let full = round.at(&FULL_CLOCK);
+    let t_full = full.time;
+    // Where a class demands more than its power limit, its memory-bound operators' ridge bins
+    // (`ridge_bins`: only a lower clock reads them, so only a throttled point takes them).
+    let (idle, cap) = (m[t::IDLE_POWER], power_limit(m));
+    for (k, (e, st)) in evs.iter().zip(stages).enumerate() {
+        if idle + (e.flop_energy + e.dyn_energy) / t_full > cap {
+            for (sec, (hidden, memory)) in ridge_bins(p, st, m, e.weights, e.working)
+                .into_iter()
+                .enumerate()
+            {
+                (round.sections[k][sec].hidden, round.sections[k][sec].memory) = (hidden, memory);
+            }
+        }
     }
     // a section's breakdown at its class's clock: the compute-bound time stretched, and what
     // the memory-bound operators' compute now takes beyond their memory time
@@ -953,7 +1026,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         let at = |k: usize, sec: usize| {
             let b = &evs[k].br[sec];
             Breakdown {
-                compute: b.compute / clocks[k] + evs[k].parts[sec].excess(clocks[k]),
+                compute: b.compute / clocks[k] + round.sections[k][sec].excess(clocks[k]),
                 ..*b
             }
         };
@@ -982,8 +1055,6 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         b.other += round.fixed;
         b
     };
-    let full = round.at(&FULL_CLOCK);
-    let t_full = full.time;
     if !(t_full > 0.0 && t_full.is_finite()) {
         out.step_time = t_full;
         out.breakdown = compose(&full, &FULL_CLOCK);

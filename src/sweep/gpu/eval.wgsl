@@ -428,8 +428,13 @@ fn evaluate(li: u32) -> Point {
                 comp[s] += t_c * op.count;
             } else {
                 mem[s] += t_m * op.count;
-                // its ridge bin (`cpu::ridge_bin`): compute / memory in quarters
-                let rb = s * RIDGE_BINS + min(u32(t_c / t_m * f32(RIDGE_BINS)), RIDGE_BINS - 1u);
+                // its ridge bin (`cpu::ridge_bin`): compute / memory in quarters, compared
+                var rb = s * RIDGE_BINS;
+                for (var q = 1u; q < RIDGE_BINS; q++) {
+                    if (t_c * f32(RIDGE_BINS) >= f32(q) * t_m) {
+                        rb += 1u;
+                    }
+                }
                 hid[rb] += t_c * op.count;
                 mmb[rb] += t_m * op.count;
             }
