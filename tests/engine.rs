@@ -745,6 +745,66 @@ fn each_stage_runs_at_the_clock_its_own_limit_allows() {
     assert_relative_eq!(e.energy_per_step, power * 16e-3, max_relative = 1e-9);
 }
 
+proptest! {
+    /// Stage classes under a power limit, each at the clock its own devices' limit allows: a
+    /// tighter limit never shortens the step; no device draws above its limit; and energy per
+    /// step is at least every device's static power over the step plus its class's dynamic
+    /// energy at the lowest clock's voltage (exactly that at full voltage where nothing throttles).
+    #[test]
+    fn stage_classes_under_a_limit_keep_the_power_laws(
+        layer in (0.0f64..3.0, 0.0f64..3.0),
+        head in (0.0f64..3.0, 0.01f64..3.0),
+        micro_batches in prop::sample::select(vec![1.0, 2.0, 8.0]),
+        hi in 0.05f64..1.2, lo_frac in 0.3f64..1.0,
+    ) {
+        let (mut p, mut m, rate) = throttled_two_stages();
+        p.micro_batches = micro_batches;
+        // (ms of FLOPs, ms of HBM reads) per micro-batch of each class
+        for (op, (c, r)) in p.ops.iter_mut().zip([layer, head]) {
+            op.flops = c * 1e-3 * rate;
+            op.weight_bytes = r * 1e-3 * 3.35e12;
+        }
+        m[t::HBM_ENERGY] = 1e-10;
+        let energy = |k: usize| {
+            let op = &p.ops[k];
+            (micro_batches * op.flops * 1e-12, micro_batches * op.weight_bytes * 1e-10)
+        };
+        let free = eval(&p, &m);
+        prop_assume!(free.feasible && free.throttle == 1.0);
+        let cap = |f: f64| 100.0 + f * (free.demand_power - 100.0);
+        m[t::TDP] = cap(hi);
+        let e_hi = eval(&p, &m);
+        m[t::TDP] = cap(hi * lo_frac);
+        let e_lo = eval(&p, &m);
+        prop_assert!(e_hi.feasible && e_lo.feasible);
+        prop_assert!(e_hi.step_time >= free.step_time * (1.0 - 1e-12));
+        prop_assert!(e_lo.step_time >= e_hi.step_time * (1.0 - 1e-12));
+        if hi < 1.0 {
+            prop_assert!(e_hi.throttle < 1.0 && e_hi.step_time >= free.step_time);
+        }
+        for (e, limit) in [(&e_hi, cap(hi)), (&e_lo, cap(hi * lo_frac))] {
+            prop_assert!(e.device_power <= limit * (1.0 + 1e-9));
+            // 3 layer devices, 2 head devices
+            let floor: f64 = [(0usize, 3.0), (1, 2.0)]
+                .iter()
+                .map(|&(k, d)| {
+                    let (f, o) = energy(k);
+                    d * (100.0 * e.step_time + f * 0.7 * 0.7 + o)
+                })
+                .sum();
+            prop_assert!(e.energy_per_step >= floor * (1.0 - 1e-9), "{} < {floor}", e.energy_per_step);
+        }
+        let exact: f64 = [(0usize, 3.0), (1, 2.0)]
+            .iter()
+            .map(|&(k, d)| {
+                let (f, o) = energy(k);
+                d * (100.0 * free.step_time + f + o)
+            })
+            .sum();
+        prop_assert!((free.energy_per_step - exact).abs() <= 1e-9 * exact);
+    }
+}
+
 /// A memory-bound operator near the ridge turns compute-bound once a power limit drops the
 /// clock below its compute / memory ratio. A GEMM reading 3.35 GB (1 ms) whose FLOPs take
 /// 0.8 ms at full clock draws 100 W + 0.7915 J / 1 ms = 891.5 W at 1 pJ per FLOP. Under a 400 W

@@ -538,7 +538,8 @@ impl Demand<'_> {
     /// each stage class has its clock: full where its demand fits, lower where it does not. A
     /// step of `T` s lets class k run at `clock_at(k, T)`, which rises with `T`; the round at
     /// those clocks, `g(T)`, falls with `T`; the step is the least `T` with `T ≥ g(T)` (unique:
-    /// `T − g(T)` rises), found by bisection between the round at full clock and at the lowest,
+    /// `T − g(T)` rises), found by regula falsi (`least_fixed_point`) between the round at full
+    /// clock and at the lowest (the WGSL kernel bisects, in f32),
     /// and never shorter than what the class that needs the most energy at its lowest clock
     /// needs to spend it within its limit (there it duty-cycles: the round is shorter than the
     /// step and the devices idle the rest). `None` when the limit does not cover static power.
