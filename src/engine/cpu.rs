@@ -486,6 +486,12 @@ pub struct Demand<'a> {
     pub other_energy: [f64; MAX_STAGES],
 }
 
+/// Power of one device at full clock (W): static power plus its dynamic energy per step
+/// (`energy`, J) over the round at full clock (`full`, s).
+fn demand_at_full(m: &Machine, energy: f64, full: f64) -> f64 {
+    m[t::IDLE_POWER] + energy / full
+}
+
 /// Every stage class at full clock.
 pub const FULL_CLOCK: [f64; MAX_STAGES] = [1.0; MAX_STAGES];
 
@@ -493,7 +499,7 @@ impl Demand<'_> {
     /// Power of one device of class `k` at full clock (W): static power plus its dynamic energy
     /// over the round.
     pub fn demand(&self, m: &Machine, k: usize) -> f64 {
-        m[t::IDLE_POWER] + (self.flop_energy[k] + self.other_energy[k]) / self.full
+        demand_at_full(m, self.flop_energy[k] + self.other_energy[k], self.full)
     }
 
     /// The highest clock at which a device of class `k` stays within its power limit over a step
@@ -1010,9 +1016,9 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     let t_full = full.time;
     // Where a class demands more than its power limit, its memory-bound operators' ridge bins
     // (`ridge_bins`: only a lower clock reads them, so only a throttled point takes them).
-    let (idle, cap) = (m[t::IDLE_POWER], power_limit(m));
+    let cap = power_limit(m);
     for (k, (e, st)) in evs.iter().zip(stages).enumerate() {
-        if idle + (e.flop_energy + e.dyn_energy) / t_full > cap {
+        if demand_at_full(m, e.flop_energy + e.dyn_energy, t_full) > cap {
             for (sec, (hidden, memory)) in ridge_bins(p, st, m, e.weights, e.working)
                 .into_iter()
                 .enumerate()
@@ -1100,7 +1106,6 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     out.breakdown = total;
     out.throttle = op.throttle(n);
     let mut power = 0.0;
-    out.device_power = 0.0;
     for (k, (e, st)) in evs.iter().zip(stages.iter()).enumerate() {
         let dev = demand.power(m, k, &op);
         out.device_power = out.device_power.max(dev);

@@ -243,7 +243,8 @@ pub const MAX_STAGES: usize = 8;
 /// stages without `pool`, whose chain, slowest stage and step section it leaves out) and the
 /// slowest pool's time; where the pool's is longer, the round's breakdown is the pool's. Its
 /// devices count in power and energy with their own demand at their own clock, as any stage's
-/// (each class runs at the highest clock its devices' power limit allows, `cpu::Demand`). A program has at least one stage without `pool`.
+/// (each class runs at the highest clock its devices' power limit allows, `cpu::Demand`). A
+/// program has at least one stage without `pool`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Stage {
     pub name: Name,

@@ -319,8 +319,6 @@ fn evaluate(li: u32) -> Point {
     // over the stages (`cpu::eval_traced`): each class's parts of the round (`R_*`, composed by
     // `round_time` at the clock the devices run at) and each stage's energy
     var head = 3.0e38;
-    var dyn_s = array<f32, MAX_STAGES>();
-    var flop_s = array<f32, MAX_STAGES>();
     var wt_s = array<u32, MAX_STAGES>();
     let n_st = min(pr.n_stages, MAX_STAGES);
     R_N = n_st;
@@ -528,8 +526,9 @@ fn evaluate(li: u32) -> Point {
                     * (up_bytes(c) * X[F_UP_ENERGY] + out_bytes(c) * X[F_OUT_ENERGY] + c.host_bytes * X[F_HOST_ENERGY]);
             }
         }
-        dyn_s[k] = dyn_energy;
-        flop_s[k] = flop_energy;
+        R_OTHER[k] = dyn_energy;
+        R_FLOP[k] = flop_energy;
+        R_S[k] = 1.0;
         wt_s[k] = wt;
         let b0 = vec4<f32>(comp[0], mem[0], comm[0], oth[0]);
         let b1 = vec4<f32>(comp[1], mem[1], comm[1], oth[1]);
@@ -544,11 +543,6 @@ fn evaluate(li: u32) -> Point {
             R_M[k * 2u * RIDGE_BINS + i] = mmb[i];
         }
     }
-    for (var k = 0u; k < n_st; k++) {
-        R_S[k] = 1.0;
-        R_FLOP[k] = flop_s[k];
-        R_OTHER[k] = dyn_s[k];
-    }
     let t_full = round_time();
     if (bad || !(t_full > 0.0 && t_full < 3.0e38)) {
         return infeasible(REASON_NO_COMPUTE, head);
@@ -561,7 +555,7 @@ fn evaluate(li: u32) -> Point {
     let idle = X[F_IDLE_POWER];
     var throttled = false;
     for (var k = 0u; k < n_st; k++) {
-        throttled = throttled || idle + (flop_s[k] + dyn_s[k]) / t_full > cap;
+        throttled = throttled || idle + (R_FLOP[k] + R_OTHER[k]) / t_full > cap;
     }
     var t_step = t_full;
     var t_e = 0.0;
@@ -573,7 +567,7 @@ fn evaluate(li: u32) -> Point {
         let lo = lowest_clock();
         let v_lo = voltage(lo);
         for (var k = 0u; k < n_st; k++) {
-            least = max(least, flop_s[k] * v_lo * v_lo + dyn_s[k]);
+            least = max(least, R_FLOP[k] * v_lo * v_lo + R_OTHER[k]);
         }
         t_e = least / (cap - idle);
         set_clocks(t_e);
@@ -603,8 +597,8 @@ fn evaluate(li: u32) -> Point {
     for (var k = 0u; k < n_st; k++) {
         let st = read_StageRec(pr.stage_start + k * StageRec_RECS);
         let v = voltage(R_S[k]);
-        var dev_power = idle + (flop_s[k] * v * v + dyn_s[k]) / t_step;
-        if (throttled && (R_S[k] < 1.0 || (t_step == t_e && flop_s[k] * v_lo * v_lo + dyn_s[k] == least))) {
+        var dev_power = idle + (R_FLOP[k] * v * v + R_OTHER[k]) / t_step;
+        if (throttled && (R_S[k] < 1.0 || (t_step == t_e && R_FLOP[k] * v_lo * v_lo + R_OTHER[k] == least))) {
             // the limit set the class's clock or the step: power = limit (`cpu::Demand::power`)
             dev_power = cap;
         }
