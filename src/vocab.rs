@@ -110,6 +110,42 @@ pub enum Kernels {
     Compiled,
 }
 
+/// How Transformer Engine's userbuffers overlap a row-parallel linear layer's forward GEMM with
+/// the reduce-scatter of its output (`tp_overlap_method`; only where tensor-parallel overlap is
+/// on). The column-parallel layers' forward and the row-parallel layers' input-gradient GEMMs
+/// always take the ring exchange. TE's defaults (`transformer_engine/pytorch/module/base.py`,
+/// `initialize_ub`):
+/// - `Pipeline` (TE's default for these GEMMs, and NeMo's H100 BF16 presets'): the GEMM runs in 4
+///   chunks along its rows, each chunk's output reduce-scattered while the next computes, by a
+///   communication kernel on 16 SMs the GEMM is launched without (`set_sm_margin`).
+/// - `RingExchange` (NeMo's FP8 presets for these GEMMs): the GEMM runs in tp chunks, the partial
+///   outputs passed round the ring by the copy engines, every SM left to the GEMM.
+///
+/// Unwritten, a run takes the method NeMo's userbuffer presets give the row-parallel forward
+/// GEMMs (Megatron-Bridge `training/comm_overlap.py`): the ring exchange for GEMMs at 8 bits or
+/// fewer (every FP8 preset, e.g. `userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048`), the pipeline
+/// for wider ones (the H100 BF16 presets, e.g. `userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192`).
+/// PyTorch's async tensor parallelism splits its products one chunk per rank, the shards moved
+/// by copy engines: a `RingExchange`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all(serialize = "snake_case"))]
+pub enum TpOverlapMethod {
+    Pipeline,
+    RingExchange,
+}
+
+impl TpOverlapMethod {
+    /// The method NeMo's presets give row-parallel forward GEMMs whose operands take `bytes`
+    /// per element.
+    pub fn for_gemm_bytes(bytes: f64) -> TpOverlapMethod {
+        if bytes <= 1.0 {
+            TpOverlapMethod::RingExchange
+        } else {
+            TpOverlapMethod::Pipeline
+        }
+    }
+}
+
 /// How expert parallelism moves a token to the devices of its experts and back.
 ///
 /// - `AllToAll`: a plain all-to-all (Megatron-Core's `alltoall` dispatcher): each of a token's

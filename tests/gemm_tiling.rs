@@ -180,15 +180,7 @@ proptest! {
 
 /// `common::NODE_8` with a tiling of 10 units and 128 × 128 tiles on its die.
 fn tiled_node() -> String {
-    common::NODE_8
-        .replace(
-            r#"die: Die(name: "die", source: "t","#,
-            r#"die: Die(name: "die", source: "t", cores: 10,"#,
-        )
-        .replace(
-            r#"kernel_overhead: "2 us")"#,
-            r#"kernel_overhead: "2 us", tiling: (tiles: [(128, 128)], source: "t"))"#,
-        )
+    common::tiled_node(10)
 }
 
 /// A small transformer (hidden 256, 4 heads, FFN 1024, vocab 1000) trained at sequence 2048,
@@ -210,14 +202,6 @@ fn program(system: &str) -> (Program, f64) {
     (p, t)
 }
 
-fn occupancy_of(p: &Program, name: &str, phase: Phase) -> f64 {
-    p.ops
-        .iter()
-        .find(|o| o.name == name && o.phase == phase)
-        .unwrap_or_else(|| panic!("no {name}"))
-        .occupancy
-}
-
 #[test]
 fn a_device_without_a_tiling_runs_every_product_at_full_occupancy() {
     let (p, _) = program(common::NODE_8);
@@ -230,7 +214,7 @@ fn the_lowering_gives_each_product_its_shapes_occupancy() {
     // Q, K, V: 2048 tokens × 768 in 128 × 128 tiles = 16 × 6 = 96 tiles on 10 units: 10 waves
     // (the grid fills a wave, so K = 256 is not split)
     assert_relative_eq!(
-        occupancy_of(&p, "qkv projection", Phase::Forward),
+        common::occupancy_of(&p, "qkv projection", Phase::Forward),
         0.96,
         max_relative = 1e-12
     );
@@ -238,19 +222,19 @@ fn the_lowering_gives_each_product_its_shapes_occupancy() {
     // gradient 256 × 768 (2 × 6 = 12 tiles: 2 waves, the second of two), equal FLOPs each
     let (dgrad, wgrad) = (32.0 / 40.0, 12.0 / 20.0);
     assert_relative_eq!(
-        occupancy_of(&p, "qkv projection", Phase::Backward),
+        common::occupancy_of(&p, "qkv projection", Phase::Backward),
         2.0 / (1.0 / dgrad + 1.0 / wgrad),
         max_relative = 1e-12
     );
     // attention: 4 heads × 2048 queries in blocks of 128 = 64 blocks on 10 units: 7 waves
     assert_relative_eq!(
-        occupancy_of(&p, "attention scores + context", Phase::Forward),
+        common::occupancy_of(&p, "attention scores + context", Phase::Forward),
         64.0 / 70.0,
         max_relative = 1e-12
     );
     // vector work is not tiled
     assert_eq!(
-        occupancy_of(&p, "norms, residuals, activation", Phase::Forward),
+        common::occupancy_of(&p, "norms, residuals, activation", Phase::Forward),
         1.0
     );
     // the same program but for the occupancies, and no faster

@@ -205,11 +205,19 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // over 107. Then two known gaps that the physics added since (the scaling recipes'
     // quantization passes, the serving model) had moved inside their tolerance joined, unfitted:
     // Qwen3-30B-A3B MXFP8 on 8 GB200 (26.08) at +6.2 % and Mixtral 8x7B Server on 8 H100 (v4.1)
-    // at +12.4 %, both above the mean: 4.75 % over 109, the largest unchanged.
+    // at +12.4 %, both above the mean: 4.75 % over 109, the largest unchanged. Then
+    // tensor-parallel overlap got what Transformer Engine's userbuffers do to the GEMMs it hides
+    // behind (tp chunks, or the pipeline's 4 chunks on 16 SMs fewer; FP8 runs take the ring
+    // exchange, as NeMo's presets do): the training rows that overlap tensor parallelism slowed by
+    // up to 2 %, the refits on their own cases took it back (H100 FP8 0.752 → 0.760, GB200 FP8
+    // 0.650 → 0.652, GB300 0.9299 → 0.9320, the NVFP4 backward factors and the stacks' step
+    // times), and the H100/H200 serving rows that carry the H100 factor rose by up to a point:
+    // 4.77 % over 109 (training 3.86 → 3.88 %, serving 6.20 → 6.21 %, power 6.33 → 6.31 %), the
+    // largest 14.5 % (Llama 2 70B Server on 8 H100, v4.1, +13.5 → +14.5 %).
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
-    assert!(mape <= 0.0476, "unfitted MAPE {mape} (target 0.08)");
-    assert!(max <= 0.140, "largest unfitted error {max} (target 0.20)");
+    assert!(mape <= 0.0478, "unfitted MAPE {mape} (target 0.08)");
+    assert!(max <= 0.145, "largest unfitted error {max} (target 0.20)");
     assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
     // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted

@@ -51,6 +51,12 @@ pub struct MappingReport {
     pub offload_weights: bool,
     /// Expert parallelism's dispatcher (`alltoall`, `hierarchical`: `vocab::Dispatch`).
     pub expert_dispatch: crate::vocab::Dispatch,
+    /// Training with userbuffer tensor-parallel overlap in effect: how the row-parallel forward
+    /// GEMMs are overlapped with their reduce-scatters (`pipeline`, `ring_exchange`:
+    /// `vocab::TpOverlapMethod`, as written or as NeMo's presets choose for the run's GEMM
+    /// precision); absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tp_overlap_method: Option<crate::vocab::TpOverlapMethod>,
     /// The order the parallel dimensions are laid over the devices, innermost (nearest links)
     /// first: `["Tp", "Cp", "Dp", "Pp"]` is Megatron's.
     pub order: [crate::vocab::Dim; 4],
@@ -116,6 +122,7 @@ impl From<&Mapping> for MappingReport {
             offload_optimizer: m.offload_optimizer,
             offload_weights: m.offload_weights,
             expert_dispatch: m.expert_dispatch,
+            tp_overlap_method: None,
             order: m.order,
             regions: m.regions.any().then_some(m.regions),
         }
@@ -464,6 +471,12 @@ pub fn finish(
         bottleneck_detail: detail,
         mapping: Some(MappingReport {
             kernels: sv.map(|_| m.kernels.unwrap_or(sys.device.efficiency.kernels)),
+            tp_overlap_method: match &w.task {
+                Task::Training(tr) => {
+                    m.tp_overlap_method_for(sys.device.matmul_rate(tr.compute).1.bytes())
+                }
+                _ => None,
+            },
             ..m.into()
         }),
         devices,

@@ -8,7 +8,7 @@ use crate::model::mapping::{Mapping, Placement, Pool, Recompute};
 use crate::model::serving::Concurrency;
 use crate::model::system::System;
 use crate::model::workload::{Model, Task, Workload};
-use crate::vocab::Dim;
+use crate::vocab::{Dim, TpOverlapMethod};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
@@ -106,9 +106,11 @@ pub fn candidates_with_bases(
         .as_ref()
         .and_then(|m| m.expert_dispatch)
         .unwrap_or_default();
+    let tp_overlap_method = w.mapping.as_ref().and_then(|m| m.tp_overlap_method);
     let base = Mapping {
         overlap,
         expert_dispatch,
+        tp_overlap_method,
         ..Mapping::single()
     };
     match (&w.model, &w.task) {
@@ -221,9 +223,24 @@ pub fn candidates_with_bases(
                                     } else {
                                         &[None]
                                     };
-                                    for (&(zero, shard), &order) in zeros
+                                    // Transformer Engine's overlap methods for the
+                                    // row-parallel GEMMs (Calculon searches its tensor-parallel
+                                    // overlap modes) where the framework overlaps tensor
+                                    // parallelism: what each costs is the GEMMs' chunks and the
+                                    // SMs its kernels keep (`engine::lower::training::ops`)
+                                    let methods: &[Option<TpOverlapMethod>] =
+                                        if overlap.tensor_parallel && tp > 1 {
+                                            &[
+                                                Some(TpOverlapMethod::Pipeline),
+                                                Some(TpOverlapMethod::RingExchange),
+                                            ]
+                                        } else {
+                                            std::slice::from_ref(&base.tp_overlap_method)
+                                        };
+                                    for ((&(zero, shard), &order), &tp_overlap_method) in zeros
                                         .iter()
                                         .flat_map(|z| orders.iter().map(move |o| (z, o)))
+                                        .flat_map(|zo| methods.iter().map(move |x| (zo, x)))
                                     {
                                         for (&ep, &etp) in eps
                                             .iter()
@@ -266,6 +283,7 @@ pub fn candidates_with_bases(
                                                 offload_optimizer: 0.0,
                                                 offload_weights: false,
                                                 expert_dispatch,
+                                                tp_overlap_method,
                                             });
                                         }
                                     }

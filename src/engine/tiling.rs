@@ -104,16 +104,44 @@ impl<'a> Tiling<'a> {
         best.clamp(f64::MIN_POSITIVE, 1.0)
     }
 
+    /// [`Tiling::occupancy`] of a product launched on all but `taken` of the units (a
+    /// communication kernel beside it keeps them: Transformer Engine's `set_sm_margin`), as a
+    /// share of all the units' time. Taking none is [`Tiling::occupancy`].
+    pub fn occupancy_without(&self, g: Gemm, taken: f64) -> f64 {
+        let left = (self.units - taken.max(0.0)).max(1.0);
+        Tiling {
+            units: left,
+            ..*self
+        }
+        .occupancy(g)
+            * left
+            / self.units
+    }
+
     /// The occupancy of several products run one after the other, `(flops, shape)` each: their
     /// FLOPs over the time they take at their own occupancies (a harmonic mean); 1 without FLOPs.
     pub fn mix(&self, parts: &[(f64, Gemm)]) -> f64 {
-        let flops: f64 = parts.iter().map(|p| p.0).sum();
-        let time: f64 = parts.iter().map(|&(f, g)| f / self.occupancy(g)).sum();
-        if flops > 0.0 && time > 0.0 {
-            (flops / time).min(1.0)
-        } else {
-            1.0
-        }
+        harmonic(parts.iter().map(|&(f, g)| (f, self.occupancy(g))))
+    }
+
+    /// [`Tiling::mix`] of products each launched without some units, `(flops, shape, taken)`.
+    pub fn mix_without(&self, parts: &[(f64, Gemm, f64)]) -> f64 {
+        harmonic(
+            parts
+                .iter()
+                .map(|&(f, g, taken)| (f, self.occupancy_without(g, taken))),
+        )
+    }
+}
+
+/// FLOPs over the time `(flops, occupancy)` parts take at their occupancies, at most 1; 1
+/// without FLOPs.
+fn harmonic(parts: impl Iterator<Item = (f64, f64)>) -> f64 {
+    let (flops, time) = parts.fold((0.0, 0.0), |(f, t), (pf, occ)| (f + pf, t + pf / occ));
+    if flops > 0.0 && time > 0.0 {
+        (flops / time).min(1.0)
+    } else {
+        1.0
     }
 }
 
@@ -128,4 +156,9 @@ pub const KSTEP: f64 = 64.0;
 /// [`Tiling::mix`] where the device may have no tiling (then 1).
 pub fn occupancy(t: Option<Tiling>, parts: &[(f64, Gemm)]) -> f64 {
     t.map_or(1.0, |t| t.mix(parts))
+}
+
+/// [`Tiling::mix_without`] where the device may have no tiling (then 1).
+pub fn occupancy_without(t: Option<Tiling>, parts: &[(f64, Gemm, f64)]) -> f64 {
+    t.map_or(1.0, |t| t.mix_without(parts))
 }

@@ -2,7 +2,7 @@
 //! context parallelism, ZeRO stage, micro-batching, recomputation).
 
 use crate::spec::mapping::{MappingSpec, OverlapKind, RecomputeSpec};
-use crate::vocab::{Dim, Dispatch, Kernels, LayerPart, Parts};
+use crate::vocab::{Dim, Dispatch, Kernels, LayerPart, Parts, TpOverlapMethod};
 use serde::Serialize;
 
 /// What the backward pass recomputes instead of keeping.
@@ -89,6 +89,8 @@ pub struct MappingPlan {
     pub kernels: Option<Kernels>,
     /// Expert parallelism's dispatcher, as written (`None`: a plain all-to-all).
     pub expert_dispatch: Option<Dispatch>,
+    /// Tensor-parallel overlap's method for the row-parallel GEMMs, as written (`None`: TE's).
+    pub tp_overlap_method: Option<TpOverlapMethod>,
     pub offload_activation_layers: Option<u64>,
     pub offload_optimizer: Option<f64>,
     pub offload_weights: Option<bool>,
@@ -134,6 +136,7 @@ impl From<&MappingSpec> for MappingPlan {
                 .unwrap_or_default(),
             kernels: s.kernels,
             expert_dispatch: s.expert_dispatch,
+            tp_overlap_method: s.tp_overlap_method,
             offload_activation_layers: s.offload_activation_layers,
             offload_optimizer: s.offload_optimizer,
             offload_weights: s.offload_weights,
@@ -366,6 +369,11 @@ pub struct Mapping {
     pub offload_weights: bool,
     /// Expert parallelism: how tokens reach their experts' devices (`vocab::Dispatch`).
     pub expert_dispatch: Dispatch,
+    /// Training with tensor-parallel overlap: how the row-parallel layers' forward GEMMs are
+    /// overlapped with their reduce-scatters (`vocab::TpOverlapMethod`); `None`: as NeMo's
+    /// userbuffer presets choose by precision ([`TpOverlapMethod::for_gemm_bytes`]). Read only
+    /// where `overlap.tensor_parallel` is on.
+    pub tp_overlap_method: Option<TpOverlapMethod>,
 }
 
 /// Megatron-LM's layout: tensor parallelism innermost, pipeline stages outermost.
@@ -440,7 +448,19 @@ impl Mapping {
             offload_optimizer: 0.0,
             offload_weights: false,
             expert_dispatch: Dispatch::AllToAll,
+            tp_overlap_method: None,
         }
+    }
+
+    /// How userbuffer overlap runs the row-parallel forward GEMMs, where it is in effect
+    /// (tensor-parallel overlap on, tp > 1 with sequence parallelism, which Transformer Engine's
+    /// userbuffers need): as written, else as NeMo's presets choose for GEMMs whose operands take
+    /// `gemm_bytes` per element ([`TpOverlapMethod::for_gemm_bytes`]). `None` elsewhere.
+    pub fn tp_overlap_method_for(&self, gemm_bytes: f64) -> Option<TpOverlapMethod> {
+        (self.overlap.tensor_parallel && self.sp && self.tp > 1).then(|| {
+            self.tp_overlap_method
+                .unwrap_or_else(|| TpOverlapMethod::for_gemm_bytes(gemm_bytes))
+        })
     }
 
     /// The ranks that share out the model state under ZeRO: `shard` where written, else all of
@@ -607,6 +627,7 @@ impl Mapping {
             offload_optimizer: spec.offload_optimizer.unwrap_or(0.0),
             offload_weights: spec.offload_weights.unwrap_or(false),
             expert_dispatch: spec.expert_dispatch.unwrap_or_default(),
+            tp_overlap_method: spec.tp_overlap_method,
         };
         if m.shard > 0 {
             let n = m.dp * m.cp;

@@ -117,6 +117,12 @@ pub struct MappingSpec {
     /// see `vocab::Dispatch`). Default `AllToAll`.
     #[serde(default)]
     pub expert_dispatch: Option<crate::vocab::Dispatch>,
+    /// Tensor-parallel overlap (`overlap: [TensorParallel]`): how Transformer Engine's
+    /// userbuffers overlap the row-parallel layers' forward GEMMs with their reduce-scatters
+    /// (`Pipeline`, `RingExchange`: see `vocab::TpOverlapMethod`). Default: as NeMo's userbuffer
+    /// presets choose, the ring exchange for GEMMs at 8 bits or fewer, else the pipeline.
+    #[serde(default)]
+    pub tp_overlap_method: Option<crate::vocab::TpOverlapMethod>,
     /// Citations by key (in a mapping file of its own; inline mappings use the workload's).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,

@@ -22,7 +22,7 @@ use crate::units::Dimension;
 use crate::vocab::MemoryKind;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).
-pub const MAPPING_AXES: [&str; 16] = [
+pub const MAPPING_AXES: [&str; 17] = [
     "dp",
     "tp",
     "pp",
@@ -39,6 +39,7 @@ pub const MAPPING_AXES: [&str; 16] = [
     "offload_optimizer",
     "offload_weights",
     "expert_dispatch",
+    "tp_overlap_method",
 ];
 
 /// What a machine path resolves to.
@@ -867,6 +868,7 @@ pub enum MapVal {
     Recompute(crate::model::mapping::Recompute),
     Bool(bool),
     Dispatch(crate::vocab::Dispatch),
+    TpOverlap(crate::vocab::TpOverlapMethod),
     /// A share between 0 and 1 (`offload_optimizer`).
     Fraction(f64),
 }
@@ -896,6 +898,16 @@ pub fn mapping_value(field: &str, word: &str) -> Result<MapVal, (String, Option<
             _ => Err((
                 format!("`{w}` is not an expert dispatcher"),
                 Some("choose AllToAll or Hierarchical".into()),
+            )),
+        },
+        "tp_overlap_method" => match w.to_ascii_lowercase().replace('_', "").as_str() {
+            "pipeline" => Ok(MapVal::TpOverlap(crate::vocab::TpOverlapMethod::Pipeline)),
+            "ringexchange" => Ok(MapVal::TpOverlap(
+                crate::vocab::TpOverlapMethod::RingExchange,
+            )),
+            _ => Err((
+                format!("`{w}` is not a tensor-parallel overlap method"),
+                Some("choose Pipeline or RingExchange".into()),
             )),
         },
         "offload_optimizer" => match w.parse::<f64>() {
@@ -937,6 +949,7 @@ pub fn set_mapping(s: &mut crate::model::mapping::MappingPlan, field: &str, v: &
         ("offload_optimizer", MapVal::Fraction(f)) => s.offload_optimizer = Some(*f),
         ("offload_weights", MapVal::Bool(b)) => s.offload_weights = Some(*b),
         ("expert_dispatch", MapVal::Dispatch(d)) => s.expert_dispatch = Some(*d),
+        ("tp_overlap_method", MapVal::TpOverlap(x)) => s.tp_overlap_method = Some(*x),
         _ => {}
     }
 }

@@ -181,3 +181,29 @@ pub fn bytes_per_step<'a>(
         })
         .sum()
 }
+
+/// `NODE_8` with a GEMM tiling on its die: `units` units of 128 × 128 output tiles.
+pub fn tiled_node(units: u32) -> String {
+    NODE_8
+        .replace(
+            r#"die: Die(name: "die", source: "t","#,
+            &format!(r#"die: Die(name: "die", source: "t", cores: {units},"#),
+        )
+        .replace(
+            r#"kernel_overhead: "2 us")"#,
+            r#"kernel_overhead: "2 us", tiling: (tiles: [(128, 128)], source: "t"))"#,
+        )
+}
+
+/// The occupancy of the operator `name` in `phase` of a program.
+pub fn occupancy_of(
+    p: &tessera::engine::program::Program,
+    name: &str,
+    phase: tessera::engine::program::Phase,
+) -> f64 {
+    p.ops
+        .iter()
+        .find(|o| o.name == name && o.phase == phase)
+        .unwrap_or_else(|| panic!("no {name}"))
+        .occupancy
+}

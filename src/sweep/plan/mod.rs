@@ -330,8 +330,8 @@ fn resolve(
             }
             paths::PathKind::Mapping(field) => {
                 let vals: Result<Vec<MapVal>, (String, Option<String>)> = match field {
-                    "recompute" | "sp" | "expert_dispatch" | "offload_optimizer"
-                    | "offload_weights" => expr::parse_words(&a.values)
+                    "recompute" | "sp" | "expert_dispatch" | "tp_overlap_method"
+                    | "offload_optimizer" | "offload_weights" => expr::parse_words(&a.values)
                         .iter()
                         .map(|s| paths::mapping_value(field, s))
                         .collect(),

@@ -8,7 +8,7 @@ use crate::engine::lower::Builder;
 use crate::engine::program::{Op, Phase, Section};
 use crate::engine::tiling::{self, Gemm};
 use crate::model::mapping::Recompute;
-use crate::vocab::LayerPart;
+use crate::vocab::{LayerPart, TpOverlapMethod};
 
 /// How an operator's backward pass relates to its forward.
 ///
@@ -86,29 +86,127 @@ struct Linear {
     n: f64,
     groups: f64,
     flops: f64,
+    /// Which side of a tensor-parallel pair it is, for what overlapping its collectives does to
+    /// its GEMMs ([`Userbuffers`]).
+    side: Side,
+}
+
+/// Megatron's tensor-parallel linear layers: column-parallel (QKV, FFN up: the input
+/// all-gathered under sequence parallelism) and row-parallel (the output projection, FFN down:
+/// the output reduce-scattered); `Neither` for the layers no userbuffer overlaps (routed experts,
+/// the LM head).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Neither,
+    Column,
+    Row,
+}
+
+/// How a GEMM runs beside the collective it is overlapped with: in `chunks` along its rows, one
+/// after another, on all but `taken` of the device's units.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Chunks {
+    chunks: f64,
+    taken: f64,
+}
+
+const WHOLE: Chunks = Chunks {
+    chunks: 1.0,
+    taken: 0.0,
+};
+
+/// Transformer Engine's pipelined overlap: 4 chunks, its reduce-scatter kernels on 16 SMs kept
+/// from the GEMM (`set_sm_margin`): TE's defaults (`transformer_engine/pytorch/module/base.py`,
+/// `initialize_ub`: `num_splits` 4, `num_sm` 16 for every method but the ring exchange).
+const PIPELINE: Chunks = Chunks {
+    chunks: 4.0,
+    taken: 16.0,
+};
+
+/// What Transformer Engine's userbuffers (NeMo / Megatron-Core `tp_comm_overlap`, which needs
+/// sequence parallelism) do to the GEMMs of a layer whose tensor-parallel collectives they hide
+/// (TE `initialize_ub`; the method of each GEMM: `vocab::TpOverlapMethod`):
+/// - a column-parallel forward and a row-parallel input gradient (`qkv_fprop`, `fc1_fprop`,
+///   `proj_dgrad`, `fc2_dgrad`) all-gather their input by a ring exchange on the copy engines:
+///   the GEMM runs in tp chunks, each on the shard that has arrived;
+/// - a row-parallel forward (`proj_fprop`, `fc2_fprop`) reduce-scatters its output as a
+///   pipeline (4 chunks, 16 SMs kept from the GEMM) or a ring exchange (tp chunks);
+/// - the column-parallel input and weight gradients (`qkv_dgrad`, `qkv_wgrad`, `fc1_*`) keep
+///   their shape: TE's bulk overlap runs their collectives beside them on SMs it shares, which
+///   `efficiency.collective_compute_share` costs as it does every other overlapped collective.
+///
+/// Each chunk is a smaller product, whose tile and wave quantization (`engine::tiling`) is what
+/// the split costs; on a device without a tiling it costs nothing. The collectives themselves
+/// are marked overlapped by `comms::overlap_communication`.
+#[derive(Clone, Copy)]
+struct Userbuffers {
+    tp: f64,
+    method: TpOverlapMethod,
+}
+
+impl Userbuffers {
+    fn of(d: &Shape) -> Option<Userbuffers> {
+        d.m.tp_overlap_method_for(d.prec.bytes())
+            .map(|method| Userbuffers {
+                tp: d.m.tp as f64,
+                method,
+            })
+    }
+
+    fn ring(self) -> Chunks {
+        Chunks {
+            chunks: self.tp,
+            taken: 0.0,
+        }
+    }
+
+    /// The forward GEMM of a layer on `side`.
+    fn forward(this: Option<Self>, side: Side) -> Chunks {
+        match (this, side) {
+            (Some(u), Side::Column) => u.ring(),
+            (Some(u), Side::Row) => match u.method {
+                TpOverlapMethod::Pipeline => PIPELINE,
+                TpOverlapMethod::RingExchange => u.ring(),
+            },
+            _ => WHOLE,
+        }
+    }
+
+    /// The input-gradient GEMM of a layer on `side`.
+    fn input_gradient(this: Option<Self>, side: Side) -> Chunks {
+        match (this, side) {
+            (Some(u), Side::Row) => u.ring(),
+            _ => WHOLE,
+        }
+    }
 }
 
 impl Linear {
     /// The forward's and the backward's occupancy of a set of linear layers run one after the
     /// other (`trained`: with weight gradients).
     fn occupancy(d: &Shape, set: &[Linear], trained: bool) -> [f64; 2] {
-        let fwd: Vec<(f64, Gemm)> = set
+        let ub = Userbuffers::of(d);
+        let part = |l: &Linear, c: Chunks, m: f64, n: f64, k: f64| {
+            (
+                l.flops,
+                Gemm::grouped(m / c.chunks, n, k, l.groups),
+                c.taken,
+            )
+        };
+        let fwd: Vec<(f64, Gemm, f64)> = set
             .iter()
-            .map(|l| (l.flops, Gemm::grouped(l.m, l.n, l.k, l.groups)))
+            .map(|l| part(l, Userbuffers::forward(ub, l.side), l.m, l.n, l.k))
             .collect();
-        let mut bwd: Vec<(f64, Gemm)> = set
+        let mut bwd: Vec<(f64, Gemm, f64)> = set
             .iter()
-            .map(|l| (l.flops, Gemm::grouped(l.m, l.k, l.n, l.groups)))
+            .map(|l| part(l, Userbuffers::input_gradient(ub, l.side), l.m, l.k, l.n))
             .collect();
         if trained {
-            bwd.extend(
-                set.iter()
-                    .map(|l| (l.flops, Gemm::grouped(l.k, l.n, l.m, l.groups))),
-            );
+            bwd.extend(set.iter().map(|l| part(l, WHOLE, l.k, l.n, l.m)));
         }
         [
-            tiling::occupancy(d.tiling, &fwd),
-            tiling::occupancy(d.tiling, &bwd),
+            tiling::occupancy_without(d.tiling, &fwd),
+            tiling::occupancy_without(d.tiling, &bwd),
         ]
     }
 }
@@ -266,23 +364,32 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
     // attention the down and up projections apart would be narrower); the attention core as
     // FlashAttention blocks its queries, one block row per head and sequence.
     let trained = d.bwd > 1.0;
-    let lin = |m: f64, k: f64, n: f64, groups: f64| Linear {
+    let lin = |m: f64, k: f64, n: f64, groups: f64, side: Side| Linear {
         m,
         k,
         n,
         groups,
         flops: 2.0 * m * k * n * groups,
+        side,
     };
-    let qkv_occ = Linear::occupancy(d, &[lin(tok, h, qkv_params / h, 1.0)], trained);
+    let qkv_occ = Linear::occupancy(
+        d,
+        &[lin(tok, h, qkv_params / h, 1.0, Side::Column)],
+        trained,
+    );
     let attn_o = tiling::occupancy(
         d.tiling,
         &[(attn_f, Gemm::rows(s / cp as f64, mb * heads_local))],
     );
-    let proj_occ = Linear::occupancy(d, &[lin(tok, vd / tpf, h, 1.0)], trained);
+    let proj_occ = Linear::occupancy(d, &[lin(tok, vd / tpf, h, 1.0, Side::Row)], trained);
     let ffn_occ = {
         let dense = |width: f64, share: f64| {
             let w = width / tpf;
-            [lin(tok, h, act_in * w, 1.0), lin(tok, w, h, 1.0)].map(|l| Linear {
+            [
+                lin(tok, h, act_in * w, 1.0, Side::Column),
+                lin(tok, w, h, 1.0, Side::Row),
+            ]
+            .map(|l| Linear {
                 flops: l.flops * share,
                 ..l
             })
@@ -296,7 +403,10 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
                 let local = ((e.count / m.ep).max(1)) as f64;
                 let rows = tok * e.top_k as f64 * d.expert_load * d.etpf / tpf / local;
                 let fe = e.ffn as f64 / d.etpf;
-                for l in [lin(rows, h, act_in * fe, local), lin(rows, fe, h, local)] {
+                for l in [
+                    lin(rows, h, act_in * fe, local, Side::Neither),
+                    lin(rows, fe, h, local, Side::Neither),
+                ] {
                     set.push(Linear {
                         flops: l.flops * f,
                         ..l
@@ -616,6 +726,7 @@ fn head(b: &mut Builder, d: &Shape) {
             n: t.vocab as f64 / tpf,
             groups: 1.0,
             flops: head_f,
+            side: Side::Neither,
         }],
         d.bwd > 1.0,
     );
