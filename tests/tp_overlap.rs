@@ -317,6 +317,21 @@ fn the_method_is_an_override_and_a_bad_one_is_told_with_a_hint() {
         pipeline["step_time_s"],
         ring["step_time_s"]
     );
+    // the table names the method in the mapping's line
+    let out = common::tessera(&[
+        "estimate",
+        "--arch",
+        "architectures/eos-h100.ron",
+        "--workload",
+        "workloads/gpt3-175b-mlperf.ron",
+        "--set",
+        "mapping.tp_overlap_method=Pipeline",
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("sequence parallel, tp overlap: pipeline"),
+        "{table}"
+    );
     let out = common::tessera(&[
         "estimate",
         "--arch",

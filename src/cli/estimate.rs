@@ -55,7 +55,7 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         r.push((
             "mapping".into(),
             format!(
-                "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}{}, recompute {}{}{})",
+                "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}{}, recompute {}{}{}{})",
                 m.dp, m.tp, m.pp, m.cp, m.ep,
                 // expert tensor parallelism, where it differs from tp (MoE parallel folding)
                 if m.etp != m.tp { format!(", etp {}", m.etp) } else { String::new() },
@@ -64,6 +64,14 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
                 m.hybrid_shard().map_or(String::new(), |g| format!(" sharded over {g}")),
                 m.recompute,
                 if m.sp { ", sequence parallel" } else { "" },
+                // how userbuffer overlap runs the row-parallel GEMMs, where it is in effect
+                match m.tp_overlap_method {
+                    Some(tessera::vocab::TpOverlapMethod::Pipeline) => ", tp overlap: pipeline",
+                    Some(tessera::vocab::TpOverlapMethod::RingExchange) => {
+                        ", tp overlap: ring exchange"
+                    }
+                    None => "",
+                },
                 // the devices' order where it is not Megatron's, innermost first
                 m.unusual_order().map_or(String::new(), |o| format!(", order {o}"))
             ),
