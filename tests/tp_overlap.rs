@@ -286,28 +286,28 @@ fn the_search_tries_both_methods_where_the_framework_overlaps() {
 
 #[test]
 fn the_method_is_an_override_and_a_bad_one_is_told_with_a_hint() {
-    // GPT-3 175B FP8 on Eos takes the ring exchange unwritten (NeMo's FP8 presets); the
-    // pipeline's 16 SMs make it no faster
-    let run = |set: Option<&str>| {
+    // GPT-3 175B FP8 on Eos, with `--set`s after the files
+    let gpt3 = |extra: &[&str]| {
         let mut a = vec![
             "estimate",
             "--arch",
             "architectures/eos-h100.ron",
             "--workload",
             "workloads/gpt3-175b-mlperf.ron",
-            "--format",
-            "json",
         ];
-        if let Some(s) = set {
-            a.extend(["--set", s]);
-        }
-        let out = common::tessera(&a);
+        a.extend(extra);
+        common::tessera(&a)
+    };
+    let json = |set: &[&str]| {
+        let out = gpt3(&[&["--format", "json"], set].concat());
         assert!(out.status.success(), "{out:?}");
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
-    let unwritten = run(None);
-    let ring = run(Some("mapping.tp_overlap_method=RingExchange"));
-    let pipeline = run(Some("mapping.tp_overlap_method=pipeline"));
+    // it takes the ring exchange unwritten (NeMo's FP8 presets); the pipeline's 16 SMs make it
+    // no faster
+    let unwritten = json(&[]);
+    let ring = json(&["--set", "mapping.tp_overlap_method=RingExchange"]);
+    let pipeline = json(&["--set", "mapping.tp_overlap_method=pipeline"]);
     assert_eq!(unwritten["mapping"]["tp_overlap_method"], "ring_exchange");
     assert_eq!(pipeline["mapping"]["tp_overlap_method"], "pipeline");
     assert_eq!(unwritten["step_time_s"], ring["step_time_s"]);
@@ -318,29 +318,13 @@ fn the_method_is_an_override_and_a_bad_one_is_told_with_a_hint() {
         ring["step_time_s"]
     );
     // the table names the method in the mapping's line
-    let out = common::tessera(&[
-        "estimate",
-        "--arch",
-        "architectures/eos-h100.ron",
-        "--workload",
-        "workloads/gpt3-175b-mlperf.ron",
-        "--set",
-        "mapping.tp_overlap_method=Pipeline",
-    ]);
+    let out = gpt3(&["--set", "mapping.tp_overlap_method=Pipeline"]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("sequence parallel, tp overlap: pipeline"),
         "{table}"
     );
-    let out = common::tessera(&[
-        "estimate",
-        "--arch",
-        "architectures/eos-h100.ron",
-        "--workload",
-        "workloads/gpt3-175b-mlperf.ron",
-        "--set",
-        "mapping.tp_overlap_method=bulk",
-    ]);
+    let out = gpt3(&["--set", "mapping.tp_overlap_method=bulk"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -473,7 +473,7 @@ pub fn finish(
             kernels: sv.map(|_| m.kernels.unwrap_or(sys.device.efficiency.kernels)),
             tp_overlap_method: match &w.task {
                 Task::Training(tr) => {
-                    m.tp_overlap_method_for(sys.device.matmul_rate(tr.compute).1.bytes())
+                    m.tp_overlap_method_for(super::lower::run_precision(sys, tr.compute).bytes())
                 }
                 _ => None,
             },

@@ -89,7 +89,8 @@ pub struct MappingPlan {
     pub kernels: Option<Kernels>,
     /// Expert parallelism's dispatcher, as written (`None`: a plain all-to-all).
     pub expert_dispatch: Option<Dispatch>,
-    /// Tensor-parallel overlap's method for the row-parallel GEMMs, as written (`None`: TE's).
+    /// Tensor-parallel overlap's method for the row-parallel GEMMs, as written (`None`: as
+    /// NeMo's presets choose by precision).
     pub tp_overlap_method: Option<TpOverlapMethod>,
     pub offload_activation_layers: Option<u64>,
     pub offload_optimizer: Option<f64>,

@@ -200,7 +200,7 @@ fn mesh_gemm_bytes(products: &[(f64, f64)], side: f64) -> f64 {
 }
 
 /// The precision the device actually runs `p` at (its nearest supported format).
-fn run_precision(sys: &System, p: Precision) -> Precision {
+pub(crate) fn run_precision(sys: &System, p: Precision) -> Precision {
     sys.device.matmul_rate(p).1
 }
 

@@ -95,7 +95,7 @@ struct Linear {
 /// all-gathered under sequence parallelism) and row-parallel (the output projection, FFN down:
 /// the output reduce-scattered); `Neither` for the layers no userbuffer overlaps (routed experts,
 /// the LM head).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Side {
     Neither,
     Column,
@@ -104,7 +104,7 @@ enum Side {
 
 /// How a GEMM runs beside the collective it is overlapped with: in `chunks` along its rows, one
 /// after another, on all but `taken` of the device's units.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy)]
 struct Chunks {
     chunks: f64,
     taken: f64,
