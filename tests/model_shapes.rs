@@ -370,8 +370,8 @@ fn latent_decode_reads_the_latent_once_per_request() {
 fn a_wafer_shifts_the_projections_as_wide_as_they_are() {
     // Training on a mesh of cores (MeshGEMM shifts, `lower::training::mesh`): each GEMM's busiest
     // link carries max(activations, weights) / side per core, side = the square region's
-    // (√(750·1200) = 948.7, no wider than 750: 750 on a WSE-3). Qwen3-style attention, hidden
-    // 2048 with 32 heads of 128 (4 KV heads), bf16, 4,096 tokens a micro-batch:
+    // (√(755·1170) = 939.9, no wider than 755: 755 on a WSE-3's program rectangle). Qwen3-style
+    // attention, hidden 2048 with 32 heads of 128 (4 KV heads), bf16, 4,096 tokens a micro-batch:
     //   QKV    max(4096·2048, 2048·(4096 + 2·512)) · 2 B = 20,971,520 B
     //   output max(4096·4096, 4096·2048) · 2 B       = 33,554,432 B (the context is 4,096 wide)
     //   up     max(4096·2048, 2·2048·6144) · 2 B     = 50,331,648 B
@@ -393,6 +393,6 @@ fn a_wafer_shifts_the_projections_as_wide_as_they_are() {
         .iter()
         .find(|c| c.name == "mesh: matmul shifts (MeshGEMM)")
         .expect("mesh shifts");
-    let per_core = (20_971_520.0 + 33_554_432.0 + 50_331_648.0 + 50_331_648.0) / 750.0;
+    let per_core = (20_971_520.0 + 33_554_432.0 + 50_331_648.0 + 50_331_648.0) / 755.0;
     assert_relative_eq!(shifts.bytes, per_core, max_relative = 1e-12);
 }

@@ -244,8 +244,9 @@ fn a_decode_layer_runs_waferllm_s_ten_all_reduces_and_prefill_its_score_reductio
 
 #[test]
 fn a_graph_s_matrix_products_spread_over_the_wafer_with_their_collectives() {
-    // WaferLLM's GEMV [1, 16K] x [16K, 16K] in fp16 on a WSE-2 (850 x 1000 cores, taken as a
-    // square no wider than the mesh: n = min(√850,000, 850) = 850 a side): one row of the output
+    // WaferLLM's GEMV [1, 16K] x [16K, 16K] in fp16 on a WSE-2 (the SDK's 750 x 994 program
+    // rectangle, taken as a square no wider than the mesh: n = min(√745,500, 750) = 750 a side,
+    // the widest P x P grid WaferLLM's MeshGEMV can be compiled for): one row of the output
     // per row of cores, so MeshGEMV: each core keeps its tile and all-reduces its n-th of the
     // 16,384 outputs across its row, 16,384 / n × 2 B, in n + √n hops, after the product. A
     // product with at least n rows (8,192 × 4,096 × 4,096) shifts its operands instead, behind
@@ -266,7 +267,7 @@ fn a_graph_s_matrix_products_spread_over_the_wafer_with_their_collectives() {
     let s = load_system("architectures/cerebras-cs2.ron", &CrateFs)
         .value
         .expect("system");
-    let side = 850.0;
+    let side = 750.0;
     let program = |file: &str| {
         let w = load_workload(file, &fs).value.expect("workload");
         engine::prepare(&s, &w, &MappingChoice::Auto(Objective::Time), Some(1))
