@@ -1,5 +1,5 @@
-//! The README's `--format json` contracts, pinned: for each command the sorted set of key paths
-//! of its JSON with the types their values take (never the numbers), snapshotted under
+//! The `--format json` contracts of `docs/json.md`, pinned: for each command the sorted set of key
+//! paths of its JSON with the types their values take (never the numbers), snapshotted under
 //! `tests/snapshots/contracts__*.snap`. A physics change leaves these alone; a key renamed,
 //! removed or changed in type fails here. A new key is allowed by the contract and shows up as a
 //! snapshot diff to accept.
@@ -14,7 +14,8 @@
 //! whether an evaluator reads it, and its kind (machine or program axis).
 //!
 //! Regenerate with `INSTA_UPDATE=always cargo test --release --test contracts`, then read the diff:
-//! a line that disappeared is a broken contract and needs a note in the README.
+//! a line that disappeared is a broken contract and needs a note in `docs/json.md`, the JSON
+//! contract reference.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

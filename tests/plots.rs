@@ -1,8 +1,9 @@
 //! Pictures: every plot parses as SVG and renders to pixels, carries the series, labels and one
 //! mark per point it should, keeps its structure (insta snapshots of element counts and labels),
-//! and the pictures the README shows are exactly what the commands beside them produce.
+//! and the pictures the README and the pages under `docs/` show are exactly what the commands
+//! beside them produce.
 //!
-//! `TESSERA_BLESS=1 cargo test --test plots readme` rewrites `docs/img/*.svg` from the README's
+//! `TESSERA_BLESS=1 cargo test --test plots readme` rewrites `docs/img/*.svg` from those pages'
 //! commands after a deliberate change to the physics or the pictures.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
@@ -825,22 +826,34 @@ fn bad_plot_size_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("WIDTHxHEIGHT"));
 }
 
-/// The README's picture commands: `cargo run --release -- ARGS --plot docs/img/NAME.svg`.
+/// The picture commands of the README and of every page under `docs/` (`docs/*.md`):
+/// `cargo run --release -- ARGS --plot docs/img/NAME.svg`, each written from the repository root.
+/// A command shown on more than one page is run once.
 fn readme_commands() -> Vec<(Vec<String>, String)> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let mut out = Vec::new();
-    for line in readme.lines() {
-        let Some(rest) = line.trim().strip_prefix("cargo run --release -- ") else {
-            continue;
-        };
-        let args: Vec<String> = rest.split_whitespace().map(String::from).collect();
-        let Some(k) = args.iter().position(|a| a == "--plot") else {
-            continue;
-        };
-        let target = args[k + 1].clone();
-        if target.starts_with("docs/img/") {
-            out.push((args, target));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    let mut out: Vec<(Vec<String>, String)> = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for line in text.lines() {
+            let Some(rest) = line.trim().strip_prefix("cargo run --release -- ") else {
+                continue;
+            };
+            let args: Vec<String> = rest.split_whitespace().map(String::from).collect();
+            let Some(k) = args.iter().position(|a| a == "--plot") else {
+                continue;
+            };
+            let target = args[k + 1].clone();
+            if target.starts_with("docs/img/") && !out.iter().any(|(a, _)| *a == args) {
+                out.push((args, target));
+            }
         }
     }
     out
@@ -851,7 +864,7 @@ fn readme_pictures_are_current() {
     let cmds = readme_commands();
     assert!(
         cmds.len() >= 2,
-        "the README shows pictures with their commands"
+        "the README and docs/*.md show pictures with their commands"
     );
     let bless = std::env::var_os("TESSERA_BLESS").is_some();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -887,7 +900,7 @@ fn readme_pictures_are_current() {
     }
     assert!(
         stale.is_empty(),
-        "pictures differ from what the README's commands draw now: {stale:?}\n\
+        "pictures differ from what the docs' commands draw now: {stale:?}\n\
          if the change is meant, run: TESSERA_BLESS=1 cargo test --test plots readme"
     );
 }
