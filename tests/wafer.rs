@@ -186,10 +186,12 @@ fn a_decode_layer_runs_waferllm_s_ten_all_reduces_and_prefill_its_score_reductio
     // a row holds 1 head's share (32 / n < 1), the mean context is 1,024 + 1,024 / 2 = 1,536.
     //   decode, per layer: five matrix-vector all-reduces (MeshGEMV), one of the attention
     //     scores (1,536 / n positions × 2 B), four of one value each (two RMSNorm sums of
-    //     squares, the softmax's max and sum: 2 B); an all-reduce is n + √n hops
+    //     squares, the softmax's max and sum: 2 B); an all-reduce is a streamed chain to the
+    //     row's middle root and a multicast back: n + √n hops, √n dependent stages and the
+    //     multicast's one at 5 cycles (hops) each (2·T_R + 1, T_R = 2: HPDC'24)
     //   prefill, per layer and per output token (÷ 1,024): the MeshGEMM shifts, n reductions
     //     of the partial score tile, (1,024 / n)² × 2 B each, to a root of the row (½(n + √n)
-    //     hops), and four all-reduces of 1,024 / n values × 2 B
+    //     hops and √n stages), and four all-reduces of 1,024 / n values × 2 B
     let (p, _) = prepared("architectures/cerebras-cs3.ron", LLAMA8B);
     let find = |name: &str| {
         p.comms
@@ -201,7 +203,7 @@ fn a_decode_layer_runs_waferllm_s_ten_all_reduces_and_prefill_its_score_reductio
     let n = gemv.mesh;
     assert!(n > 100.0, "{n}");
     assert_eq!(gemv.count, 5.0);
-    let all_reduce_hops = n + n.sqrt();
+    let all_reduce_hops = n + n.sqrt() + 5.0 * (n.sqrt() + 1.0);
     assert_relative_eq!(
         gemv.coeffs.mesh.latencies,
         all_reduce_hops,
@@ -227,7 +229,18 @@ fn a_decode_layer_runs_waferllm_s_ten_all_reduces_and_prefill_its_score_reductio
     assert_relative_eq!(tile.bytes, (1024.0 / n).powi(2) * 2.0, max_relative = 1e-12);
     assert_relative_eq!(
         tile.coeffs.mesh.latencies,
-        0.5 * all_reduce_hops,
+        0.5 * (n + n.sqrt()) + 5.0 * n.sqrt(),
+        max_relative = 1e-12
+    );
+    // streamed: six segments through the root's port for an all-reduce, four for a reduction
+    assert_relative_eq!(
+        gemv.coeffs.mesh.bytes,
+        6.0 * gemv.bytes,
+        max_relative = 1e-12
+    );
+    assert_relative_eq!(
+        tile.coeffs.mesh.bytes,
+        4.0 * tile.bytes,
         max_relative = 1e-12
     );
     // MeshGEMM's shifts: per product the larger of the prompt's activations (1,024 tokens) and
@@ -267,7 +280,9 @@ fn a_graph_s_matrix_products_spread_over_the_wafer_with_their_collectives() {
     let s = load_system("architectures/cerebras-cs2.ron", &CrateFs)
         .value
         .expect("system");
-    let side = 750.0;
+    // MeshGEMV's grid divides the matrix (WaferLLM's launch reshapes the vector to (P, K / P)):
+    // the largest P ≤ 750 dividing 16,384 (and 4,096) is 512; the rest of the cores idle
+    let side = 512.0;
     let program = |file: &str| {
         let w = load_workload(file, &fs).value.expect("workload");
         engine::prepare(&s, &w, &MappingChoice::Auto(Objective::Time), Some(1))
@@ -284,9 +299,14 @@ fn a_graph_s_matrix_products_spread_over_the_wafer_with_their_collectives() {
     assert_relative_eq!(c.bytes, 16384.0 / side * 2.0, max_relative = 1e-12);
     assert_relative_eq!(
         c.coeffs.mesh.latencies,
-        side + side.sqrt(),
+        side + side.sqrt() + 5.0 * (side.sqrt() + 1.0),
         max_relative = 1e-12
     );
+    // the product computes on side² of the wafer's 745,500 cores
+    let [op] = &gemv.ops[..] else {
+        panic!("{:?}", gemv.ops)
+    };
+    assert_relative_eq!(op.occupancy, side * side / 745_500.0, max_relative = 1e-12);
     let gemm = program("gemm.ron");
     let [c] = &gemm.comms[..] else {
         panic!("{:?}", gemm.comms)

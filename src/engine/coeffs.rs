@@ -87,30 +87,50 @@ impl Op {
     }
 }
 
+/// The cost of one dependent software stage of a streamed chain on a wafer's mesh, in router
+/// cycles (mesh hops of one cycle each): a core's router hands the arriving wavelet up to the
+/// core and the core's result back down, 2·T_R + 1 cycles with T_R the core-router ramp latency,
+/// about 2 cycles on a WSE-2 (Luczynski et al., "Near-Optimal Wafer-Scale Reduce", HPDC'24,
+/// arXiv 2404.15888: T = max(C, E/N + L) + (2·T_R + 1)·D for D dependent steps, within 4 % of
+/// CS-2 measurements; read in a secondary source, `shared/reference/wafer-nearmem-2026-12.md`).
+/// No figure is published for a WSE-3; the WSE-2's is taken.
+pub const MESH_STAGE_HOPS: f64 = 2.0 * 2.0 + 1.0;
+
 fn link(latencies: f64, bytes: f64) -> Link {
     Link { latencies, bytes }
 }
 
 impl Coeffs {
     /// A collective along a line of `n` cores of a device's 2D mesh (a row of a wafer region),
-    /// payload `s` bytes per core (a core's segment of the partial result), after WaferLLM's
-    /// MeshGEMV (He et al., OSDI'25): a two-way K-tree (K = 2). A reduction runs √n routing
-    /// stages on its critical path (K·n^(1/K)/2): √n/2 stages of one hop inside groups of √n
-    /// cores, then √n/2 stages of √n hops between the group roots, n/2 + √n/2 hops in all; every
-    /// stage forwards the segment through one link. An all-reduce is that reduction and the
-    /// broadcast back along the same tree. An all-gather (MeshGEMM's cyclic shifts, Cannon with
-    /// INTERLEAVE: every step at most two hops) runs n − 1 steps and brings each core
-    /// (n − 1)/n of the buffer. A send between regions crosses `n` hops, its payload spread over
-    /// the boundary's links (the caller passes bytes per link). Per-hop software routing
-    /// (PLMR's β) is not modelled: no figure for it is published.
+    /// payload `s` bytes per core (a core's segment of the partial result), as WaferLLM runs it
+    /// (MeshInfra/WaferLLM @2cd13b5, `MeshGEMV/WSE-2/src/comm_lib/comm_pe.csl` l.157-214,
+    /// `two_tree_allreduce_y`): a streamed chain in two phases, inside groups of about √n cores
+    /// and then across the group roots, each phase's two halves of the line converging on a root
+    /// in their middle, then a router multicast back from the final root. Each core on a chain
+    /// receives, adds and sends on element by element, so a phase streams the segment through
+    /// each link once (the root takes both halves' streams through its one port: 2 s a phase),
+    /// and its critical path is its hops at one cycle each (the SDK: a wavelet reaches the
+    /// neighbouring core in one cycle) plus a cost per dependent software stage,
+    /// [`MESH_STAGE_HOPS`] cycles. With groups of √n cores: a reduction runs √n stages over
+    /// (n + √n)/2 hops and moves 4 s through the root's port; an all-reduce adds the multicast
+    /// (one stage, the same hops, 2 s out of the root); a broadcast is that multicast alone. An
+    /// all-gather (MeshGEMM's cyclic shifts, Cannon with INTERLEAVE: every step at most two
+    /// hops) runs n − 1 steps and brings each core (n − 1)/n of the buffer. A send between
+    /// regions crosses `n` hops, its payload spread over the boundary's links (the caller passes
+    /// bytes per link). Latencies count mesh hops: a stage's cycles are written as hops of one
+    /// cycle each, so the stage cost scales with the hop latency a file or a sweep gives.
     pub fn mesh(kind: CollKind, n: f64, s: f64) -> Link {
         if n <= 1.0 {
             return Link::default();
         }
         let r = n.sqrt();
+        // the reduction's hops to the middle root and its dependent stages, as hop latencies
+        let reduce = 0.5 * (n + r) + MESH_STAGE_HOPS * r;
+        let multicast = 0.5 * (n + r) + MESH_STAGE_HOPS;
         match kind {
-            CollKind::AllReduce => link(n + r, 2.0 * r * s),
-            CollKind::ReduceScatter | CollKind::Broadcast => link(0.5 * (n + r), r * s),
+            CollKind::AllReduce => link(reduce + multicast, 6.0 * s),
+            CollKind::ReduceScatter => link(reduce, 4.0 * s),
+            CollKind::Broadcast => link(multicast, 2.0 * s),
             CollKind::AllGather | CollKind::AllToAll => link(2.0 * (n - 1.0), (n - 1.0) / n * s),
             CollKind::SendRecv => link(n, s),
         }
@@ -297,5 +317,38 @@ impl Comm {
             self.coeffs.overlapped = true;
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// WaferLLM's all-reduce over a row of 360 cores (groups of about √360 = 19), by hand: to the
+    /// middle root (360 + 19)/2 hops and 19 dependent stages of 5 cycles, the multicast back over
+    /// the same hops plus one stage; the segment streams through the root's port twice a phase,
+    /// three phases: 6 segments. A reduction alone is the first half with 4 segments, a
+    /// broadcast the multicast with 2.
+    #[test]
+    fn mesh_chains_by_hand() {
+        let (n, s) = (360.0_f64, 100.0);
+        let r = n.sqrt();
+        let to_root = (n + r) / 2.0;
+        let ar = Coeffs::mesh(CollKind::AllReduce, n, s);
+        assert!((ar.latencies - (to_root + 5.0 * r + to_root + 5.0)).abs() < 1e-9);
+        assert!((ar.latencies - 478.8).abs() < 0.1, "{}", ar.latencies);
+        assert_eq!(ar.bytes, 600.0);
+        let rs = Coeffs::mesh(CollKind::ReduceScatter, n, s);
+        assert!((rs.latencies - (to_root + 5.0 * r)).abs() < 1e-9);
+        assert_eq!(rs.bytes, 400.0);
+        let bc = Coeffs::mesh(CollKind::Broadcast, n, s);
+        assert!((bc.latencies - (to_root + 5.0)).abs() < 1e-9);
+        assert_eq!(bc.bytes, 200.0);
+        // streamed: the bytes on the busiest port do not grow with the line
+        let long = Coeffs::mesh(CollKind::AllReduce, 4.0 * n, s);
+        assert_eq!(long.bytes, ar.bytes);
+        assert!(long.latencies > ar.latencies);
+        // one core: nothing
+        assert_eq!(Coeffs::mesh(CollKind::AllReduce, 1.0, s), Link::default());
     }
 }

@@ -22,13 +22,16 @@ pub(super) fn graph_run(
     let mut b = Builder::default();
     let tiling = crate::engine::tiling::Tiling::of(&sys.device);
     // the cores along a side of the device's mesh, where it has one: the whole device's cores as
-    // one square region, no wider than the mesh (as training on a mesh takes it)
-    let mesh_side = sys
+    // one square region, no wider than the mesh (as training on a mesh takes it), and its cores
+    let mesh = sys
         .device
         .mesh
         .as_ref()
-        .map(|ms| ms.square_side())
-        .filter(|&side| side > 1.0);
+        .map(|ms| {
+            let (x, y) = ms.sides();
+            (ms.square_side(), x as f64 * y as f64)
+        })
+        .filter(|&(side, _)| side > 1.0);
     let mut wbytes = 0.0;
     let mut abytes: f64 = 0.0;
     let mut flops = 0.0;
@@ -46,6 +49,14 @@ pub(super) fn graph_run(
                 count,
             } => {
                 let pr = run_precision(sys, *precision);
+                // on a mesh, a product's square of cores ([`grid_side`]); the rest idle
+                let grid = match (mesh, gemm, *matrix) {
+                    (Some((side, cores)), Some(g), true) => {
+                        let p = grid_side(side, g);
+                        Some((p, p * p / cores))
+                    }
+                    _ => None,
+                };
                 b.op(Op {
                     name: name.clone().into(),
                     matrix: *matrix,
@@ -54,14 +65,14 @@ pub(super) fn graph_run(
                     occupancy: match gemm {
                         Some(g) => crate::engine::tiling::occupancy(tiling, &[(1.0, *g)]),
                         None => 1.0,
-                    },
+                    } * grid.map_or(1.0, |(_, share)| share),
                     weight_bytes: *weight_bytes,
                     act_bytes: *act_bytes,
                     count: *count,
                     section: Section::MicroBatch,
                     phase: Phase::Forward,
                 });
-                if let (Some(side), Some(g), true) = (mesh_side, gemm, *matrix) {
+                if let (Some((side, _)), Some(g)) = (grid, gemm) {
                     if let Some(c) = mesh_product(name, g, side, pr.bytes(), *count) {
                         b.mesh_comm(c, side);
                     }
@@ -136,11 +147,35 @@ pub(super) fn graph_run(
     })
 }
 
+/// The side of the square of cores a product `g` spreads over on a mesh whose largest square is
+/// `square` cores a side. MeshGEMV and MeshGEMM lay the matrix out in P × P tiles and reshape the
+/// vector to (P, K / P), so P divides the product's dimensions (MeshInfra/WaferLLM @2cd13b5,
+/// `MeshGEMV/WSE-2/launch_wse2.py` l.43-52): the largest P no wider than the square that divides
+/// its inner and output widths. Where no such P reaches half the square, the whole square, the
+/// product taken as padded to it (as WaferLLM pads its models' dimensions to multiples of P).
+fn grid_side(square: f64, g: &crate::model::workload::Gemm) -> f64 {
+    let widest = square.floor();
+    let divides = |p: f64| {
+        [g.k, g.n.unwrap_or(g.k)]
+            .iter()
+            .all(|&d| d > 0.0 && (d / p).fract() == 0.0)
+    };
+    let mut p = widest;
+    while p >= (widest / 2.0).ceil().max(2.0) {
+        if divides(p) {
+            return p;
+        }
+        p -= 1.0;
+    }
+    square
+}
+
 /// A matrix product `g` spread over a `side` × `side` square of a mesh's cores, after WaferLLM
 /// (He et al., OSDI'25; MeshInfra/WaferLLM `MeshGEMV/` and `MeshGEMM/`): with fewer rows than
 /// a side of cores (a matrix-vector product), each core keeps its tile of the matrix and the
-/// partial outputs are all-reduced across a row of cores with the two-way K-tree (MeshGEMV: each
-/// core ends with `m × n / side` values), after the product; otherwise the operand tiles shift
+/// partial outputs are all-reduced across a row of cores by a streamed two-phase chain (MeshGEMV,
+/// `Coeffs::mesh`: each core ends with `m × n / side` values), after the product; otherwise the
+/// operand tiles shift
 /// cyclically along rows and columns while the previous tiles are multiplied (MeshGEMM, Cannon's
 /// algorithm, double-buffered: A's tiles pass along the rows and B's along the columns, so the
 /// busiest link carries `max(m·k, k·n) / side` values: `mesh_gemm_bytes`, as training and
@@ -206,4 +241,21 @@ fn host_transfer(bytes: f64, count: f64) -> Comm {
         coeffs: Default::default(),
     }
     .with_coeffs()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grid_side;
+    use crate::model::workload::Gemm;
+
+    /// WaferLLM's GEMV grids: P divides the matrix (16K and 32K: 512 on a 750-wide square, not
+    /// 750); a width no P in the upper half divides keeps the whole square.
+    #[test]
+    fn grid_divides_the_product() {
+        assert_eq!(grid_side(750.0, &Gemm::new(1.0, 16384.0, 16384.0)), 512.0);
+        assert_eq!(grid_side(750.0, &Gemm::new(1.0, 32768.0, 32768.0)), 512.0);
+        assert_eq!(grid_side(750.0, &Gemm::new(1.0, 4320.0, 4320.0)), 720.0);
+        assert_eq!(grid_side(750.0, &Gemm::new(1.0, 7919.0, 7919.0)), 750.0);
+        assert_eq!(grid_side(16.0, &Gemm::new(1.0, 64.0, 64.0)), 16.0);
+    }
 }
