@@ -8,10 +8,11 @@ mod cli;
 use clap::Parser;
 
 fn main() {
-    let cli = cli::Cli::parse();
-    let code = match cli::run(cli) {
+    let cli = cli::command::Cli::parse();
+    let code = match cli::command::run(cli) {
         cli::Exit::Ok => 0,
         cli::Exit::Failed => 1,
+        cli::Exit::Usage => 2,
     };
     std::process::exit(code)
 }

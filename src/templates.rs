@@ -13,6 +13,31 @@ pub enum Template {
     NearMemory,
 }
 
+impl crate::choice::Choice for Template {
+    const ALL: &'static [(&'static str, Self, &'static str)] = &[
+        (
+            "gpu-node",
+            Self::GpuNode,
+            "One GPU server: 8 accelerators on an NVSwitch, InfiniBand NICs",
+        ),
+        (
+            "nvl-rack",
+            Self::NvlRack,
+            "A rack-scale NVLink domain (NVL72-like)",
+        ),
+        (
+            "wafer",
+            Self::Wafer,
+            "A wafer-scale engine with its on-wafer mesh and an external weight store",
+        ),
+        (
+            "near-memory",
+            Self::NearMemory,
+            "Near-memory inference cards with on-chip weights",
+        ),
+    ];
+}
+
 /// The starter text with the system named `name`.
 pub fn render(t: Template, name: &str) -> String {
     let text = match t {

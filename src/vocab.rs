@@ -84,6 +84,24 @@ impl PowerBoundary {
     }
 }
 
+impl crate::choice::Choice for PowerBoundary {
+    const ALL: &'static [(&'static str, Self, &'static str)] = &[
+        ("device", Self::Device, "The accelerators alone"),
+        (
+            "node",
+            Self::Node,
+            "+ hosts, NICs, fans and other node parts",
+        ),
+        ("rack", Self::Rack, "+ the scale-up domain's switches"),
+        (
+            "it",
+            Self::It,
+            "+ the scale-out network and a weight store the run uses (IT power at the wall)",
+        ),
+        ("facility", Self::Facility, "IT power × the facility's PUE"),
+    ];
+}
+
 /// How a serving stack launches a decoder layer's work in decode: the kernels, each paying the
 /// device's `kernel_overhead` once per launch.
 ///

@@ -533,3 +533,187 @@ fn the_search_tries_the_split_that_counts_embedding_and_loss() {
     }
     assert!(counted.iter().any(|m| m.pp == 16 && m.interleave == 2));
 }
+
+/// `tessera ARGS...` from the crate root, expected to fail: its exit code and stderr (stdout must
+/// stay empty: no numbers from a run that should not have run).
+fn tessera_fails(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .output()
+        .expect("run tessera");
+    assert!(
+        out.stdout.is_empty(),
+        "tessera {}: printed {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `estimate` of Megatron 22B on one DGX A100 of Selene (the published TP 8 mapping).
+const ESTIMATE_22B_ON_8: [&str; 9] = [
+    "estimate",
+    "--arch",
+    "architectures/selene-a100.ron",
+    "--workload",
+    "workloads/megatron-22b.ron",
+    "--devices",
+    "8",
+    "--format",
+    "json",
+];
+
+/// Issue 44: `--set` skipped the checks a file gets. `matmul: "1.5"` in the A100 part fails to
+/// load, but `--set device.efficiency.matmul=1.5` ran, exit 0, no warning, at 1.33× the
+/// throughput (9,786 against 7,362 tokens/s on one DGX A100). Now the override is held to the
+/// file's rule and reported at the argument, with the file's message and hint.
+#[test]
+fn an_efficiency_above_one_is_refused_from_set_as_from_the_file() {
+    let path = "architectures/parts/a100-sxm-80gb.ron";
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        "matmul: \"0.7708 @fitted-selene\"",
+        "matmul: \"1.5 @fitted-selene\"",
+    );
+    let l = load_system("architectures/selene-a100.ron", &Edited { path, text });
+    let file: Vec<String> = tessera::model::system::errors(&l.diagnostics)
+        .map(|d| d.message.clone())
+        .collect();
+    assert!(
+        file.iter()
+            .any(|m| m.contains("must be a fraction in (0, 1]")),
+        "{file:?}"
+    );
+    let set = ["--set", "device.efficiency.matmul=1.5"];
+    let (code, err) = tessera_fails(&[&ESTIMATE_22B_ON_8[..], &set].concat());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--set device.efficiency.matmul=1.5: error: `device.efficiency.matmul` must be a fraction in (0, 1], found `1.5`")
+            && err.contains("hint:"),
+        "{err}"
+    );
+}
+
+/// Issue 44: a degree of 0 by `--set` ran as something else: `mapping.micro_batch=0` as 1,
+/// `mapping.dp=0` and `mapping.pp=0` ignored, `mapping.tp=0` as 1, each exit 0. A mapping file
+/// refuses all four; the overrides now are too, all reported at once.
+#[test]
+fn a_zero_degree_from_set_is_refused() {
+    let set = [
+        "--set",
+        "mapping.dp=0",
+        "--set",
+        "mapping.tp=0",
+        "--set",
+        "mapping.pp=0",
+        "--set",
+        "mapping.micro_batch=0",
+    ];
+    let (code, err) = tessera_fails(&[&ESTIMATE_22B_ON_8[..], &set].concat());
+    assert_eq!(code, Some(1), "{err}");
+    for f in ["dp", "tp", "pp", "micro_batch"] {
+        assert!(
+            err.contains(&format!(
+                "--set mapping.{f}=0: error: `mapping.{f}` must be at least 1"
+            )),
+            "{f}: {err}"
+        );
+    }
+}
+
+/// Issue 44: sweep axes skipped the file's checks as `--set` did: an efficiency of 1.5 was
+/// evaluated as a design point. Now it is an error at the `--vary` that gave it.
+#[test]
+fn a_sweep_axis_beyond_its_bound_is_refused() {
+    let (code, err) = tessera_fails(&[
+        "sweep",
+        "--arch",
+        "architectures/selene-a100.ron",
+        "--workload",
+        "workloads/megatron-22b.ron",
+        "--vary",
+        "devices=8",
+        "--vary",
+        "device.efficiency.matmul=[0.5, 1.5]",
+        "--backend",
+        "cpu",
+        "--quiet",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--vary device.efficiency.matmul=[0.5, 1.5]: error: `device.efficiency.matmul` must be a fraction in (0, 1], found `1.5`"),
+        "{err}"
+    );
+}
+
+/// Issue 44: `--shard 3/2` exited 1 (invalid input) where the README promises 2 for a usage
+/// error.
+#[test]
+fn a_shard_past_its_count_is_a_usage_error() {
+    let (code, err) = tessera_fails(&[
+        "sweep",
+        "--arch",
+        "architectures/selene-a100.ron",
+        "--workload",
+        "workloads/megatron-22b.ron",
+        "--vary",
+        "devices=8",
+        "--shard",
+        "3/2",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--shard"), "{err}");
+}
+
+/// Issue 44: `--vary PATH` without `=VALUES` exited 1 where the README promises 2 for a usage
+/// error.
+#[test]
+fn a_vary_without_values_is_a_usage_error() {
+    let (code, err) = tessera_fails(&[
+        "sweep",
+        "--arch",
+        "architectures/selene-a100.ron",
+        "--workload",
+        "workloads/megatron-22b.ron",
+        "--vary",
+        "device.tdp",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("PATH=VALUES"), "{err}");
+}
+
+/// Issue 44: an HBM of "1e-308 GB/s" passes `check`, and an estimate came back `feasible: true`
+/// with a step of 8.5e307 s and `energy_per_step_j: null` (the energy overflowed). A result is now
+/// finite or infeasible with a reason code: `non_finite` where the step is finite but its energy
+/// is not (the published TP 8 mapping at 1e-304 GB/s: a step of 8.1e306 s).
+#[test]
+fn a_vanishing_bandwidth_is_not_a_feasible_estimate() {
+    let path = "architectures/parts/a100-sxm-80gb.ron";
+    let at = |bw: &str| {
+        let text = std::fs::read_to_string(path)
+            .unwrap()
+            .replace("\"2.039 TB/s @glk-a100\"", &format!("\"{bw} @glk-a100\""));
+        system("architectures/dgx-a100.ron", &Edited { path, text })
+    };
+    let auto = MappingChoice::Auto(Objective::Time);
+    let e = engine::estimate(
+        &at("1e-308 GB/s"),
+        &workload("workloads/waferllm-gemv-16k.ron"),
+        &auto,
+        Some(1),
+    );
+    assert!(!e.feasible, "{e:?}");
+    assert!(e.reason_code.is_some() && e.energy_per_step_j.is_none());
+    let w = workload("workloads/megatron-22b.ron");
+    let given = MappingChoice::Given(w.mapping.clone().expect("published mapping"));
+    let e = engine::estimate(&at("1e-304 GB/s"), &w, &given, Some(8));
+    assert!(!e.feasible, "{e:?}");
+    assert_eq!(e.reason_code, Some("non_finite"), "{e:?}");
+    // the shipped figure still gives a feasible, finite estimate
+    let e = engine::estimate(&at("2.039 TB/s"), &w, &given, Some(8));
+    assert!(e.feasible, "{:?}", e.reason);
+    assert!(energy(&e).is_finite() && e.step_time_s.is_some_and(f64::is_finite));
+}

@@ -7,7 +7,7 @@ use super::common::{self, si};
 use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::serve::{curve, Curve};
+use tessera::engine::curve::{curve, Curve};
 use tessera::engine::Objective;
 
 #[derive(clap::Args, Debug)]

@@ -7,6 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
 use tessera::spec::Files;
+use tessera::sweep::expr::split_cli;
 use tessera::sweep::overrides::{parse_shard, Naming, Overrides};
 use tessera::sweep::plan::{self, Inputs};
 use tessera::sweep::report::{PointReport, RowFormat, Rows, Summary};
@@ -32,7 +33,7 @@ pub struct Args {
     pub mapping: Option<String>,
     /// A parameter and its values, repeatable: `device.memory.HBM3e.bandwidth=2 TB/s..8 TB/s step
     /// 0.5 TB/s`, `scale_up.bandwidth=[0.9 TB/s, 1.8 TB/s]`, `devices=512,1024`, `mapping.tp=4,8`.
-    #[arg(long = "vary", value_name = "PATH=VALUES")]
+    #[arg(long = "vary", value_name = "PATH=VALUES", value_parser = vary_arg)]
     pub vary: Vec<String>,
     /// grid, random or lhs (Latin hypercube).
     #[arg(long)]
@@ -64,8 +65,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub out: Option<String>,
     /// Evaluate shard I of N (a contiguous slice of the points), e.g. `--shard 0/4`.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<String>,
+    #[arg(long, value_name = "I/N", value_parser = shard_arg)]
+    pub shard: Option<(u64, u64)>,
     /// Also write the JSON summary (what `sweep merge` joins) to this file.
     #[arg(long, value_name = "FILE")]
     pub summary: Option<String>,
@@ -113,6 +114,28 @@ pub struct MergeArgs {
 fn err(msg: impl std::fmt::Display) -> Exit {
     let _ = writeln!(std::io::stderr(), "error: {msg}");
     Exit::Failed
+}
+
+/// Arguments that do not make a sweep: a usage error (exit 2), as clap reports its own.
+fn usage(msg: impl std::fmt::Display) -> Exit {
+    let _ = writeln!(
+        std::io::stderr(),
+        "error: {msg}\n\nFor more information, try 'tessera sweep --help'."
+    );
+    Exit::Usage
+}
+
+/// `--shard I/N` (clap: a malformed one is a usage error).
+fn shard_arg(s: &str) -> Result<(u64, u64), String> {
+    parse_shard(s).ok_or_else(|| "expected I/N with 0 ≤ I < N, e.g. `--shard 0/4`".into())
+}
+
+/// `--vary PATH=VALUES` (clap: one without `=` or a path is a usage error).
+fn vary_arg(s: &str) -> Result<String, String> {
+    match split_cli(s) {
+        Some((path, _)) if !path.is_empty() => Ok(s.to_string()),
+        _ => Err("expected PATH=VALUES, e.g. `device.tdp=1000 W..1400 W step 100 W`".into()),
+    }
 }
 
 /// The progress bar on stderr (none when stderr is not a terminal, or for a quick sweep).
@@ -185,7 +208,7 @@ fn inputs(a: &Args) -> Result<(Inputs, Files), Exit> {
             .map(|x| x.split(',').map(str::to_string).collect()),
         top: a.top,
     };
-    o.apply(&mut inp, Naming::Cli).map_err(err)?;
+    o.apply(&mut inp, Naming::Cli).map_err(usage)?;
     Ok((inp, files))
 }
 
@@ -201,7 +224,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     };
     if a.list_paths {
         let Some((arch, _)) = &inp.arch else {
-            return Ok(err("--list-paths needs `--arch FILE` or a sweep file"));
+            return Ok(usage("--list-paths needs `--arch FILE` or a sweep file"));
         };
         let l = tessera::model::system::load_system(arch, &DiskFs);
         if report(&l.diagnostics, &l.files) {
@@ -225,7 +248,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         return Ok(Exit::Ok);
     }
     if inp.axes.is_empty() && a.file.is_none() && inp.arch.is_none() {
-        return Ok(err(
+        return Ok(usage(
             "nothing to sweep: give a sweep file, or `--arch FILE --workload FILE --vary PATH=VALUES`",
         ));
     }
@@ -241,12 +264,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     if a.plot.is_some() {
         opts.sample = tessera::plot::sweep::MAX_POINTS as u64;
     }
-    if let Some(s) = &a.shard {
-        match parse_shard(s) {
-            Some(x) => opts.shard = Some(x),
-            None => return Ok(err(format!("--shard `{s}`: expected I/N with 0 ≤ I < N"))),
-        }
-    }
+    opts.shard = a.shard;
     let mut out_file = match &a.out {
         Some(p) => match OutFile::create(p, &plan) {
             Ok(f) => Some(f),

@@ -3,7 +3,8 @@
 //! boundary), so a system whose devices throttle, or whose hosts and switches cost more, fits
 //! fewer nodes. A system may grow past its file by whole nodes (scale-out switches in proportion).
 
-use super::{Estimate, MappingChoice};
+use super::common::{unit_of, MappingChoice};
+use super::estimate::Estimate;
 use crate::engine::reason::Reason;
 use crate::model::system::System;
 use crate::model::workload::Workload;
@@ -73,7 +74,7 @@ pub fn fit(
                     sys.node.devices as u64,
                     None,
                     &Reason::PowerBudget,
-                    super::unit_of(w),
+                    unit_of(w),
                 )
             } else {
                 one

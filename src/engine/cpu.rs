@@ -7,7 +7,8 @@
 use super::program::Link;
 use super::program::*;
 use super::reason::point::{
-    MEMORY as REASON_MEMORY, NO_COMPUTE as REASON_NO_COMPUTE, POWER_CAP as REASON_POWER_CAP,
+    MEMORY as REASON_MEMORY, NON_FINITE as REASON_NON_FINITE, NO_COMPUTE as REASON_NO_COMPUTE,
+    POWER_CAP as REASON_POWER_CAP,
 };
 use super::table::{self as t, Machine};
 
@@ -1120,6 +1121,18 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     } else {
         0.0
     };
+    // A finite step can still overflow its energy (a bandwidth of 1e-308 GB/s gives a step of
+    // 1e307 s): a result is finite or infeasible, never a feasible row with holes in it.
+    let figures = [
+        t_step,
+        out.energy_per_step,
+        out.average_power,
+        out.throughput,
+    ];
+    if !figures.iter().all(|x| x.is_finite()) {
+        out.reason_code = REASON_NON_FINITE;
+        return out;
+    }
     out.feasible = true;
     out
 }

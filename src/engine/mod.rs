@@ -5,10 +5,16 @@
 //! Every command reaches an outcome the same way: [`prepare`] (choose the mapping, lower, build
 //! the machine; or a typed [`reason::Reason`] why not), then evaluate ([`finish`] for the full
 //! estimate, `cpu::eval` or a sweep backend for many machines).
+//!
+//! This file declares the steps and re-exports what callers name; the steps import one another's
+//! files (and the leaf `common.rs`), never this one, so no two files import each other
+//! (`tests/import_graph`).
 
 pub mod budget;
 pub mod coeffs;
+mod common;
 pub mod cpu;
+pub mod curve;
 mod estimate;
 pub mod lower;
 pub mod machine;
@@ -20,47 +26,6 @@ pub mod serve;
 pub mod table;
 pub mod tiling;
 
+pub use common::{default_micro_batch, unit_of, MappingChoice, Objective};
 pub use estimate::{finish, Estimate, MappingReport};
 pub use prepare::{estimate, outcome, prepare, prepare_mapping, Infeasible, Prepared};
-
-use crate::model::mapping::MappingPlan;
-use crate::model::workload::{Model, Task, Workload};
-use serde::Serialize;
-
-/// How the mapping is chosen.
-#[derive(Debug, Clone)]
-// one per request, never in bulk: the plan's size does not matter
-#[allow(clippy::large_enum_variant)]
-pub enum MappingChoice {
-    /// As written (a mapping file, or the workload's published mapping).
-    Given(MappingPlan),
-    /// Search every legal mapping for the best by `objective`.
-    Auto(Objective),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Objective {
-    /// Shortest step (highest throughput).
-    Time,
-    /// Least energy per unit of work.
-    Energy,
-}
-
-/// The throughput unit a workload reports in.
-pub fn unit_of(w: &Workload) -> &'static str {
-    match (&w.model, &w.task) {
-        (Model::Transformer(_), _) => "tokens",
-        _ => "samples",
-    }
-}
-
-/// The micro-batch a mapping without one uses.
-pub fn default_micro_batch(w: &Workload) -> u64 {
-    match (&w.model, &w.task) {
-        (Model::Cnn(_), Task::Training(t)) => t.global_batch,
-        // requests per micro-batch: chosen by lowering from the pipeline depth
-        (_, Task::Inference(_)) => 0,
-        _ => 1,
-    }
-}

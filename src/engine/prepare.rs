@@ -3,10 +3,12 @@
 //! program and build the machine vector; or say, as a typed reason, why it is infeasible.
 //! estimate, roofline, compare, scale, validate and the sweep planner all start here.
 
+use super::common::{default_micro_batch, unit_of, MappingChoice};
+use super::estimate::{finish, Estimate};
+use super::lower;
 use super::program::{Machine, Program};
 use super::reason::Reason;
 use super::search::{self, SearchResult};
-use super::{default_micro_batch, finish, lower, unit_of, Estimate, MappingChoice};
 use crate::model::mapping::Mapping;
 use crate::model::system::System;
 use crate::model::workload::Workload;

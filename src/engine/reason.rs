@@ -41,6 +41,9 @@ pub enum Reason {
     /// The device's power limit does not cover its static power (W per device): no clock, however
     /// low, runs the step within it.
     PowerCap { needed: f64, cap: f64 },
+    /// The step time, energy or power came out infinite or not a number: a figure of the system
+    /// so near zero (a bandwidth of 1e-308 GB/s) or so large that the result overflows.
+    NonFinite,
     /// A phase's core region on a wafer (a mapping's `regions`) does not fit: larger than the
     /// mesh (`needed`/`available` in cores), or the layers it holds, weights and KV cache, over
     /// its cores' SRAM (in bytes).
@@ -75,10 +78,12 @@ pub mod point {
     pub const MEMORY_FLOOR: u8 = 4;
     /// The power limit does not cover the device's static power.
     pub const POWER_CAP: u8 = 5;
-    pub const COUNT: usize = 6;
-    /// Not a reason: the GPU screen's mark for a point within the f32 margin of a threshold,
-    /// which the host classifies (and counts) in f64.
-    pub const AMBIGUOUS: u8 = 7;
+    /// The step time, energy or power is not a finite number.
+    pub const NON_FINITE: u8 = 6;
+    pub const COUNT: usize = 7;
+    /// Not a reason: the GPU screen's mark for a point within the f32 margin of a threshold (or
+    /// whose figures overflow f32), which the host classifies (and counts) in f64.
+    pub const AMBIGUOUS: u8 = 8;
 
     /// The human name of a point code (the keys of a sweep's `infeasible` counts).
     pub fn name(r: u8) -> &'static str {
@@ -89,6 +94,7 @@ pub mod point {
             POWER => "over the power budget",
             MEMORY_FLOOR => "below the memory floor",
             POWER_CAP => "power limit below static power",
+            NON_FINITE => "result not a finite number",
             _ => "infeasible",
         }
     }
@@ -102,6 +108,7 @@ pub mod point {
             POWER => "power_budget",
             MEMORY_FLOOR => "memory_floor",
             POWER_CAP => "power_cap",
+            NON_FINITE => "non_finite",
             _ => "infeasible",
         }
     }
@@ -115,6 +122,7 @@ pub mod point {
             ("REASON_POWER", POWER),
             ("REASON_MEMORY_FLOOR", MEMORY_FLOOR),
             ("REASON_POWER_CAP", POWER_CAP),
+            ("REASON_NON_FINITE", NON_FINITE),
             ("REASON_COUNT", COUNT as u8),
             ("AMBIGUOUS", AMBIGUOUS),
         ]
@@ -137,6 +145,7 @@ impl Reason {
             Reason::PowerBudget => point::code(point::POWER),
             Reason::MemoryFloor => point::code(point::MEMORY_FLOOR),
             Reason::PowerCap { .. } => point::code(point::POWER_CAP),
+            Reason::NonFinite => point::code(point::NON_FINITE),
             Reason::Region { .. } => "region",
         }
     }
@@ -169,6 +178,7 @@ impl Reason {
             }),
             point::POWER => Some(Reason::PowerBudget),
             point::MEMORY_FLOOR => Some(Reason::MemoryFloor),
+            point::NON_FINITE => Some(Reason::NonFinite),
             _ => Some(Reason::NoCompute),
         }
     }
@@ -223,6 +233,9 @@ impl std::fmt::Display for Reason {
                 fmt_si(*cap, "W"),
                 fmt_si(*needed, "W")
             ),
+            Reason::NonFinite => f.write_str(
+                "the step time or energy is not a finite number: a figure of the system (a bandwidth or rate near zero, say) puts the result beyond what the model can represent",
+            ),
             Reason::Region {
                 phase,
                 what: RegionShortfall::Cores,
@@ -276,6 +289,7 @@ mod tests {
                 needed: 2.0,
                 cap: 1.0,
             },
+            Reason::NonFinite,
             Reason::Region {
                 phase: "decode".into(),
                 what: RegionShortfall::Memory,
@@ -296,6 +310,7 @@ mod tests {
                 "power_budget",
                 "memory_floor",
                 "power_cap",
+                "non_finite",
                 "region"
             ]
         );

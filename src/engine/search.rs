@@ -1,9 +1,10 @@
 //! `--mapping auto`: enumerate every legal mapping of a workload on N devices, evaluate each, and
 //! keep the best by time or energy, with the runners-up and the most common reason others failed.
 
+use super::common::Objective;
 use super::program::{Eval, Footprint, Program};
 use super::reason::Reason;
-use super::{cpu, lower, serve, Objective};
+use super::{cpu, lower, serve};
 use crate::model::mapping::{Mapping, Placement, Pool, Recompute};
 use crate::model::serving::Concurrency;
 use crate::model::system::System;

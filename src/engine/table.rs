@@ -8,6 +8,8 @@
 //! table's paths.
 
 use crate::model::precision::{Precision, NPREC};
+// the rules the loader shares, stated in the model layer; re-exported where the engine reads them
+pub use crate::model::rules::{fp4, low_precision, matrix_efficiency_of};
 use crate::units::Dimension;
 
 /// How a slot's value is obtained from the validated model.
@@ -292,46 +294,17 @@ pub fn wgsl_constants() -> String {
         "const FIRST_LOW_PRECISION: u32 = {}u;\n",
         Precision::Fp8.index()
     ));
-    // The reference GEMM's bytes per FLOP by precision (`model::system::reference_bytes_per_flop`),
+    // The reference GEMM's bytes per FLOP by precision (`model::rules::reference_bytes_per_flop`),
     // as a function: a switch needs no dynamic indexing of a constant array.
     s.push_str("fn reference_bytes_per_flop(i: u32) -> f32 {\n    switch i {\n");
     for i in 0..NPREC {
         s.push_str(&format!(
             "        case {i}u: {{ return {:e}; }}\n",
-            crate::model::system::reference_bytes_per_flop(i)
+            crate::model::rules::reference_bytes_per_flop(i)
         ));
     }
     s.push_str("        default: { return 0.0; }\n    }\n}\n");
     s
-}
-
-/// Whether precision index `p` uses the low-precision matrix efficiency (fp8 and narrower): the
-/// one statement of that rule, read by the evaluators, the energy derivation and the kernel's
-/// generated `FIRST_LOW_PRECISION`.
-#[inline]
-pub fn low_precision(p: usize) -> bool {
-    p >= Precision::Fp8.index()
-}
-
-/// Whether precision index `p` is fp4, whose backward GEMMs also take the factor
-/// `fp4_backward_matmul` on top of the low-precision one (`coeffs::EffClass::of` applies it).
-#[inline]
-pub fn fp4(p: usize) -> bool {
-    p == Precision::Fp4.index()
-}
-
-/// The achievable fraction of the matrix peak at precision index `p` from a device's factors:
-/// `matmul`, × `low_precision` for fp8 and narrower (a forward GEMM's rate; the backward fp4
-/// factor is a recipe's, left out of this reference). The one place the product is formed (the
-/// loader's energy derivation and the sweep's reference call it; the kernel's
-/// `matrix_efficiency` is its port).
-#[inline]
-pub fn matrix_efficiency_of(matmul: f64, low_precision_f: f64, p: usize) -> f64 {
-    let mut e = matmul;
-    if low_precision(p) {
-        e *= low_precision_f;
-    }
-    e
 }
 
 /// The achievable fraction of peak for matrix work at precision index `p` on `m`.
@@ -379,8 +352,8 @@ pub fn derive(d: Derive, x: &mut [f64]) {
                 } else {
                     peak
                 };
-                let mem = crate::model::system::reference_memory_power(data_energy(x), rate, i);
-                e = crate::model::system::energy_per_flop_from_tdp(
+                let mem = crate::model::rules::reference_memory_power(data_energy(x), rate, i);
+                e = crate::model::rules::energy_per_flop_from_tdp(
                     x[RATED_TDP],
                     x[IDLE_POWER],
                     peak,

@@ -2,8 +2,10 @@
 //! these. Lowering a spec collects every error of a file (with its location) instead of stopping at
 //! the first.
 
+pub mod bounds;
 pub mod mapping;
 pub mod precision;
+pub mod rules;
 pub mod serving;
 pub mod system;
 pub mod workload;
@@ -345,19 +347,13 @@ impl<'a> Ctx<'a> {
                         }
                     }
                 }
-                let v = parsed.value;
-                if let Some((lo, hi)) = plausible_range(dim) {
-                    if v > hi {
-                        self.error_at(
-                            path,
-                            format!("`{field}` = {} is absurdly large for {dim}", q.0.trim()),
-                            Some(format!("expected at most {}", fmt_bound(hi, dim))),
-                        );
-                        return None;
+                match bounds::plausible(field, q.0.trim(), parsed.value, dim) {
+                    Ok(v) => Some(v),
+                    Err((m, h)) => {
+                        self.error_at(path, m, h);
+                        None
                     }
-                    let _ = lo;
                 }
-                Some(v)
             }
             Err(e) => {
                 self.error_at(path, format!("`{field}`: {}", e.message), e.hint);
@@ -366,114 +362,43 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A value `rule` accepts (`bounds::*`), else its error at `field`.
+    pub fn check<T>(&mut self, field: &str, rule: Result<T, bounds::Problem>) -> Option<T> {
+        match rule {
+            Ok(v) => Some(v),
+            Err((m, h)) => {
+                self.error(field, m, h);
+                None
+            }
+        }
+    }
+
     /// A quantity that must be > 0.
     pub fn positive(&mut self, field: &str, q: &Q, dim: Dimension) -> Option<f64> {
         let v = self.q(field, q, dim)?;
-        if v <= 0.0 {
-            self.error(
-                field,
-                format!(
-                    "`{field}` must be greater than zero, found `{}`",
-                    q.0.trim()
-                ),
-                Some(format!("e.g. \"{}\"", units::example(dim))),
-            );
-            return None;
-        }
-        Some(v)
+        self.check(field, bounds::positive(field, q.0.trim(), v, dim))
     }
 
     /// A quantity that must be ≥ 0.
     pub fn non_negative(&mut self, field: &str, q: &Q, dim: Dimension) -> Option<f64> {
         let v = self.q(field, q, dim)?;
-        if v < 0.0 {
-            self.error(
-                field,
-                format!("`{field}` must not be negative, found `{}`", q.0.trim()),
-                None,
-            );
-            return None;
-        }
-        Some(v)
+        self.check(field, bounds::non_negative(field, q.0.trim(), v))
     }
 
     /// A fraction in (0, 1].
     pub fn fraction(&mut self, field: &str, q: &Q) -> Option<f64> {
-        self.ratio_in(
-            field,
-            q,
-            |v| v > 0.0 && v <= 1.0,
-            "(0, 1]",
-            "efficiencies are achieved / peak, e.g. \"0.7\" or \"70 %\"",
-        )
+        let v = self.q(field, q, Dimension::Ratio)?;
+        self.check(field, bounds::fraction(field, q.0.trim(), v))
     }
 
     /// A share in [0, 1): a part of something taken away, never all of it.
     pub fn share(&mut self, field: &str, q: &Q, hint: &str) -> Option<f64> {
-        self.ratio_in(field, q, |v| (0.0..1.0).contains(&v), "[0, 1)", hint)
-    }
-
-    /// A ratio `ok` accepts, else an error naming the `range` it must lie in, with `hint`.
-    fn ratio_in(
-        &mut self,
-        field: &str,
-        q: &Q,
-        ok: impl Fn(f64) -> bool,
-        range: &str,
-        hint: &str,
-    ) -> Option<f64> {
         let v = self.q(field, q, Dimension::Ratio)?;
-        if !ok(v) {
-            self.error(
-                field,
-                format!(
-                    "`{field}` must be a fraction in {range}, found `{}`",
-                    q.0.trim()
-                ),
-                Some(hint.into()),
-            );
-            return None;
-        }
-        Some(v)
+        self.check(field, bounds::share(field, q.0.trim(), v, hint))
     }
 
     /// A count that must be ≥ 1.
     pub fn count(&mut self, field: &str, v: u64) -> Option<u64> {
-        if v == 0 {
-            self.error(field, format!("`{field}` must be at least 1"), None);
-            return None;
-        }
-        if v > 1_000_000_000_000 {
-            self.error(
-                field,
-                format!("`{field}` = {v} is absurdly large"),
-                Some("expected at most 10^12".into()),
-            );
-            return None;
-        }
-        Some(v)
+        self.check(field, bounds::count(field, v))
     }
-}
-
-/// Upper bounds beyond which a figure is surely a typo (an exaflop-scale single link, say).
-fn plausible_range(dim: Dimension) -> Option<(f64, f64)> {
-    Some(match dim {
-        Dimension::FlopRate => (0.0, 1e20),
-        Dimension::Bandwidth => (0.0, 1e18),
-        Dimension::Bytes => (0.0, 1e19),
-        Dimension::Power => (0.0, 1e9),
-        Dimension::Energy => (0.0, 1e16),
-        Dimension::Time => (0.0, 1e9),
-        Dimension::EnergyPerFlop => (0.0, 1e-6),
-        Dimension::EnergyPerByte => (0.0, 1e-6),
-        Dimension::Frequency => (0.0, 1e11),
-        Dimension::Area => (0.0, 1.0),
-        Dimension::Length => (0.0, 1.0),
-        Dimension::FlopsPerCycle => (0.0, 1e9),
-        Dimension::Ratio => (0.0, 1e9),
-    })
-}
-
-fn fmt_bound(v: f64, dim: Dimension) -> String {
-    units::fmt_si(v, dim.si_symbol())
 }

@@ -1,6 +1,6 @@
 //! Axes: linear or logarithmic ranges, their ticks, and the mapping from data to the unit interval.
 
-use super::tick_label;
+use super::base::tick_label;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScaleKind {

@@ -6,7 +6,8 @@
 //! `segment` (one per system and non-zero time category; `data-system`, `data-category`),
 //! `bar-label`, `category-label`, `infeasible`.
 
-use super::svg::{flow_height, Anchor, Frame};
+use super::svg::legend::flow_height;
+use super::svg::{Anchor, Frame};
 use super::{si, wrap, Axis, Doc, LegendEntry, LegendKind, Rect, Size, Style};
 use crate::report::compare::Comparison;
 

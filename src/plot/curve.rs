@@ -9,7 +9,7 @@
 
 use super::svg::{stroke, Frame};
 use super::{Axis, Doc, LegendEntry, LegendKind, Size, Style};
-use crate::engine::serve::Curve;
+use crate::engine::curve::Curve;
 
 /// Write the curves `c` (one per system) as SVG.
 pub fn curve(c: &[Curve], size: Size, out: &mut dyn std::io::Write) -> std::io::Result<()> {

@@ -5,7 +5,8 @@
 //! Classes: `series` (one line per system), `point` (one per feasible point; `data-system`,
 //! `data-devices`), `ideal` (one per system with a baseline), `ideal-efficiency`.
 
-use super::svg::{flow_height, stroke, Anchor, Frame, REFERENCE_STROKE};
+use super::svg::legend::flow_height;
+use super::svg::{stroke, Anchor, Frame, REFERENCE_STROKE};
 use super::{Axis, Doc, LegendEntry, LegendKind, Rect, Size, Style};
 use crate::report::compare::Scaling;
 

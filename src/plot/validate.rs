@@ -6,7 +6,8 @@
 //! it. Classes: `point` (one per case with positive values; `data-family`, `data-pass`), `band`,
 //! `identity`, `point-label` (failing cases).
 
-use super::svg::{flow_height, Anchor, Frame};
+use super::svg::legend::flow_height;
+use super::svg::{Anchor, Frame};
 use super::{ellipsize, si, Axis, Doc, LegendEntry, LegendKind, Rect, Size, Style};
 use serde::Serialize;
 

@@ -4,7 +4,7 @@
 //! Reuse: a `device`, `die` or `node` is either written inline (`device: Device(...)`) or taken from
 //! another file (`device: Use("parts/b200.ron")`), resolved relative to the file that names it.
 
-use super::Q;
+use super::format::Q;
 pub use crate::vocab::{MemoryKind, MeshTopology, ScaleUpTopology};
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! Describing RON errors for authors: the message and hint for each parser error, and the offset
 //! that best shows it (the token itself, the unclosed opener, the string that lost its quote).
 
-use super::FORMAT_VERSION;
+use super::format::FORMAT_VERSION;
 use crate::diag::{
     did_you_mean, innermost_unclosed, opening_of, pos_of_offset, skip_trivia, token_before,
     unclosed_comment,

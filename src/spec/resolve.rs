@@ -1,7 +1,8 @@
 //! Resolving `Use("...")` references between part files: reading and parsing the file a part
 //! names, relative to the file that names it, and reporting missing and circular references.
 
-use super::{arch, decode, join, lossy_text, parse_ron, Files, Fs, Located};
+use super::arch;
+use super::load::{decode, join, lossy_text, parse_ron, Files, Fs, Located};
 use crate::diag::{Diagnostic, Path};
 use serde::de::DeserializeOwned;
 

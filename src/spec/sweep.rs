@@ -22,7 +22,7 @@
 //! )
 //! ```
 
-use super::Q;
+use super::format::Q;
 use serde::Deserialize;
 use std::fmt;
 

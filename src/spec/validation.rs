@@ -3,8 +3,8 @@
 //! tolerance set from the measurement's own uncertainty); a [`ClaimSpec`] is a published claim the
 //! audit checks against what the hardware physically allows.
 
+use super::format::Q;
 use super::mapping::MappingSpec;
-use super::Q;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

@@ -1,8 +1,8 @@
 //! File-shaped types of workload files: the model (transformer, CNN or operator graph), the task
 //! (training or inference) and, optionally, the mapping the source published.
 
+use super::format::Q;
 use super::mapping::MappingSpec;
-use super::Q;
 pub use crate::vocab::CollectiveKind;
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@
 //! the survivors are re-evaluated in f64 and reduced exactly.
 
 use super::metric::Metric;
-use super::Outcome;
+use super::outcome::Outcome;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 

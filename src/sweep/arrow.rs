@@ -9,8 +9,8 @@
 //! how far memory is short). The writers take any `Write`: the library opens no file.
 
 use super::plan::Plan;
-use super::reason;
 use super::report::{ColumnSink, Columns, Summary, FIGURE_NAMES};
+use crate::engine::reason::point as reason;
 use arrow::array::{
     ArrayRef, BooleanArray, DictionaryArray, Float64Array, StringArray, UInt32Array, UInt64Array,
     UInt8Array,

@@ -1,6 +1,6 @@
 //! What a sweep ranks points by and which two metrics its Pareto front trades off.
 
-use super::Outcome;
+use super::outcome::Outcome;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

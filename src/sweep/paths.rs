@@ -16,6 +16,7 @@
 
 use super::space::{Op, Target};
 use crate::engine::table as f;
+use crate::model::bounds::{self, Bound, COLLECTIVE_SHARE_HINT};
 use crate::model::precision::{Precision, NPREC};
 use crate::model::system::{System, VectorSource};
 use crate::units::Dimension;
@@ -55,8 +56,15 @@ pub struct Knob {
     pub device_energy: Option<usize>,
     /// `machine.energy_per_flop.<p>`: the machine's figure itself (nothing derived).
     pub machine_energy: Option<usize>,
-    /// Smallest value that makes sense (oversubscription ≥ 1).
-    pub min: f64,
+    /// The bound the architecture file's figure must satisfy (`model::bounds`): an override or an
+    /// axis value is held to it as the file is.
+    pub bound: Bound,
+}
+
+impl Knob {
+    fn with(self, bound: Bound) -> Knob {
+        Knob { bound, ..self }
+    }
 }
 
 fn set(field: usize) -> Target {
@@ -80,7 +88,7 @@ fn knob(dimension: Dimension, targets: Vec<Target>) -> Knob {
         derive: false,
         device_energy: None,
         machine_energy: None,
-        min: 0.0,
+        bound: Bound::NonNegative,
     }
 }
 
@@ -265,6 +273,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                 derive: true,
                 ..knob(D::FlopRate, t)
             }
+            .with(Bound::Positive)
         }
         ["device", "vector_peak", p] => {
             let p = precision(p)?;
@@ -290,6 +299,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                 derive: true,
                 ..knob(D::FlopRate, t)
             }
+            .with(Bound::Positive)
         }
         ["device", "energy_per_flop", p] => {
             let i = precision(p)?.index();
@@ -304,29 +314,31 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
         }
         // The power limit: a cap throttles the clock; energy per FLOP stays the silicon's (it
         // follows the rated TDP, which no path moves).
-        ["device", "tdp"] => knob(D::Power, vec![set(f::TDP)]),
+        ["device", "tdp"] => knob(D::Power, vec![set(f::TDP)]).with(Bound::Positive),
         ["device", "dvfs", w] => {
             let field = match *w {
                 "min_clock" => f::DVFS_MIN_CLOCK,
                 "min_voltage" => f::DVFS_MIN_VOLTAGE,
                 _ => return Err(unknown(path, sys)),
             };
-            knob(D::Ratio, vec![set(field)])
+            knob(D::Ratio, vec![set(field)]).with(Bound::Fraction)
         }
         ["device", "idle_power"] => Knob {
             derive: true,
             ..knob(D::Power, vec![set(f::IDLE_POWER)])
         },
         ["device", "efficiency", e] => {
-            let (field, dim) = match *e {
-                "matmul" => (f::EFF_MATMUL, D::Ratio),
-                "low_precision_matmul" => (f::EFF_LOW_PRECISION, D::Ratio),
-                "fp4_backward_matmul" => (f::EFF_FP4_BACKWARD, D::Ratio),
-                "collective_compute_share" => (f::COMM_SHARE, D::Ratio),
-                "vector" => (f::EFF_VECTOR, D::Ratio),
-                "memory" => (f::EFF_MEMORY, D::Ratio),
-                "network" => (f::EFF_NETWORK, D::Ratio),
-                "kernel_overhead" => (f::KERNEL_OVERHEAD, D::Time),
+            let (field, dim, bound) = match *e {
+                "matmul" => (f::EFF_MATMUL, D::Ratio, Bound::Fraction),
+                "low_precision_matmul" => (f::EFF_LOW_PRECISION, D::Ratio, Bound::Fraction),
+                "fp4_backward_matmul" => (f::EFF_FP4_BACKWARD, D::Ratio, Bound::Fraction),
+                "collective_compute_share" => {
+                    (f::COMM_SHARE, D::Ratio, Bound::Share(COLLECTIVE_SHARE_HINT))
+                }
+                "vector" => (f::EFF_VECTOR, D::Ratio, Bound::Fraction),
+                "memory" => (f::EFF_MEMORY, D::Ratio, Bound::Fraction),
+                "network" => (f::EFF_NETWORK, D::Ratio, Bound::Fraction),
+                "kernel_overhead" => (f::KERNEL_OVERHEAD, D::Time, Bound::NonNegative),
                 _ => return Err(unknown(path, sys)),
             };
             Knob {
@@ -334,6 +346,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                 derive: matches!(*e, "matmul" | "low_precision_matmul" | "vector"),
                 ..knob(dim, vec![set(field)])
             }
+            .with(bound)
         }
         ["device", "memory", rest @ ..] if rest.len() >= 2 => {
             let name = rest[..rest.len() - 1].join(".");
@@ -374,11 +387,11 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                         .as_ref()
                         .is_some_and(|u| u.counted_both_directions);
                     let s = if both { 0.5 } else { 1.0 };
-                    knob(D::Bandwidth, vec![scaled(f::UP_BANDWIDTH, s)])
+                    knob(D::Bandwidth, vec![scaled(f::UP_BANDWIDTH, s)]).with(Bound::Positive)
                 }
                 "latency" => knob(D::Time, vec![set(f::UP_LATENCY)]),
                 "energy_per_bit" => knob(D::EnergyPerByte, vec![set(f::UP_ENERGY)]),
-                "in_network_reduction" => knob(D::Ratio, vec![set(f::UP_INR)]),
+                "in_network_reduction" => knob(D::Ratio, vec![set(f::UP_INR)]).with(Bound::Flag),
                 _ => return Err(unknown(path, sys)),
             }
         }
@@ -393,28 +406,27 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                 "bandwidth" => knob(
                     D::Bandwidth,
                     vec![scaled(f::OUT_BANDWIDTH, 1.0 / so.oversubscription)],
-                ),
-                "oversubscription" => Knob {
-                    min: 1.0,
-                    ..knob(
-                        D::Ratio,
-                        vec![Target {
-                            field: f::OUT_BANDWIDTH,
-                            op: Op::DivBy {
-                                scale: so.oversubscription,
-                            },
-                        }],
-                    )
-                },
+                )
+                .with(Bound::Positive),
+                "oversubscription" => knob(
+                    D::Ratio,
+                    vec![Target {
+                        field: f::OUT_BANDWIDTH,
+                        op: Op::DivBy {
+                            scale: so.oversubscription,
+                        },
+                    }],
+                )
+                .with(Bound::Oversubscription),
                 "latency" => knob(D::Time, vec![set(f::OUT_LATENCY)]),
                 "energy_per_bit" => knob(D::EnergyPerByte, vec![set(f::OUT_ENERGY)]),
-                "in_network_reduction" => knob(D::Ratio, vec![set(f::OUT_INR)]),
+                "in_network_reduction" => knob(D::Ratio, vec![set(f::OUT_INR)]).with(Bound::Flag),
                 _ => return Err(unknown(path, sys)),
             }
         }
         ["weight_store", what] => match *what {
-            "capacity" => knob(D::Bytes, vec![set(f::EXT_CAPACITY)]),
-            "bandwidth" => knob(D::Bandwidth, vec![set(f::EXT_BANDWIDTH)]),
+            "capacity" => knob(D::Bytes, vec![set(f::EXT_CAPACITY)]).with(Bound::Positive),
+            "bandwidth" => knob(D::Bandwidth, vec![set(f::EXT_BANDWIDTH)]).with(Bound::Positive),
             "latency" => knob(D::Time, vec![set(f::EXT_LATENCY)]),
             // the file's figure is the whole store's; the slot holds each device's share
             "power" => knob(
@@ -424,11 +436,13 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             "compute" => knob(
                 D::FlopRate,
                 vec![scaled(f::STORE_COMPUTE, 1.0 / sys.devices as f64)],
-            ),
+            )
+            .with(Bound::Positive),
             "memory_bandwidth" => knob(
                 D::Bandwidth,
                 vec![scaled(f::STORE_MEMORY_BANDWIDTH, 1.0 / sys.devices as f64)],
-            ),
+            )
+            .with(Bound::Positive),
             _ => return Err(unknown(path, sys)),
         },
         ["device", "mesh", what] => {
@@ -438,22 +452,19 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
                     Some("add a `mesh` to the die of the architecture".into()),
                 ));
             }
-            let (field, dim) = match *what {
-                "x" => (f::MESH_X, D::Ratio),
-                "y" => (f::MESH_Y, D::Ratio),
-                "link_bandwidth" => (f::MESH_LINK_BANDWIDTH, D::Bandwidth),
-                "hop_latency" => (f::MESH_HOP_LATENCY, D::Time),
-                "energy_per_bit_hop" => (f::MESH_ENERGY, D::EnergyPerByte),
+            let (field, dim, bound) = match *what {
+                "x" => (f::MESH_X, D::Ratio, Bound::Count),
+                "y" => (f::MESH_Y, D::Ratio, Bound::Count),
+                "link_bandwidth" => (f::MESH_LINK_BANDWIDTH, D::Bandwidth, Bound::Positive),
+                "hop_latency" => (f::MESH_HOP_LATENCY, D::Time, Bound::NonNegative),
+                "energy_per_bit_hop" => (f::MESH_ENERGY, D::EnergyPerByte, Bound::NonNegative),
                 _ => return Err(unknown(path, sys)),
             };
-            knob(dim, vec![set(field)])
+            knob(dim, vec![set(field)]).with(bound)
         }
         ["software", "step_overhead"] => knob(D::Time, vec![set(f::STEP_OVERHEAD)]),
         ["software", "memory_reserve"] => knob(D::Bytes, vec![set(f::MEMORY_RESERVE)]),
-        ["facility", "pue"] => Knob {
-            min: 1.0,
-            ..knob(D::Ratio, vec![set(f::PUE)])
-        },
+        ["facility", "pue"] => knob(D::Ratio, vec![set(f::PUE)]).with(Bound::Pue),
         // Every non-device part of a node and the network as one lump per device, as this path
         // always meant: node power set, the switch and network shares cleared.
         ["overhead_power"] => knob(
@@ -540,6 +551,7 @@ fn memory_level(
                     },
                 }],
             )
+            .with(Bound::Positive)
         }
         "bandwidth" => {
             let t = if sram {
@@ -564,7 +576,7 @@ fn memory_level(
                     },
                 }
             };
-            knob(D::Bandwidth, vec![t])
+            knob(D::Bandwidth, vec![t]).with(Bound::Positive)
         }
         "latency" => {
             // `engine::machine` records the latency of the first (fastest) level of the class.
@@ -763,7 +775,7 @@ pub fn derive_energy(sys: &mut System, mask: u32) {
                 let rate = if d.energy_per_flop_derived {
                     let eff = if d.matrix_peak[i] > 0.0 {
                         let e = &d.efficiency;
-                        crate::engine::table::matrix_efficiency_of(
+                        crate::model::rules::matrix_efficiency_of(
                             e.matmul,
                             e.low_precision_matmul,
                             i,
@@ -780,8 +792,8 @@ pub fn derive_energy(sys: &mut System, mask: u32) {
                     peak
                 };
                 let e = crate::model::system::data_energy_per_byte(&d.memory);
-                let mem = crate::model::system::reference_memory_power(e, rate, i);
-                d.energy_per_flop[i] = crate::model::system::energy_per_flop_from_tdp(
+                let mem = crate::model::rules::reference_memory_power(e, rate, i);
+                d.energy_per_flop[i] = crate::model::rules::energy_per_flop_from_tdp(
                     d.rated_tdp,
                     d.idle_power,
                     peak,
@@ -873,7 +885,8 @@ pub enum MapVal {
     Fraction(f64),
 }
 
-/// Parse one value of the mapping field `field` (`8`, `Selective`, `true`, `Hierarchical`).
+/// Parse one value of the mapping field `field` (`8`, `Selective`, `true`, `Hierarchical`); its
+/// bound is `values::mapping`'s to check.
 pub fn mapping_value(field: &str, word: &str) -> Result<MapVal, (String, Option<String>)> {
     use crate::model::mapping::Recompute;
     let w = word.trim();
@@ -911,7 +924,7 @@ pub fn mapping_value(field: &str, word: &str) -> Result<MapVal, (String, Option<
             )),
         },
         "offload_optimizer" => match w.parse::<f64>() {
-            Ok(f) if (0.0..=1.0).contains(&f) => Ok(MapVal::Fraction(f)),
+            Ok(f) if f.is_finite() => Ok(MapVal::Fraction(f)),
             _ => Err((
                 format!("`{w}` is not a fraction between 0 and 1"),
                 Some(
@@ -979,8 +992,9 @@ pub fn set_workload(
         ));
     };
     let t_ = text.trim();
+    // the workload file's rule for its batch and sequence length
     let count = || match t_.parse::<u64>() {
-        Ok(c) if c >= 1 => Ok(c),
+        Ok(c) => bounds::count(&format!("workload.{field}"), c),
         _ => Err((
             format!("`workload.{field}` takes a whole number of at least 1, not `{t_}`"),
             None,

@@ -3,9 +3,10 @@
 
 use super::accumulate::{Front, TopK};
 use super::metric::Metric;
+use super::outcome::Outcome;
 use super::plan::{Constraints, Plan, Skipped};
 use super::space::Sampling;
-use super::{reason, Outcome};
+use crate::engine::reason::point as reason;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

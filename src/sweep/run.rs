@@ -4,9 +4,10 @@
 #[cfg(feature = "gpu")]
 use super::accumulate::Screen;
 use super::accumulate::{Front, TopK};
+use super::outcome::Outcome;
 use super::plan::Plan;
 use super::report::{self, Counts, RowBuf, RowFormat, Rows, Shard, Summary};
-use super::{reason, Outcome};
+use crate::engine::reason::point as reason;
 use rayon::prelude::*;
 use std::io::Write;
 
@@ -17,6 +18,22 @@ pub enum Backend {
     Auto,
     Cpu,
     Gpu,
+}
+
+impl crate::choice::Choice for Backend {
+    const ALL: &'static [(&'static str, Self, &'static str)] = &[
+        (
+            "auto",
+            Self::Auto,
+            "The GPU for large sweeps on a hardware adapter, else the CPU",
+        ),
+        ("cpu", Self::Cpu, "Every CPU core (rayon), f64"),
+        (
+            "gpu",
+            Self::Gpu,
+            "The wgpu kernel (f32 screening, f64 re-evaluation)",
+        ),
+    ];
 }
 
 /// Relative bound on the difference between the GPU's f32 figures and the CPU's f64 figures
@@ -405,11 +422,15 @@ fn gpu(
                                 .footprint
                                 .total(),
                         );
-                        // Within the f32 margin of a threshold: classify it in f64.
+                        // Within the f32 margin of a threshold, or past f32's range: classify it
+                        // in f64.
                         let ambiguous = match raw.reason {
                             reason::OK => {
                                 budget.is_some_and(|b| (raw.power - b).abs() <= slack(b))
                                     || floor.is_some_and(|f| (raw.headroom - f).abs() <= tol)
+                                    || !(raw.step_time < 3e38
+                                        && raw.energy_per_step < 3e38
+                                        && raw.power < 3e38)
                             }
                             reason::MEMORY => raw.headroom.abs() <= tol,
                             _ => false,

@@ -5,6 +5,7 @@
 //! (estimate, compare, scale, roofline) and the Python package apply overrides through here.
 
 use super::paths::{self, PathKind};
+use super::values;
 use crate::diag::Diagnostic;
 use crate::engine::MappingChoice;
 use crate::model::system::System;
@@ -18,6 +19,28 @@ pub struct Overrides {
 
 fn set_error(arg: &str, msg: String, hint: Option<String>) -> Diagnostic {
     Diagnostic::error(&format!("--set {arg}"), None, msg).with_hint(hint)
+}
+
+/// `mapping.<field>=VALUE`: parsed, held to the bound a mapping file holds the field to
+/// (`values::mapping`), and set on the given mapping.
+fn set_mapping_field(
+    field: &'static str,
+    p: &str,
+    v: &str,
+    choice: &mut MappingChoice,
+) -> Result<(), (String, Option<String>)> {
+    let val = paths::mapping_value(field, v).map_err(|(m, h)| (format!("`{p}`: {m}"), h))?;
+    values::mapping(field, &val)?;
+    match choice {
+        MappingChoice::Auto(_) => Err((
+            "`mapping.*` sets a given mapping; `--mapping auto` tries every mapping".into(),
+            Some("drop `--mapping auto` to set the workload's published mapping, or name a mapping file".into()),
+        )),
+        MappingChoice::Given(plan) => {
+            paths::set_mapping(plan, field, &val);
+            Ok(())
+        }
+    }
 }
 
 impl Overrides {
@@ -78,24 +101,19 @@ impl Overrides {
             };
             match kind {
                 PathKind::Devices { per } => match v.parse::<u64>() {
-                    Ok(n) if n >= 1 => *devices = Some(n.saturating_mul(per)),
+                    Ok(n) => match values::devices(p, n) {
+                        Ok(n) => *devices = Some(n.saturating_mul(per)),
+                        Err((m, h)) => diags.push(set_error(arg, m, h)),
+                    },
                     _ => diags.push(set_error(
                         arg,
                         format!("`{p}` takes a whole number of at least 1, not `{v}`"),
                         None,
                     )),
                 },
-                PathKind::Mapping(field) => match (paths::mapping_value(field, v), &mut *choice) {
-                    (Err((m, h)), _) => diags.push(set_error(arg, format!("`{p}`: {m}"), h)),
-                    (Ok(_), MappingChoice::Auto(_)) => diags.push(set_error(
-                        arg,
-                        "`mapping.*` sets a given mapping; `--mapping auto` tries every mapping".into(),
-                        Some("drop `--mapping auto` to set the workload's published mapping, or name a mapping file".into()),
-                    )),
-                    (Ok(val), MappingChoice::Given(plan)) => {
-                        paths::set_mapping(plan, field, &val);
-                        mapped.push(field);
-                    }
+                PathKind::Mapping(field) => match set_mapping_field(field, p, v, choice) {
+                    Ok(()) => mapped.push(field),
+                    Err((m, h)) => diags.push(set_error(arg, m, h)),
                 },
                 PathKind::Workload(field) => {
                     if let Err((m, h)) = paths::set_workload(w, field, v) {
@@ -110,10 +128,14 @@ impl Overrides {
                             continue;
                         }
                     };
-                    if val < knob.min {
-                        diags.push(set_error(arg, format!("`{p}` cannot be below {}", knob.min), None));
-                        continue;
-                    }
+                    // the bound the architecture file holds this figure to
+                    let val = match values::machine(p, &knob, v, val) {
+                        Ok(x) => x,
+                        Err((m, h)) => {
+                            diags.push(set_error(arg, m, h));
+                            continue;
+                        }
+                    };
                     if paths::edit_system(sys, p, val).is_none() {
                         diags.push(set_error(
                             arg,

@@ -1,16 +1,102 @@
 //! Reading a case file: its id, metric, published value and tolerance checked with located
 //! diagnostics, the architecture, workload and mapping it names, and the run's conditions applied.
 
-use super::{Case, Metric, Role};
 use crate::diag::{Diagnostic, Severity};
 use crate::engine::{MappingChoice, Objective};
 use crate::model::precision::Precision;
-use crate::model::system::load_system;
+use crate::model::system::{load_system, System};
 use crate::model::workload::{load_mapping, load_workload, Target, Task, Workload};
 use crate::model::Ctx;
 use crate::spec::validation::*;
 use crate::spec::{join, Files, Fs, Loaded, FORMAT_VERSION};
 use crate::units::Dimension;
+use serde::Serialize;
+
+/// What a case compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    TimeToTrain,
+    StepTime,
+    Throughput,
+    Mfu,
+    ScalingEfficiency,
+    AveragePower,
+    Energy,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::TimeToTrain => "time-to-train",
+            Metric::StepTime => "step time",
+            Metric::Throughput => "throughput",
+            Metric::Mfu => "MFU",
+            Metric::ScalingEfficiency => "scaling efficiency",
+            Metric::AveragePower => "average power",
+            Metric::Energy => "energy",
+        }
+    }
+    /// SI unit of the metric's values, for display.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::TimeToTrain | Metric::StepTime => "s",
+            Metric::Throughput => "/s",
+            Metric::Mfu | Metric::ScalingEfficiency => "",
+            Metric::AveragePower => "W",
+            Metric::Energy => "J",
+        }
+    }
+}
+
+/// What a case is for (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Calibration,
+    Check,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Calibration => "calibration",
+            Role::Check => "check",
+        }
+    }
+}
+
+/// A loaded, checked case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub id: String,
+    pub family: String,
+    pub role: Role,
+    pub description: String,
+    /// The case file.
+    pub file: String,
+    /// Citation of the published value.
+    pub citation: String,
+    pub system: System,
+    /// The workload with the run's conditions applied.
+    pub workload: Workload,
+    pub devices: Option<u64>,
+    pub mapping: MappingChoice,
+    pub metric: Metric,
+    /// Baseline devices of a scaling-efficiency case.
+    pub baseline: Option<u64>,
+    pub published: f64,
+    pub tolerance: f64,
+    pub tolerance_basis: String,
+    /// The run's evaluations: (first after, every, samples), in training samples.
+    pub evaluation: Option<(f64, f64, f64)>,
+    pub startup_s: f64,
+    pub boundary: PowerBoundary,
+    /// Reported but not gated (the file lives under `known-gaps/`).
+    pub known_gap: bool,
+    /// The case id appears in a fitted citation of its architecture.
+    pub fitted: bool,
+}
 
 /// Whether `text` names `id` as a whole word (ids are `[a-z0-9-]`).
 pub fn mentions(text: &str, id: &str) -> bool {

@@ -1,11 +1,38 @@
 //! Evaluating a case through the engine: resolving its mapping, predicting its metric (with the
 //! run's evaluations, start-up and power boundary) and comparing it with the published value.
 
-use super::{Case, CaseResult, Metric};
+use super::case::{Case, Metric, Role};
 use crate::engine::program::{Phase, Section};
 use crate::engine::{self, cpu, MappingChoice};
 use crate::model::system::System;
 use crate::model::workload::{Target, Task, Workload};
+use serde::Serialize;
+
+/// The outcome of one case.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub id: String,
+    pub family: String,
+    /// `calibration` or `check`.
+    pub role: Role,
+    pub metric: Metric,
+    pub published: f64,
+    /// `None` when the estimate is infeasible.
+    pub predicted: Option<f64>,
+    /// (predicted − published) / published.
+    pub error: Option<f64>,
+    pub tolerance: f64,
+    pub within: bool,
+    pub fitted: bool,
+    pub known_gap: bool,
+    pub source: String,
+    pub file: String,
+    pub system: String,
+    pub workload: String,
+    pub devices: u64,
+    /// The mapping evaluated, in words; or why the case could not be evaluated.
+    pub detail: String,
+}
 
 /// Resolve the mapping and evaluate `w` on `n` devices: the estimate and, per step, the share of
 /// operator time spent in forward passes (for evaluation passes).

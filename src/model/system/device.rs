@@ -1,8 +1,9 @@
 //! Lowering a device and its die: peak rates per precision (given or derived from units, ops per
 //! cycle and clock, with the sparse-as-dense checks), on-die memory, the core mesh and energy.
 
-use super::{Device, Efficiency, MemLevel, Mesh};
+use super::types::{data_energy_per_byte, Device, Dvfs, Efficiency, MemLevel, Mesh, UnsetEnergy};
 use crate::model::precision::{Precision, NPREC};
+use crate::model::rules::{energy_per_flop_from_tdp, matrix_efficiency_of, reference_memory_power};
 use crate::model::Ctx;
 use crate::spec::arch::*;
 use crate::spec::{Located, FORMAT_VERSION};
@@ -42,14 +43,14 @@ pub(super) fn lower_device(
         }
     }
     let dvfs = match &s.dvfs {
-        None => Some(super::Dvfs::ASSUMED),
+        None => Some(Dvfs::ASSUMED),
         Some(v) => {
             cx.enter_field("dvfs", v.source.as_ref());
             let c = cx.fraction("min_clock", &v.min_clock);
             let u = cx.fraction("min_voltage", &v.min_voltage);
             cx.leave();
             match (c, u) {
-                (Some(min_clock), Some(min_voltage)) => Some(super::Dvfs {
+                (Some(min_clock), Some(min_voltage)) => Some(Dvfs {
                     min_clock,
                     min_voltage,
                     assumed: false,
@@ -78,7 +79,7 @@ pub(super) fn lower_device(
         cx.share(
             "collective_compute_share",
             q,
-            "the share of the device's cores a running collective occupies, e.g. \"0.15\" for 20 of 132 SMs",
+            crate::model::bounds::COLLECTIVE_SHARE_HINT,
         )
     });
     let overhead = e
@@ -132,7 +133,7 @@ pub(super) fn lower_device(
     let mut energy_per_flop = epf;
     let derived = energy_per_flop.iter().all(|e| *e == 0.0);
     let mut from_tdp = [false; crate::model::precision::NPREC];
-    let data_energy = super::data_energy_per_byte(&memory);
+    let data_energy = data_energy_per_byte(&memory);
     for p in Precision::ALL {
         let i = p.index();
         if energy_per_flop[i] == 0.0 {
@@ -152,15 +153,15 @@ pub(super) fn lower_device(
                 } else {
                     peak
                 };
-                let mem = super::reference_memory_power(data_energy, rate, i);
-                energy_per_flop[i] = super::energy_per_flop_from_tdp(tdp, idle, peak, mem);
+                let mem = reference_memory_power(data_energy, rate, i);
+                energy_per_flop[i] = energy_per_flop_from_tdp(tdp, idle, peak, mem);
                 from_tdp[i] = true;
             }
         }
     }
     let mut unset_energy = Vec::new();
     let mut unset = |message: String, hint: &str| {
-        unset_energy.push(super::UnsetEnergy {
+        unset_energy.push(UnsetEnergy {
             file: d.file,
             at: d.path.clone(),
             message,
@@ -233,11 +234,7 @@ fn reference_efficiency(
     memory: Option<f64>,
 ) -> f64 {
     let f = if matrix {
-        crate::engine::table::matrix_efficiency_of(
-            matmul.unwrap_or(1.0),
-            lowp.unwrap_or(1.0),
-            p.index(),
-        )
+        matrix_efficiency_of(matmul.unwrap_or(1.0), lowp.unwrap_or(1.0), p.index())
     } else {
         vector.or(memory).unwrap_or(1.0)
     };

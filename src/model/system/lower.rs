@@ -2,7 +2,7 @@
 //! checks, the node, the scale-up and scale-out networks, and the memory levels every part shares.
 
 use super::device::{check_version, lower_device, lower_memory};
-use super::{HostLink, Node, ScaleOut, ScaleUp, System, WeightStore};
+use super::types::{HostLink, Node, ScaleOut, ScaleUp, System, UnsetEnergy, WeightStore};
 use crate::diag::Path;
 use crate::model::Ctx;
 use crate::spec::arch::*;
@@ -91,13 +91,7 @@ pub(super) fn lower(
             cx.enter_field("facility", f.source.as_ref());
             let pue = f.pue.as_ref().and_then(|q| cx.q("pue", q, D::Ratio));
             if let Some(p) = pue {
-                if !(1.0..=3.0).contains(&p) {
-                    cx.error(
-                        "pue",
-                        format!("`pue` must be between 1 and 3, found {p}"),
-                        Some("PUE is facility power / IT power; 1.0 is the ideal, ~1.1-1.6 is typical".into()),
-                    );
-                }
+                cx.check("pue", crate::model::bounds::pue("pue", p));
             }
             let lim = f
                 .power_limit
@@ -423,14 +417,14 @@ pub(super) fn lower_node(cx: &mut Ctx, n: &Located<NodeSpec>) -> Option<Node> {
 /// The scale-up and scale-out links that give no `energy_per_bit`: their traffic would cost no
 /// energy, so `tessera check` warns (the NICs' and switches' own power is static and counted
 /// apart; the per-bit figure is what moving a bit adds to it).
-fn unset_link_energy(file: usize, spec: &SystemSpec) -> Vec<super::UnsetEnergy> {
+fn unset_link_energy(file: usize, spec: &SystemSpec) -> Vec<UnsetEnergy> {
     let hint = "add `energy_per_bit` with its source: only the energy that moving a bit adds \
                 (SerDes/PHY, switch datapath), not the idle draw already in the NIC and switch \
                 `power` figures; mark a guess `@assumed`";
     let mut out = Vec::new();
     let mut link = |field: &str, what: &str, name: &str, set: bool| {
         if !set {
-            out.push(super::UnsetEnergy {
+            out.push(UnsetEnergy {
                 file,
                 at: Path::root().field(field),
                 message: format!(
@@ -456,12 +450,12 @@ fn unset_link_energy(file: usize, spec: &SystemSpec) -> Vec<super::UnsetEnergy> 
 
 /// A host link that gives no `energy_per_bit`: the copies to and from host memory (activation
 /// offload) would cost no energy, so `tessera check` warns, where the node is written.
-fn unset_host_link_energy(n: &Located<NodeSpec>) -> Option<super::UnsetEnergy> {
+fn unset_host_link_energy(n: &Located<NodeSpec>) -> Option<UnsetEnergy> {
     let h = n.spec.host_link.as_ref()?;
     if h.energy_per_bit.is_some() {
         return None;
     }
-    Some(super::UnsetEnergy {
+    Some(UnsetEnergy {
         file: n.file,
         at: n.path.clone().field("host_link"),
         message: format!(
@@ -542,13 +536,10 @@ fn lower_scale_out(cx: &mut Ctx, s: &ScaleOutSpec) -> Option<ScaleOut> {
         .as_ref()
         .and_then(|q| cx.q("oversubscription", q, D::Ratio));
     if let Some(o) = over {
-        if o < 1.0 {
-            cx.error(
-                "oversubscription",
-                format!("`oversubscription` must be at least 1, found {o}"),
-                Some("1 is a non-blocking fabric; 2 means half the uplink bandwidth".into()),
-            );
-        }
+        cx.check(
+            "oversubscription",
+            crate::model::bounds::oversubscription("oversubscription", o),
+        );
     }
     let e = s
         .energy_per_bit

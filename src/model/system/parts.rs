@@ -3,6 +3,7 @@
 
 use super::device::{lower_device, lower_die};
 use super::lower::lower_node;
+use super::types::unset_energy_warnings;
 use crate::diag::{Diagnostic, Path};
 use crate::model::Ctx;
 use crate::spec::arch::*;
@@ -62,7 +63,7 @@ pub fn check_part_fitted(
                             .iter()
                             .any(|d| d.severity == crate::diag::Severity::Error);
                         if let (Some(l), false) = (lowered, failed) {
-                            diags.extend(super::unset_energy_warnings(&r.files, &l.unset_energy));
+                            diags.extend(unset_energy_warnings(&r.files, &l.unset_energy));
                         }
                         fitted = Some((dev.spec.name.clone(), cx.fitted_sources));
                     }

@@ -1,7 +1,7 @@
 //! CNN workloads: the ResNet v1.5 layer list built from its depth, and lowering a `Cnn` model onto
 //! it.
 
-use super::{Cnn, ConvLayer};
+use super::types::{Cnn, ConvLayer};
 use crate::model::Ctx;
 use crate::spec::workload::*;
 

@@ -1,7 +1,7 @@
 //! Operator-graph workloads: each matmul, convolution, elementwise, attention, embedding,
 //! collective or host-transfer operator lowered to its FLOPs and bytes.
 
-use super::{ConvLayer, Gemm, GraphOp};
+use super::types::{ConvLayer, Gemm, GraphOp};
 use crate::model::precision::Precision;
 use crate::model::Ctx;
 use crate::spec::workload::*;

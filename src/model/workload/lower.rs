@@ -1,11 +1,12 @@
 //! Lowering a workload file: the top level that dispatches on model and task, the transformer
 //! with its shape checks, the training task, and the precision names every part uses.
 
+use super::check::check_mapping;
 use super::cnn::lower_cnn;
 use super::graph::{lower_graph, precision};
-use super::{
-    check_mapping, Experts, Inference, Lora, Mla, Model, PrecisionPhase, Run, Speculative, Target,
-    Task, Training, Transformer, Workload,
+use super::types::{
+    Experts, Inference, Lora, Mla, Model, PrecisionPhase, Run, Speculative, Target, Task, Training,
+    Transformer, Workload,
 };
 use crate::diag::Path;
 use crate::model::Ctx;

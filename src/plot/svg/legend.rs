@@ -2,7 +2,7 @@
 //! side and wraps them at a width (with the height it takes, for laying out plots around it).
 
 use super::{stroke, Anchor, Doc, REFERENCE_STROKE};
-use crate::plot::{text_width, LegendEntry, LegendKind};
+use crate::plot::base::{text_width, LegendEntry, LegendKind};
 
 impl Doc {
     /// A legend box with its top-left corner at (x, y); returns its height.
@@ -184,7 +184,8 @@ fn flow(width: f64, entries: &[LegendEntry]) -> (Vec<(f64, f64, String)>, f64) {
     let (mut cx, mut cy) = (0.0, row / 2.0);
     let mut out = Vec::new();
     for e in entries {
-        let label = crate::plot::ellipsize(&e.label, ((width - 40.0) / 6.0).max(8.0) as usize);
+        let label =
+            crate::plot::base::ellipsize(&e.label, ((width - 40.0) / 6.0).max(8.0) as usize);
         let ew = 32.0 + text_width(&label, 11.0) + 16.0;
         if cx > 0.0 && cx + ew > width {
             cx = 0.0;

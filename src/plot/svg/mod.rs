@@ -1,11 +1,10 @@
 //! A small SVG writer: elements with fixed-precision numbers, escaped text, marker shapes, hatch
 //! patterns, plot frames with axes and grids, and legends.
 
-mod legend;
+pub(super) mod legend;
 
-pub use legend::flow_height;
-
-use super::{text_width, Axis, Rect, ScaleKind, Shape, Size, Style, HATCHES};
+use super::axis::{Axis, ScaleKind};
+use super::base::{text_width, Rect, Shape, Size, Style, HATCHES};
 use std::fmt::Write as _;
 
 /// A number with one decimal, never `-0.0`.
@@ -501,7 +500,7 @@ impl Doc {
         let mut s = s.to_string();
         while text_width(&s, 18.0) > w - 24.0 && s.chars().count() > 8 {
             let k = s.chars().count();
-            s = super::ellipsize(&s, k - 2);
+            s = super::base::ellipsize(&s, k - 2);
         }
         self.text(
             w / 2.0,

@@ -73,8 +73,9 @@ fn main(
             out[2u * li + 1u] = bitcast<vec4<u32>>(p.b);
         } else {
             // The constraints, with the margin: a point whose f32 figures lie within the margin
-            // of a threshold (the power budget, the memory floor, or fitting in memory at all)
-            // is not counted here but sent to the host as AMBIGUOUS, which decides it in f64;
+            // of a threshold (the power budget, the memory floor, or fitting in memory at all),
+            // or that overflow f32, is not counted here but sent to the host as AMBIGUOUS,
+            // which decides it in f64;
             // every other point is counted by its reason, and feasible ones that may make the
             // top-K or the front are sent as candidates.
             reason = u32(p.b.z);
@@ -82,8 +83,11 @@ fn main(
             var ambiguous = false;
             let tol = P.margin * progs[P.start_prog + (P.start_mi + li) / P.points].total;
             if (reason == REASON_OK) {
+                // figures past f32's range (the step, its energy, the power) are decided in f64:
+                // finite there, or infeasible as `REASON_NON_FINITE` (`cpu::eval`)
                 ambiguous = (P.budget > 0.0 && abs(p.a.z - P.budget) <= P.margin * P.budget)
-                    || abs(p.b.y - P.floor) <= tol;
+                    || abs(p.b.y - P.floor) <= tol
+                    || !(p.a.x < 3.0e38 && p.a.y < 3.0e38 && p.a.z < 3.0e38);
                 if (P.budget > 0.0 && p.a.z > P.budget) {
                     reason = REASON_POWER;
                 } else if (p.b.y < P.floor) {

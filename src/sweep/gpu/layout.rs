@@ -301,7 +301,7 @@ fn codes() -> String {
     .iter()
     .map(|(n, c)| (n.to_string(), *c))
     .collect();
-    for m in crate::sweep::Metric::ALL {
+    for m in crate::sweep::metric::Metric::ALL {
         v.push((format!("METRIC_{}", m.name().to_uppercase()), m.code()));
     }
     v.iter()

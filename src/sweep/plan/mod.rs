@@ -4,9 +4,10 @@
 
 use super::expr;
 use super::metric::Metric;
+use super::outcome::Outcome;
 use super::paths;
 use super::space::{Axis, Sampling, Space};
-use super::Outcome;
+use super::values as allowed;
 use crate::diag::{Diagnostic, Severity};
 use crate::engine::program::{Machine, Program};
 use crate::engine::reason::Reason;
@@ -129,13 +130,13 @@ impl Plan {
         }
         if let Some(b) = self.constraints.power_budget {
             if o.power > b {
-                o.reason = super::reason::POWER;
+                o.reason = crate::engine::reason::point::POWER;
                 return;
             }
         }
         if let Some(f) = self.constraints.memory_floor {
             if o.headroom < f {
-                o.reason = super::reason::MEMORY_FLOOR;
+                o.reason = crate::engine::reason::point::MEMORY_FLOOR;
             }
         }
     }
@@ -319,12 +320,12 @@ fn resolve(
                     ));
                     continue;
                 }
-                match expr::parse_counts(&a.values) {
-                    Ok(v) if v.contains(&0) => {
-                        diags.push(a.at.error(format!("a {p} count must be at least 1"), None))
-                    }
+                let counts: Result<Vec<u64>, _> = expr::parse_counts(&a.values)
+                    .map_err(|(m, h)| (format!("`{p}`: {m}"), h))
+                    .and_then(|v| v.into_iter().map(|n| allowed::devices(p, n)).collect());
+                match counts {
                     Ok(v) => devices = Some(v.iter().map(|n| n.saturating_mul(per)).collect()),
-                    Err((m, h)) => diags.push(a.at.error(format!("`{p}`: {m}"), h)),
+                    Err((m, h)) => diags.push(a.at.error(m, h)),
                 }
                 continue;
             }
@@ -338,12 +339,17 @@ fn resolve(
                     _ => expr::parse_counts(&a.values)
                         .map(|v| v.into_iter().map(MapVal::Count).collect()),
                 };
-                match vals {
+                // the bound a mapping file holds the field to (its message names the path)
+                let bound = |v: &Vec<MapVal>| v.iter().try_for_each(|x| allowed::mapping(field, x));
+                match vals.map_err(|(m, h)| (format!("`{p}`: {m}"), h)) {
                     Ok(v) if v.is_empty() => {
                         diags.push(a.at.error(format!("`{p}` has no values"), None))
                     }
-                    Ok(v) => map_axes.push((field.to_string(), v)),
-                    Err((m, h)) => diags.push(a.at.error(format!("`{p}`: {m}"), h)),
+                    Ok(v) => match bound(&v) {
+                        Ok(()) => map_axes.push((field.to_string(), v)),
+                        Err((m, h)) => diags.push(a.at.error(m, h)),
+                    },
+                    Err((m, h)) => diags.push(a.at.error(m, h)),
                 }
                 continue;
             }
@@ -363,14 +369,9 @@ fn resolve(
                 continue;
             }
         };
-        let below = match &values {
-            super::space::Values::List(v) => v.iter().any(|x| *x < knob.min),
-            super::space::Values::Linear { lo, .. } | super::space::Values::Log { lo, .. } => {
-                *lo < knob.min
-            }
-        };
-        if below {
-            diags.push(a.at.error(format!("`{p}` cannot be below {}", knob.min), None));
+        // the bound the architecture file holds the figure to
+        if let Err((m, h)) = allowed::machine_axis(p, &knob, &values) {
+            diags.push(a.at.error(m, h));
             continue;
         }
         derive |= knob.derive;

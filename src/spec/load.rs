@@ -1,0 +1,164 @@
+//! Reading a file's text for the loader: the [`Fs`] a caller hands in, the texts read ([`Files`]),
+//! UTF-8 decoding, path joining and RON parsing into file-shaped types with located diagnostics.
+//! A leaf below resolving, so that `resolve.rs` uses it without importing `spec/mod.rs`, which
+//! re-exports both.
+
+use super::describe::describe_at;
+use crate::diag::{offset_of_pos, pos_of_offset, Diagnostic, Path, Pos};
+use serde::de::DeserializeOwned;
+
+/// Reads files for the loader. The CLI implements it over the file system; tests over a map.
+pub trait Fs {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String>;
+}
+
+/// Every source text read while loading, by index.
+#[derive(Debug, Default, Clone)]
+pub struct Files {
+    pub files: Vec<(String, String)>,
+}
+
+impl Files {
+    pub fn add(&mut self, name: &str, text: String) -> usize {
+        self.files.push((name.to_string(), text));
+        self.files.len() - 1
+    }
+    pub fn name(&self, id: usize) -> &str {
+        &self.files[id].0
+    }
+    pub fn text(&self, id: usize) -> &str {
+        &self.files[id].1
+    }
+    pub fn text_of(&self, name: &str) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.as_str())
+    }
+    /// A located diagnostic at `path` inside file `id`.
+    pub fn at(&self, id: usize, path: &Path, message: impl Into<String>) -> Diagnostic {
+        let pos = crate::diag::locate_pos(self.text(id), path);
+        Diagnostic::error(self.name(id), pos, message)
+    }
+}
+
+/// Resolve `rel` against the directory of the file `base`, without touching the file system.
+pub fn join(base: &str, rel: &str) -> String {
+    let p = std::path::Path::new(rel);
+    if p.is_absolute() {
+        return rel.to_string();
+    }
+    let dir = std::path::Path::new(base)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let joined = dir.join(rel);
+    // normalise `a/b/../c` without I/O
+    let mut out: Vec<std::path::Component> = Vec::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir
+                if matches!(out.last(), Some(std::path::Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out.iter()
+        .collect::<std::path::PathBuf>()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn ron_options() -> ron::Options {
+    ron::Options::default()
+        .with_default_extension(
+            ron::extensions::Extensions::IMPLICIT_SOME
+                | ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES,
+        )
+        .with_recursion_limit(64)
+}
+
+/// Decode bytes as UTF-8 (dropping a leading byte-order mark), or a diagnostic at the first
+/// invalid byte.
+pub fn decode(name: &str, bytes: Vec<u8>) -> Result<String, Diagnostic> {
+    let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        Some(rest) => rest.to_vec(),
+        None => bytes,
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let bytes = e.into_bytes();
+        let prefix = String::from_utf8_lossy(&bytes[..valid]).into_owned();
+        let pos = pos_of_offset(&prefix, prefix.len());
+        let hint = if looks_binary(&bytes) {
+            "tessera files are UTF-8 RON text; this looks like a binary file".to_string()
+        } else {
+            "save the file as UTF-8 (the byte may be Latin-1 or Windows-1252 text)".to_string()
+        };
+        Diagnostic::error(
+            name,
+            Some(pos),
+            format!(
+                "the file is not valid UTF-8 text: byte 0x{:02x} here",
+                bytes[valid]
+            ),
+        )
+        .with_hint(Some(hint))
+    })
+}
+
+/// Text in a legacy encoding has a few stray bytes; a binary file has NULs or mostly non-text
+/// bytes.
+fn looks_binary(bytes: &[u8]) -> bool {
+    bytes.contains(&0)
+        || String::from_utf8_lossy(bytes)
+            .chars()
+            .filter(|c| *c == '\u{fffd}' || (c.is_control() && !c.is_whitespace()))
+            .count()
+            * 10
+            > bytes.len()
+}
+
+/// The text of a file that is not valid UTF-8, with invalid bytes replaced, for showing the line
+/// of a [`decode`] diagnostic; `None` for a binary file (its "lines" mean nothing).
+pub fn lossy_text(bytes: &[u8]) -> Option<String> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    (!looks_binary(bytes)).then(|| String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// Parse RON text into `T`, turning a syntax or shape error into a located diagnostic with a hint.
+pub fn parse_ron<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, Diagnostic> {
+    if text.trim().is_empty() {
+        return Err(
+            Diagnostic::error(name, Some(Pos { line: 1, col: 1 }), "the file is empty").with_hint(
+                Some("run `tessera new --template gpu-node NAME` for a starter file".into()),
+            ),
+        );
+    }
+    ron_options().from_str::<T>(text).map_err(|e| {
+        let at = Pos {
+            line: e.span.start.line.max(1),
+            col: e.span.start.col.max(1),
+        };
+        let (offset, message, hint) = describe_at(text, offset_of_pos(text, at), &e.code);
+        Diagnostic::error(name, Some(pos_of_offset(text, offset)), message).with_hint(hint)
+    })
+}
+
+/// The outcome of loading: the value (absent when a file did not parse), the texts read, and the
+/// diagnostics found so far.
+pub struct Loaded<T> {
+    pub value: Option<T>,
+    pub files: Files,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A part read from another file (or written inline), with the file and path it came from.
+#[derive(Debug, Clone)]
+pub struct Located<T> {
+    pub spec: T,
+    pub file: usize,
+    pub path: Path,
+}
