@@ -15,6 +15,7 @@ pub mod engine;
 pub mod model;
 pub mod plot;
 pub mod report;
+pub mod request;
 pub mod spec;
 pub mod sweep;
 pub mod templates;

@@ -11,7 +11,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use tessera::choice::Choice;
 use tessera::diag::{Diagnostic, Severity};
-use tessera::engine::{MappingChoice, Objective};
+use tessera::request::{Mapping, Refused, Request};
 use tessera::spec::{Files, Fs, Loaded};
 use tessera::sweep::overrides::{Naming, Overrides};
 use tessera::sweep::report::{Rows, Summary};
@@ -137,31 +137,84 @@ fn load_workload(py: Python<'_>, path: String) -> PyResult<Workload> {
     })
 }
 
-/// `auto` (search), `published` (the workload's, else auto, as the CLI without `--mapping`), or
-/// a mapping file.
-fn mapping_choice(mapping: &str, w: &Workload, objective: Objective) -> PyResult<MappingChoice> {
+/// `auto` (search), `published` (the workload's, else auto), a mapping file, or `None`: the
+/// command's default, as the CLI without `--mapping` (estimate: published; compare: auto).
+fn mapping_arg(mapping: Option<&str>) -> PyResult<Option<Mapping>> {
     Ok(match mapping {
-        "auto" => MappingChoice::Auto(objective),
-        "published" => match &w.inner.mapping {
-            Some(m) => MappingChoice::Given(m.clone()),
-            None => MappingChoice::Auto(objective),
-        },
-        path => MappingChoice::Given(loaded(tessera::model::workload::load_mapping(
-            path, &DiskFs,
-        ))?),
+        None => None,
+        Some("auto") => Some(Mapping::Auto),
+        Some("published") => Some(Mapping::Published),
+        Some(path) => Some(Mapping::Given(loaded(
+            tessera::model::workload::load_mapping(path, &DiskFs),
+        )?)),
     })
 }
 
-/// The estimate's JSON, as `tessera estimate --format json` prints it; `set` holds the CLI's
-/// `--set PATH=VALUE` overrides as (path, value) pairs, applied by the same library code.
+/// The library's [`Request`] from the keywords, every option parsed by the code the CLI's flags
+/// use: `set` holds `--set PATH=VALUE` as (path, value) pairs; `power_budget` a power ("20 MW");
+/// `software` a stack file, read and checked; `slo`, `min_user_rate` and `concurrency` as
+/// `--slo`, `--min-user-rate` and `--concurrency` write them.
+#[allow(clippy::too_many_arguments)]
+fn request(
+    mapping: Option<&str>,
+    objective: &str,
+    devices: Option<u64>,
+    set: &[(String, String)],
+    power_boundary: &str,
+    power_budget: Option<&str>,
+    slo: Option<&str>,
+    min_user_rate: Option<&str>,
+    concurrency: Option<&str>,
+    software: Option<&str>,
+) -> PyResult<Request> {
+    use tessera::model::serving::{rate, Concurrency, Slo};
+    let err = |m: String| TesseraError::new_err(format!("error: {m}"));
+    Ok(Request {
+        objective: choice("objective", objective)?,
+        power_boundary: choice("power_boundary", power_boundary)?,
+        power_budget: power_budget
+            .map(|b| {
+                tessera::request::power_budget(b)
+                    .map_err(|m| usage(format!("power_budget `{b}`: {m}")))
+            })
+            .transpose()?,
+        software: software
+            .map(|p| loaded(tessera::model::system::load_software(p, &DiskFs)))
+            .transpose()?,
+        slo: slo.map(Slo::parse).transpose().map_err(err)?,
+        min_user_rate: min_user_rate.map(rate).transpose().map_err(err)?,
+        concurrency: concurrency
+            .map(Concurrency::parse)
+            .transpose()
+            .map_err(err)?,
+        mapping: mapping_arg(mapping)?,
+        devices,
+        set: tessera::sweep::set::Overrides::from_pairs(
+            set.iter().map(|(p, v)| (p.as_str(), v.as_str())),
+        ),
+    })
+}
+
+/// Why a request did not run, as a `TesseraError` with the CLI's words.
+fn refused(r: Refused) -> PyErr {
+    match r {
+        Refused::Load(m) => TesseraError::new_err(format!("error: {m}")),
+        Refused::Set(diags) => {
+            TesseraError::new_err(render(&diags, &Files::default()).trim_end().to_string())
+        }
+    }
+}
+
+/// The estimate's JSON, as `tessera estimate --format json` prints it: the keywords make the
+/// library's `Request` the CLI's flags make, and the library runs it.
 #[pyfunction]
-#[pyo3(signature = (system, workload, mapping = "auto", objective = "time", devices = None, set = Vec::new(), power_boundary = "facility", slo = None, min_user_rate = None, concurrency = None, software = None))]
+#[pyo3(signature = (system, workload, mapping = None, objective = "time", devices = None, set = Vec::new(), power_boundary = "facility", slo = None, min_user_rate = None, concurrency = None, software = None))]
 #[allow(clippy::too_many_arguments)]
 fn estimate_json(
     py: Python<'_>,
     system: &System,
     workload: &Workload,
-    mapping: &str,
+    mapping: Option<String>,
     objective: &str,
     devices: Option<u64>,
     set: Vec<(String, String)>,
@@ -171,106 +224,63 @@ fn estimate_json(
     concurrency: Option<String>,
     software: Option<String>,
 ) -> PyResult<String> {
-    let objective: Objective = choice("objective", objective)?;
-    let mut c = mapping_choice(mapping, workload, objective)?;
-    let (mut sys, mut w, mut devices) = (system.inner.clone(), workload.inner.clone(), devices);
-    sys.power_boundary = choice("power_boundary", power_boundary)?;
-    if let Some(sw) = stack(software.as_deref())? {
-        sys.with_software(sw);
-    }
-    serving(&mut w, slo, min_user_rate, concurrency)?;
-    let overrides = tessera::sweep::set::Overrides::from_pairs(
-        set.iter().map(|(p, v)| (p.as_str(), v.as_str())),
-    );
-    let diags = overrides.apply(&mut sys, &mut w, &mut c, &mut devices);
-    if diags.iter().any(|d| d.severity == Severity::Error) {
-        return Err(TesseraError::new_err(
-            render(&diags, &Files::default()).trim_end().to_string(),
-        ));
-    }
-    let e = py.detach(|| tessera::engine::estimate(&sys, &w, &c, devices));
+    let req = request(
+        mapping.as_deref(),
+        objective,
+        devices,
+        &set,
+        power_boundary,
+        None,
+        slo.as_deref(),
+        min_user_rate.as_deref(),
+        concurrency.as_deref(),
+        software.as_deref(),
+    )?;
+    let (sys, w) = (system.inner.clone(), &workload.inner);
+    let e = py.detach(|| req.estimate(sys, w)).map_err(refused)?;
     serde_json::to_string(&e).map_err(usage)
 }
 
-/// The CLI's `--software FILE`: the stack read and checked (a `TesseraError` with its
-/// diagnostics when the file is bad).
-fn stack(path: Option<&str>) -> PyResult<Option<tessera::model::system::Software>> {
-    path.map(|p| loaded(tessera::model::system::load_software(p, &DiskFs)))
-        .transpose()
-}
-
-/// The CLI's `--slo`, `--min-user-rate` and `--concurrency`, parsed by the same library code and
-/// set on the workload's load by `engine::serve::set_load`.
-fn serving(
-    w: &mut tessera::model::workload::Workload,
-    slo: Option<String>,
-    min_user_rate: Option<String>,
-    concurrency: Option<String>,
-) -> PyResult<()> {
-    use tessera::model::serving::{rate, Concurrency, Slo};
-    let err = |m: String| TesseraError::new_err(format!("error: {m}"));
-    let slo = slo.as_deref().map(Slo::parse).transpose().map_err(err)?;
-    let rate = min_user_rate
-        .as_deref()
-        .map(rate)
-        .transpose()
-        .map_err(err)?;
-    let conc = concurrency
-        .as_deref()
-        .map(Concurrency::parse)
-        .transpose()
-        .map_err(err)?;
-    tessera::engine::serve::set_load(w, slo, rate, conc).map_err(err)
-}
-
 /// The comparison's JSON, as `tessera compare --format json` prints it (the first system is the
-/// baseline; `devices` is capped at each system's size, as the CLI does).
+/// baseline): the keywords make the library's `Request` the CLI's flags make, and the library
+/// runs it.
 #[pyfunction]
-#[pyo3(signature = (systems, workload, mapping = "auto", objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None, software = None))]
+#[pyo3(signature = (systems, workload, mapping = None, objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None, software = None, set = Vec::new(), power_budget = None, power_boundary = "facility"))]
 #[allow(clippy::too_many_arguments)]
 fn compare_json(
     py: Python<'_>,
     systems: Vec<PyRef<'_, System>>,
     workload: &Workload,
-    mapping: &str,
+    mapping: Option<String>,
     objective: &str,
     devices: Option<u64>,
     slo: Option<String>,
     min_user_rate: Option<String>,
     concurrency: Option<String>,
     software: Option<String>,
+    set: Vec<(String, String)>,
+    power_budget: Option<String>,
+    power_boundary: &str,
 ) -> PyResult<String> {
     if systems.is_empty() {
         return Err(usage("compare needs at least one system"));
     }
-    let objective: Objective = choice("objective", objective)?;
-    // one load for every system, as the CLI's compare puts it
-    let mut w = workload.inner.clone();
-    serving(&mut w, slo, min_user_rate, concurrency)?;
-    tessera::engine::serve::one_load(&mut w);
-    let c = mapping_choice(mapping, workload, objective)?;
-    // every system on the one stack, as the CLI's `compare --software` puts them
-    let sw = stack(software.as_deref())?;
-    let sys: Vec<tessera::model::system::System> = systems
-        .iter()
-        .map(|s| {
-            let mut s = s.inner.clone();
-            if let Some(sw) = &sw {
-                s.with_software(sw.clone());
-            }
-            s
-        })
-        .collect();
-    let mut cmp = py.detach(|| {
-        tessera::report::compare::compare(
-            sys.iter()
-                .map(|s| tessera::engine::estimate(s, &w, &c, devices.map(|d| d.min(s.devices))))
-                .collect(),
-        )
-    });
-    (cmp.concurrency, cmp.slo) = tessera::engine::serve::stated_load(&w);
-    cmp.software = sw.map(|sw| sw.name);
-    serde_json::to_string(&cmp).map_err(usage)
+    let req = request(
+        mapping.as_deref(),
+        objective,
+        devices,
+        &set,
+        power_boundary,
+        power_budget.as_deref(),
+        slo.as_deref(),
+        min_user_rate.as_deref(),
+        concurrency.as_deref(),
+        software.as_deref(),
+    )?;
+    let sys: Vec<_> = systems.iter().map(|s| s.inner.clone()).collect();
+    let w = &workload.inner;
+    let c = py.detach(|| req.compare(sys, w)).map_err(refused)?;
+    serde_json::to_string(&c).map_err(usage)
 }
 
 /// Run a sweep (a sweep file and/or options, as `tessera sweep` takes them). Returns the summary's

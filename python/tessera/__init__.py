@@ -116,30 +116,22 @@ def _path(v: Optional[PathLike]) -> Optional[str]:
     return None if v is None else os.fspath(v)
 
 
-def estimate(
-    system: Union[System, PathLike],
-    workload: Union[Workload, PathLike],
-    mapping: str = "auto",
-    set: Optional[Mapping[str, Any]] = None,
-    **overrides: Any,
-) -> Estimate:
-    """Estimate ``workload`` on ``system``, as ``tessera estimate`` does.
+def _power(v: Union[str, float, None]) -> Optional[str]:
+    """A power as ``--power-budget`` takes it: a quantity ("20 MW"), or a number of watts."""
+    if v is None or isinstance(v, str):
+        return v
+    return f"{float(v)!r} W"
 
-    ``mapping``: ``"auto"`` (search every legal mapping), ``"published"`` (the workload's own,
-    else auto) or a mapping file. Options, as the CLI's: ``devices=N`` (default: the whole
-    system), ``objective="time" | ...`` (what ``auto`` minimises), ``power_boundary="device" |
-    "node" | "rack" | "it" | "facility"``; serving, as ``--slo``, ``--min-user-rate`` and
-    ``--concurrency``: ``slo="ttft<=2s,tpot<=40ms"``, ``min_user_rate="50/s"``,
-    ``concurrency=64`` or ``"max"``; ``software="architectures/software/nemo-24.04.ron"`` (the
-    stack the run executes on, as ``--software``: its per-step time joins each training step).
-    Overrides by sweep path, as ``--set PATH=VALUE``:
-    ``set={"device.tdp": "400 W", "workload.global_batch": 1024}``, or as keywords with ``__``
-    for the dots: ``device__tdp="400 W"``, ``mapping__tp=8``.
-    """
+
+def _pairs(
+    fn: str, set: Optional[Mapping[str, Any]], keywords: Mapping[str, Any], options: Sequence[str]
+) -> List[Tuple[str, str]]:
+    """``set={path: value}`` and path keywords (``device__tdp="400 W"``) as ``--set`` pairs; a
+    keyword that is neither an option nor a path raises."""
     pairs = [(str(k), str(v)) for k, v in (set or {}).items()]
     unknown = []
-    for key, value in overrides.items():
-        if key in _ESTIMATE_OPTIONS:
+    for key, value in keywords.items():
+        if key in options:
             continue
         if "__" in key:
             pairs.append((key.replace("__", "."), str(value)))
@@ -147,14 +139,39 @@ def estimate(
             unknown.append(key)
     if unknown:
         raise TesseraError(
-            f"error: estimate() does not take {', '.join(sorted(unknown))}; "
-            f"it takes {', '.join(_ESTIMATE_OPTIONS)}, set={{path: value}} or path keywords "
+            f"error: {fn}() does not take {', '.join(sorted(unknown))}; "
+            f"it takes {', '.join(options)}, set={{path: value}} or path keywords "
             "with __ for the dots (device__tdp=\"400 W\")"
         )
+    return pairs
+
+
+def estimate(
+    system: Union[System, PathLike],
+    workload: Union[Workload, PathLike],
+    mapping: Optional[PathLike] = None,
+    set: Optional[Mapping[str, Any]] = None,
+    **overrides: Any,
+) -> Estimate:
+    """Estimate ``workload`` on ``system``, as ``tessera estimate`` does.
+
+    ``mapping``: ``None`` (as the CLI without ``--mapping``: the workload's published mapping,
+    else the best), ``"auto"`` (search every legal mapping, as ``--mapping auto``),
+    ``"published"`` (the default, named) or a mapping file. Options, as the CLI's:
+    ``devices=N`` (default: the whole system), ``objective="time" | "energy"`` (what ``auto``
+    minimises), ``power_boundary="device" | "node" | "rack" | "it" | "facility"``; serving, as
+    ``--slo``, ``--min-user-rate`` and ``--concurrency``: ``slo="ttft<=2s,tpot<=40ms"``,
+    ``min_user_rate="50/s"``, ``concurrency=64`` or ``"max"``;
+    ``software="architectures/software/nemo-24.04.ron"`` (the stack the run executes on, as
+    ``--software``: its per-step time joins each training step). Overrides by sweep path, as
+    ``--set PATH=VALUE``: ``set={"device.tdp": "400 W", "workload.global_batch": 1024}``, or as
+    keywords with ``__`` for the dots: ``device__tdp="400 W"``, ``mapping__tp=8``.
+    """
+    pairs = _pairs("estimate", set, overrides, _ESTIMATE_OPTIONS)
     text = _tessera.estimate_json(
         _system(system),
         _workload(workload),
-        mapping=os.fspath(mapping),
+        mapping=_path(mapping),
         objective=overrides.get("objective", "time"),
         devices=overrides.get("devices"),
         set=pairs,
@@ -167,42 +184,78 @@ def estimate(
     return Estimate(json.loads(text))
 
 
+_COMPARE_OPTIONS = (
+    "mapping",
+    "objective",
+    "devices",
+    "slo",
+    "min_user_rate",
+    "concurrency",
+    "software",
+    "set",
+    "power_budget",
+    "power_boundary",
+)
+
+
 def compare(
     systems: Sequence[Union[System, PathLike]],
     workload: Union[Workload, PathLike],
-    mapping: str = "auto",
+    mapping: Optional[PathLike] = None,
     objective: str = "time",
     devices: Optional[int] = None,
     slo: Optional[str] = None,
     min_user_rate: Optional[str] = None,
     concurrency: Union[int, str, None] = None,
     software: Optional[PathLike] = None,
+    set: Optional[Mapping[str, Any]] = None,
+    power_budget: Union[str, float, None] = None,
+    power_boundary: str = "facility",
+    **path_overrides: Any,
 ):
     """Compare systems on one workload, as ``tessera compare --format json``; a pandas DataFrame
     with one row per system (the estimate's keys, ``breakdown_s.*`` and ``mapping.*`` flattened)
-    and ``ratio_to_baseline.*`` columns (the first system is the baseline). Serving options and
-    ``software`` (every system on that stack) as :func:`estimate`'s; the load, target and stack
-    every system is put at are in ``df.attrs`` (``concurrency``, ``slo``, ``software``)."""
+    and ``ratio_to_baseline.*`` columns (the first system is the baseline).
+
+    Every option of the CLI's ``compare``, with its default: ``mapping=None`` (each system's best
+    mapping, as without ``--mapping``; or ``"auto"``, ``"published"`` or a mapping file for
+    every system), ``objective``, ``devices`` (capped at each system's size), serving options
+    and ``software`` (every system on that stack) as :func:`estimate`'s; ``power_budget="1 MW"``
+    (or watts as a number; each system as many whole nodes as the budget holds, as
+    ``--power-budget``) at ``power_boundary`` (as ``--power-boundary``, default
+    ``"facility"``); ``set={path: value}`` or path keywords with ``__`` for the dots, as
+    ``--set`` (applied to every system, each resolving its own paths). The load, target, stack,
+    budget and boundary every system is put at are in ``df.attrs`` (``concurrency``, ``slo``,
+    ``software``, ``power_budget_w``, ``power_boundary``)."""
     import pandas as pd
 
+    pairs = _pairs("compare", set, path_overrides, _COMPARE_OPTIONS)
     text = _tessera.compare_json(
         [_system(s) for s in systems],
         _workload(workload),
-        mapping=os.fspath(mapping),
+        mapping=_path(mapping),
         objective=objective,
         devices=devices,
         slo=_opt(slo),
         min_user_rate=_opt(min_user_rate),
         concurrency=_opt(concurrency),
         software=_path(software),
+        set=pairs,
+        power_budget=_power(power_budget),
+        power_boundary=power_boundary,
     )
     c = json.loads(text)
     df = pd.json_normalize(c["systems"])
-    df.attrs["workload"] = c["workload"]
-    df.attrs["baseline"] = c["baseline"]
-    df.attrs["concurrency"] = c.get("concurrency")
-    df.attrs["slo"] = c.get("slo")
-    df.attrs["software"] = c.get("software")
+    for key in (
+        "workload",
+        "baseline",
+        "power_boundary",
+        "power_budget_w",
+        "concurrency",
+        "slo",
+        "software",
+    ):
+        df.attrs[key] = c.get(key)
     return df
 
 

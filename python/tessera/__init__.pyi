@@ -78,7 +78,7 @@ def load_workload(path: PathLike) -> Workload: ...
 def estimate(
     system: Union[System, PathLike],
     workload: Union[Workload, PathLike],
-    mapping: str = "auto",
+    mapping: Optional[PathLike] = None,
     set: Optional[Mapping[str, Any]] = None,
     *,
     devices: Optional[int] = None,
@@ -89,18 +89,41 @@ def estimate(
     concurrency: Union[int, str, None] = None,
     software: Optional[PathLike] = None,
     **path_overrides: Any,
-) -> Estimate: ...
+) -> Estimate:
+    """Estimate `workload` on `system`, as `tessera estimate --format json`.
+
+    `mapping`: None (as the CLI without `--mapping`: the workload's published mapping, else the
+    best), "auto" (search, as `--mapping auto`), "published" (the default, named) or a mapping
+    file. `set` and path keywords (`device__tdp="400 W"`): `--set PATH=VALUE` overrides.
+    """
+    ...
 def compare(
     systems: Sequence[Union[System, PathLike]],
     workload: Union[Workload, PathLike],
-    mapping: str = "auto",
+    mapping: Optional[PathLike] = None,
     objective: str = "time",
     devices: Optional[int] = None,
     slo: Optional[str] = None,
     min_user_rate: Optional[str] = None,
     concurrency: Union[int, str, None] = None,
     software: Optional[PathLike] = None,
-) -> pandas.DataFrame: ...
+    set: Optional[Mapping[str, Any]] = None,
+    power_budget: Union[str, float, None] = None,
+    power_boundary: str = "facility",
+    **path_overrides: Any,
+) -> pandas.DataFrame:
+    """Compare systems on one workload, as `tessera compare --format json`: one row per system.
+
+    Every option of the CLI's `compare`, with its default. `mapping`: None (each system's best,
+    as without `--mapping`), "auto", "published" or a mapping file. `power_budget`: a power
+    ("1 MW") or watts, each system as many whole nodes as it holds (`--power-budget`), at
+    `power_boundary` ("device" | "node" | "rack" | "it" | "facility", `--power-boundary`).
+    `set`: `--set PATH=VALUE` overrides as {path: value}, or path keywords with `__` for the
+    dots (`device__tdp="400 W"`), applied to every system. `df.attrs` holds `workload`,
+    `baseline`, `power_boundary`, `power_budget_w`, `concurrency`, `slo` and `software`.
+    """
+    ...
+
 def sweep(
     spec: Optional[SweepSpec] = None,
     *,

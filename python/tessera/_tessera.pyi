@@ -30,7 +30,7 @@ def load_workload(path: str) -> Workload: ...
 def estimate_json(
     system: System,
     workload: Workload,
-    mapping: str = "auto",
+    mapping: Optional[str] = None,
     objective: str = "time",
     devices: Optional[int] = None,
     set: Sequence[Tuple[str, str]] = ...,
@@ -43,13 +43,16 @@ def estimate_json(
 def compare_json(
     systems: Sequence[System],
     workload: Workload,
-    mapping: str = "auto",
+    mapping: Optional[str] = None,
     objective: str = "time",
     devices: Optional[int] = None,
     slo: Optional[str] = None,
     min_user_rate: Optional[str] = None,
     concurrency: Optional[str] = None,
     software: Optional[str] = None,
+    set: Sequence[Tuple[str, str]] = ...,
+    power_budget: Optional[str] = None,
+    power_boundary: str = "facility",
 ) -> str: ...
 def run_sweep(
     file: Optional[str] = None,

@@ -38,6 +38,27 @@ def test_estimate_is_the_cli_json(cli):
         assert e.feasible and e.step_time_s > 0
 
 
+def test_estimate_default_is_the_cli_default(cli):
+    # issue 40: without a mapping, Python runs what `tessera estimate` runs without --mapping
+    # (the workload's published mapping), not a search
+    want = json.loads(
+        cli("estimate", "--arch", ARCH, "--workload", WORKLOAD, "--format", "json").stdout
+    )
+    e = tessera.estimate(ARCH, WORKLOAD)
+    assert e.step_time_s == want["step_time_s"] and e.to_dict() == want
+    assert e.mappings_tried is None  # given, not searched
+    assert e.to_dict() == tessera.estimate(ARCH, WORKLOAD, mapping="published").to_dict()
+    auto = tessera.estimate(ARCH, WORKLOAD, mapping="auto")
+    assert auto.mappings_tried and auto.step_time_s != e.step_time_s
+    # a mapping.* override sets the published mapping, as `--set mapping.tp=...` does
+    tp = e.mapping["tp"]
+    want = json.loads(
+        cli("estimate", "--arch", ARCH, "--workload", WORKLOAD, "--set", f"mapping.tp={tp // 2}",
+            "--format", "json").stdout
+    )
+    assert tessera.estimate(ARCH, WORKLOAD, mapping__tp=tp // 2).to_dict() == want
+
+
 def test_estimate_overrides_and_objects(cli):
     s, w = tessera.load_system(ARCH), tessera.load_workload(WORKLOAD)
     assert s.devices > 512 and w.has_published_mapping
@@ -97,6 +118,66 @@ def test_compare_is_a_dataframe(cli):
             assert df["ratio_to_baseline.throughput"][i] == r["ratio_to_baseline"]["throughput"]
     assert df["ratio_to_baseline.throughput"][0] == 1.0
     assert df.attrs["baseline"] == want["baseline"]
+
+
+def _rows(want):
+    """The CLI's compare JSON rows as the DataFrame `tessera.compare` makes of them."""
+    return pd.json_normalize(want["systems"])
+
+
+# The README's second main-job command: training at one facility power budget
+BUDGET = [
+    "architectures/gb200-nvl72.ron",
+    "architectures/cerebras-cs3-cluster.ron",
+    "architectures/northpole-16.ron",
+]
+BUDGET_WORKLOAD = "workloads/llama3.1-8b-pretrain.ron"
+
+
+def test_compare_power_budget_is_the_cli(cli):
+    # issue 45: --power-budget and --power-boundary from Python, the same rows as the CLI's JSON
+    want = json.loads(
+        cli("compare", *BUDGET, "--workload", BUDGET_WORKLOAD, "--power-budget", "1 MW",
+            "--power-boundary", "facility", "--format", "json").stdout
+    )
+    df = tessera.compare(BUDGET, BUDGET_WORKLOAD, power_budget="1 MW", power_boundary="facility")
+    pd.testing.assert_frame_equal(df, _rows(want))
+    assert df.attrs["power_budget_w"] == want["power_budget_w"] == 1e6
+    assert df.attrs["power_boundary"] == want["power_boundary"] == "facility"
+    assert list(df["feasible"]) == [True, True, False]  # no training state fits NorthPole
+    assert (df["average_power_w"][:2] <= 1e6).all()
+    # a budget in watts is the same budget
+    by_watts = tessera.compare(BUDGET[:1], BUDGET_WORKLOAD, power_budget=1e6)
+    pd.testing.assert_frame_equal(by_watts, _rows({"systems": want["systems"][:1]}))
+    with pytest.raises(tessera.TesseraError, match="power_budget `lots`"):
+        tessera.compare(BUDGET, BUDGET_WORKLOAD, power_budget="lots")
+
+
+def test_set_reaches_compare(cli):
+    # --set on every system (each resolving its own paths), at a device power boundary
+    two = ["architectures/dgx-h100.ron", "architectures/dgx-b200.ron"]
+    wl = "workloads/llama3.1-8b-pretrain.ron"
+    opts = ["--devices", "8", "--power-boundary", "device"]
+    want = json.loads(
+        cli("compare", *two, "--workload", wl, *opts, "--set", "device.tdp=400 W",
+            "--set", "workload.global_batch=64", "--format", "json").stdout
+    )
+    by_dict = tessera.compare(two, wl, devices=8, power_boundary="device",
+                              set={"device.tdp": "400 W", "workload.global_batch": 64})
+    by_kw = tessera.compare(two, wl, devices=8, power_boundary="device",
+                            device__tdp="400 W", workload__global_batch=64)
+    pd.testing.assert_frame_equal(by_dict, _rows(want))
+    pd.testing.assert_frame_equal(by_kw, _rows(want))
+    full = tessera.compare(two, wl, devices=8, power_boundary="device",
+                           set={"workload.global_batch": 64})
+    assert (by_dict["average_power_w"] < full["average_power_w"]).all()
+    assert list(by_dict["power_limited"]) == [True, True]
+    # a bad path: the CLI's located diagnostic, for each system
+    with pytest.raises(tessera.TesseraError, match=r"--set device\.tpd") as e:
+        tessera.compare(two, wl, device__tpd="400 W")
+    assert str(e.value).count("--set device.tpd") == 2
+    with pytest.raises(tessera.TesseraError, match="compare\\(\\) does not take width"):
+        tessera.compare(two, wl, width=3)
 
 
 def test_software_stack_is_the_cli_flag(cli):

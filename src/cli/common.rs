@@ -1,10 +1,12 @@
 //! Loading the inputs every analysis subcommand takes, with diagnostics on failure.
 
 use super::{report, DiskFs, Exit};
+use tessera::diag::Diagnostic;
 use tessera::engine::{MappingChoice, Objective};
 use tessera::model::serving::{Concurrency, Slo};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_mapping, load_workload, Workload};
+use tessera::request::{Mapping, Request};
 use tessera::spec::Files;
 use tessera::vocab::PowerBoundary;
 
@@ -24,25 +26,19 @@ pub fn workload(path: &str) -> Result<Workload, Exit> {
     l.value.ok_or(Exit::Failed)
 }
 
-/// `--mapping auto`, `--mapping FILE`, or (absent) the workload's published mapping, else auto.
-pub fn mapping(
-    arg: Option<&str>,
-    w: &Workload,
-    objective: Objective,
-) -> Result<MappingChoice, Exit> {
+/// `--mapping auto` or `--mapping FILE` (read and checked), or `None` when absent (the
+/// command's default: [`Request::ESTIMATE_DEFAULT`] or [`Request::COMPARE_DEFAULT`]).
+pub fn mapping_arg(arg: Option<&str>) -> Result<Option<Mapping>, Exit> {
     match arg {
-        Some("auto") => Ok(MappingChoice::Auto(objective)),
+        None => Ok(None),
+        Some("auto") => Ok(Some(Mapping::Auto)),
         Some(path) => {
             let l = load_mapping(path, &DiskFs);
             if report(&l.diagnostics, &l.files) {
                 return Err(Exit::Failed);
             }
-            l.value.map(MappingChoice::Given).ok_or(Exit::Failed)
+            l.value.map(|m| Some(Mapping::Given(m))).ok_or(Exit::Failed)
         }
-        None => Ok(match &w.mapping {
-            Some(m) => MappingChoice::Given(m.clone()),
-            None => MappingChoice::Auto(objective),
-        }),
     }
 }
 
@@ -53,10 +49,15 @@ pub fn mapping_or_auto(
     w: &Workload,
     objective: Objective,
 ) -> Result<MappingChoice, Exit> {
-    match arg {
-        None => Ok(MappingChoice::Auto(objective)),
-        m => mapping(m, w, objective),
-    }
+    Ok(mapping_arg(arg)?
+        .unwrap_or(Request::COMPARE_DEFAULT)
+        .choice(w, objective))
+}
+
+/// The errors of `--set` overrides on stderr, as a failure.
+pub fn set_failed(diags: &[Diagnostic]) -> Exit {
+    report(diags, &Files::default());
+    Exit::Failed
 }
 
 /// Format an optional number with an SI prefix, or "—".
@@ -140,19 +141,22 @@ fn concurrency_arg(s: &str) -> Result<Concurrency, String> {
 impl ServeArgs {
     /// Set the load and target on `w` (an error on stderr when it is not transformer inference).
     pub fn apply(&self, w: &mut Workload) -> Result<(), Exit> {
-        tessera::engine::serve::set_load(w, self.slo, self.min_user_rate, self.concurrency).map_err(
-            |m| {
-                use std::io::Write as _;
-                let m = m.replacen(
-                    "a latency target and a concurrency apply",
-                    "--slo, --min-user-rate and --concurrency apply",
-                    1,
-                );
-                let _ = writeln!(std::io::stderr(), "error: {m}");
-                Exit::Failed
-            },
-        )
+        tessera::engine::serve::set_load(w, self.slo, self.min_user_rate, self.concurrency)
+            .map_err(load_failed)
     }
+}
+
+/// A load that does not apply ([`tessera::engine::serve::set_load`]'s message) on stderr, in the
+/// flags' words, as a failure.
+pub fn load_failed(m: String) -> Exit {
+    use std::io::Write as _;
+    let m = m.replacen(
+        "a latency target and a concurrency apply",
+        "--slo, --min-user-rate and --concurrency apply",
+        1,
+    );
+    let _ = writeln!(std::io::stderr(), "error: {m}");
+    Exit::Failed
 }
 
 /// The software stack the runs execute on.
@@ -201,14 +205,7 @@ pub struct PowerArgs {
 }
 
 fn power_quantity(s: &str) -> Result<f64, String> {
-    match tessera::units::parse(s, tessera::units::Dimension::Power) {
-        Ok(p) if p.value > 0.0 => Ok(p.value),
-        Ok(_) => Err("a power budget is positive".into()),
-        Err(e) => Err(match e.hint {
-            Some(h) => format!("{}\nhint: {h}", e.message),
-            None => e.message,
-        }),
-    }
+    tessera::request::power_budget(s)
 }
 
 impl PowerArgs {
@@ -231,23 +228,50 @@ pub fn boundary_line(b: &str) -> String {
     format!("power boundary: {b} ({what})")
 }
 
+/// The request the options make, before any file is read: no mapping named yet, no stack.
+pub fn request(
+    objective: Objective,
+    devices: Option<u64>,
+    power: &PowerArgs,
+    serve: &ServeArgs,
+    set: &SetArgs,
+) -> Request {
+    Request {
+        mapping: None,
+        objective,
+        devices,
+        power_boundary: power.power_boundary,
+        power_budget: power.power_budget,
+        software: None,
+        slo: serve.slo,
+        min_user_rate: serve.min_user_rate,
+        concurrency: serve.concurrency,
+        set: set.overrides(),
+    }
+}
+
 impl RunArgs {
     /// Load the system and workload, resolve the mapping choice and apply the `--set` overrides
     /// (diagnostics on stderr); the devices to use (`--devices`, or a `devices`/`nodes` override).
     #[allow(clippy::type_complexity)]
     pub fn load(&self) -> Result<(System, Workload, MappingChoice, Option<u64>), Exit> {
         let (sys, mut w) = match (system(&self.arch), workload(&self.workload)) {
-            (Ok(s), Ok(w)) => (self.power.apply(s), w),
+            (Ok(s), Ok(w)) => (s, w),
             _ => return Err(Exit::Failed),
         };
-        let mut sys = SoftwareArgs::apply(&self.software.load()?, sys);
-        self.serve.apply(&mut w)?;
-        let mut choice = mapping(self.mapping.as_deref(), &w, self.objective)?;
-        let mut devices = self.devices;
-        self.set
-            .parse()?
-            .apply(&mut sys, &mut w, &mut choice, &mut devices)?;
-        Ok((sys, w, choice, devices))
+        let mut req = request(
+            self.objective,
+            self.devices,
+            &self.power,
+            &self.serve,
+            &self.set,
+        );
+        req.software = self.software.load()?;
+        req.load(&mut w).map_err(load_failed)?;
+        req.mapping = mapping_arg(self.mapping.as_deref())?;
+        let choice = req.choice(&w, Request::ESTIMATE_DEFAULT);
+        let run = req.run(sys, &w, &choice).map_err(|d| set_failed(&d))?;
+        Ok((run.system, run.workload, run.choice, run.devices))
     }
 }
 
@@ -279,7 +303,12 @@ pub struct SetArgs {
 impl SetArgs {
     /// Split each `PATH=VALUE` (errors are reported with the others when applied).
     pub fn parse(&self) -> Result<Overrides, Exit> {
-        Ok(Overrides(tessera::sweep::set::Overrides::parse(&self.set)))
+        Ok(Overrides(self.overrides()))
+    }
+
+    /// The library's overrides, as a [`Request`] holds them.
+    pub fn overrides(&self) -> tessera::sweep::set::Overrides {
+        tessera::sweep::set::Overrides::parse(&self.set)
     }
 }
 

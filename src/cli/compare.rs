@@ -4,8 +4,9 @@ use super::common::{self, duration, si};
 use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::{budget, estimate, MappingChoice, Objective};
-use tessera::report::compare::{compare, Comparison};
+use tessera::engine::{MappingChoice, Objective};
+use tessera::report::compare::Comparison;
+use tessera::request::Request;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -120,44 +121,29 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         Ok(w) => w,
         Err(e) => return Ok(e),
     };
-    if let Err(e) = a.serve.apply(&mut w) {
-        return Ok(e);
-    }
+    let mut req = common::request(a.objective, a.devices, &a.power, &a.serve, &a.set);
     // one load for every system: the workload's batch is requests over the whole system here
-    tessera::engine::serve::one_load(&mut w);
-    let choice = match common::mapping_or_auto(a.mapping.as_deref(), &w, a.objective) {
-        Ok(c) => c,
+    if let Err(m) = req.compare_load(&mut w) {
+        return Ok(common::load_failed(m));
+    }
+    req.mapping = match common::mapping_arg(a.mapping.as_deref()) {
+        Ok(m) => m,
         Err(e) => return Ok(e),
     };
-    let set = match a.set.parse() {
-        Ok(s) => s,
-        Err(e) => return Ok(e),
-    };
-    let software = match a.software.load() {
+    let choice = req.choice(&w, Request::COMPARE_DEFAULT);
+    req.software = match a.software.load() {
         Ok(s) => s,
         Err(e) => return Ok(e),
     };
     let mut ests = Vec::new();
     let mut failed = false;
     for s in &a.systems {
-        match common::system(s).map(|s| common::SoftwareArgs::apply(&software, a.power.apply(s))) {
-            Ok(mut sys) => {
-                // each system with the same overrides (its own paths resolved against it)
-                let (mut w, mut choice, mut devices) = (w.clone(), choice.clone(), a.devices);
-                if set
-                    .apply(&mut sys, &mut w, &mut choice, &mut devices)
-                    .is_err()
-                {
-                    failed = true;
-                    continue;
-                }
-                ests.push(match a.power.power_budget {
-                    Some(b) => match budget::fit(&sys, &w, &choice, b) {
-                        Ok(f) => f.estimate,
-                        Err(why) => *why,
-                    },
-                    None => estimate(&sys, &w, &choice, devices.map(|d| d.min(sys.devices))),
-                })
+        // each system with the same overrides (its own paths resolved against it)
+        match common::system(s).map(|sys| req.compare_row(sys, &w, &choice)) {
+            Ok(Ok(e)) => ests.push(e),
+            Ok(Err(diags)) => {
+                common::set_failed(&diags);
+                failed = true;
             }
             Err(_) => failed = true,
         }
@@ -165,10 +151,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     if failed {
         return Ok(Exit::Failed);
     }
-    let mut c = compare(ests);
-    c.power_budget_w = a.power.power_budget;
-    c.software = software.as_ref().map(|sw| sw.name.clone());
-    (c.concurrency, c.slo) = tessera::engine::serve::stated_load(&w);
+    let c = req.comparison(&w, ests);
     a.plot
         .draw(|size, o| tessera::plot::compare::compare(&c, size, o))?;
     a.plot.output(out, |out| {

@@ -1,0 +1,254 @@
+//! One estimate or comparison as a front end asks for it. The CLI's options (`estimate`,
+//! `roofline`, `compare`) and the Python package's keywords resolve into the same [`Request`], and
+//! the steps here turn it into runs: the serving load, the mapping a command uses when none is
+//! named, the power boundary and software stack, the `--set` overrides, the device cap and the
+//! power budget. Neither front end assembles a run of its own, so the two cannot drift apart.
+
+use crate::diag::{Diagnostic, Severity};
+use crate::engine::{budget, Estimate, MappingChoice, Objective};
+use crate::model::mapping::MappingPlan;
+use crate::model::serving::{Concurrency, Slo};
+use crate::model::system::{Software, System};
+use crate::model::workload::Workload;
+use crate::report::compare::Comparison;
+use crate::sweep::set::Overrides;
+use crate::vocab::PowerBoundary;
+
+/// Which mapping is asked for.
+#[derive(Debug, Clone)]
+// one per request, never in bulk: the plan's size does not matter
+#[allow(clippy::large_enum_variant)]
+pub enum Mapping {
+    /// The workload's published mapping, else the best by the objective (`auto`).
+    Published,
+    /// Search every legal mapping for the best by the objective (`--mapping auto`).
+    Auto,
+    /// As a mapping file writes it (`--mapping FILE`).
+    Given(MappingPlan),
+}
+
+impl Mapping {
+    /// The mapping choice for `w`.
+    pub fn choice(&self, w: &Workload, objective: Objective) -> MappingChoice {
+        match self {
+            Mapping::Auto => MappingChoice::Auto(objective),
+            Mapping::Given(plan) => MappingChoice::Given(plan.clone()),
+            Mapping::Published => match &w.mapping {
+                Some(m) => MappingChoice::Given(m.clone()),
+                None => MappingChoice::Auto(objective),
+            },
+        }
+    }
+}
+
+/// One estimate (`tessera estimate`, `estimate()` in Python) or comparison (`tessera compare`,
+/// `compare()`): every option either front end takes, parsed and loaded.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The mapping named (`None`: the command's default, [`Request::ESTIMATE_DEFAULT`] or
+    /// [`Request::COMPARE_DEFAULT`]).
+    pub mapping: Option<Mapping>,
+    /// What `auto` minimises.
+    pub objective: Objective,
+    /// Devices to use (`None`: all of each system; a comparison caps it at each system's size).
+    pub devices: Option<u64>,
+    /// Which parts power and energy count.
+    pub power_boundary: PowerBoundary,
+    /// A comparison's power budget (W, at the boundary): each system as many whole nodes as fit.
+    /// A single estimate does not read it.
+    pub power_budget: Option<f64>,
+    /// The software stack every run executes on.
+    pub software: Option<Software>,
+    /// Serving: the latency target.
+    pub slo: Option<Slo>,
+    /// Serving: the fewest output tokens per second each user must see.
+    pub min_user_rate: Option<f64>,
+    /// Serving: requests in flight over the whole system.
+    pub concurrency: Option<Concurrency>,
+    /// `--set PATH=VALUE` overrides, applied to each run (each system's paths against it).
+    pub set: Overrides,
+}
+
+impl Default for Request {
+    /// Nothing named: the CLI without options.
+    fn default() -> Request {
+        Request {
+            mapping: None,
+            objective: Objective::Time,
+            devices: None,
+            power_boundary: PowerBoundary::Facility,
+            power_budget: None,
+            software: None,
+            slo: None,
+            min_user_rate: None,
+            concurrency: None,
+            set: Overrides::default(),
+        }
+    }
+}
+
+/// Why a request cannot run: the serving options do not apply to the workload, or `--set`
+/// overrides failed (every error at once).
+#[derive(Debug, Clone)]
+pub enum Refused {
+    /// From [`crate::engine::serve::set_load`]: the message, then `\nhint: …`.
+    Load(String),
+    /// The overrides' diagnostics, each naming its `--set` (for a comparison, every system's).
+    Set(Vec<Diagnostic>),
+}
+
+/// One run's inputs, every option applied.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub system: System,
+    pub workload: Workload,
+    pub choice: MappingChoice,
+    pub devices: Option<u64>,
+}
+
+impl Run {
+    /// The run's estimate.
+    pub fn estimate(&self) -> Estimate {
+        crate::engine::estimate(&self.system, &self.workload, &self.choice, self.devices)
+    }
+}
+
+/// A power quantity as `--power-budget` takes it ("20 MW"): watts, positive.
+pub fn power_budget(s: &str) -> Result<f64, String> {
+    match crate::units::parse(s, crate::units::Dimension::Power) {
+        Ok(p) if p.value > 0.0 => Ok(p.value),
+        Ok(_) => Err("a power budget is positive".into()),
+        Err(e) => Err(match e.hint {
+            Some(h) => format!("{}\nhint: {h}", e.message),
+            None => e.message,
+        }),
+    }
+}
+
+impl Request {
+    /// The mapping an estimate (and a roofline) uses when none is named: the workload's
+    /// published one, else the best.
+    pub const ESTIMATE_DEFAULT: Mapping = Mapping::Published;
+    /// The mapping a comparison uses when none is named: each system's best.
+    pub const COMPARE_DEFAULT: Mapping = Mapping::Auto;
+
+    /// Put `w` at the serving load and target asked for (nothing asked, nothing changes).
+    pub fn load(&self, w: &mut Workload) -> Result<(), String> {
+        crate::engine::serve::set_load(w, self.slo, self.min_user_rate, self.concurrency)
+    }
+
+    /// The load a comparison puts on every system: the one asked for, else a serving workload's
+    /// batch over the whole system ([`crate::engine::serve::one_load`]).
+    pub fn compare_load(&self, w: &mut Workload) -> Result<(), String> {
+        self.load(w)?;
+        crate::engine::serve::one_load(w);
+        Ok(())
+    }
+
+    /// The mapping choice for `w` (at its load): the one named, else `default`.
+    pub fn choice(&self, w: &Workload, default: Mapping) -> MappingChoice {
+        self.mapping
+            .as_ref()
+            .unwrap_or(&default)
+            .choice(w, self.objective)
+    }
+
+    /// `sys` at the power boundary, on the software stack.
+    pub fn system(&self, mut sys: System) -> System {
+        sys.power_boundary = self.power_boundary;
+        if let Some(sw) = &self.software {
+            sys.with_software(sw.clone());
+        }
+        sys
+    }
+
+    /// One run: `sys` at the boundary and on the stack, `w` (already at its load) and `choice`
+    /// with the overrides applied, and the devices (asked for, or set by a `devices`/`nodes`
+    /// override). `Err`: the overrides' errors, every one.
+    pub fn run(
+        &self,
+        sys: System,
+        w: &Workload,
+        choice: &MappingChoice,
+    ) -> Result<Run, Vec<Diagnostic>> {
+        let mut run = Run {
+            system: self.system(sys),
+            workload: w.clone(),
+            choice: choice.clone(),
+            devices: self.devices,
+        };
+        let diags = self.set.apply(
+            &mut run.system,
+            &mut run.workload,
+            &mut run.choice,
+            &mut run.devices,
+        );
+        if diags.iter().any(|d| d.severity == Severity::Error) {
+            return Err(diags);
+        }
+        Ok(run)
+    }
+
+    /// One system's row of a comparison (`w` at the comparison's load, `choice` from
+    /// [`Request::choice`]): fitted to the power budget when there is one, else on the devices
+    /// asked for, capped at the system's size.
+    pub fn compare_row(
+        &self,
+        sys: System,
+        w: &Workload,
+        choice: &MappingChoice,
+    ) -> Result<Estimate, Vec<Diagnostic>> {
+        let run = self.run(sys, w, choice)?;
+        Ok(match self.power_budget {
+            Some(b) => match budget::fit(&run.system, &run.workload, &run.choice, b) {
+                Ok(f) => f.estimate,
+                Err(why) => *why,
+            },
+            None => crate::engine::estimate(
+                &run.system,
+                &run.workload,
+                &run.choice,
+                run.devices.map(|d| d.min(run.system.devices)),
+            ),
+        })
+    }
+
+    /// The comparison of `rows` (the first the baseline), stating the budget, the stack and the
+    /// load (`w`, at the comparison's load) every system was put at.
+    pub fn comparison(&self, w: &Workload, rows: Vec<Estimate>) -> Comparison {
+        let mut c = crate::report::compare::compare(rows);
+        c.power_budget_w = self.power_budget;
+        c.software = self.software.as_ref().map(|sw| sw.name.clone());
+        (c.concurrency, c.slo) = crate::engine::serve::stated_load(w);
+        c
+    }
+
+    /// The whole estimate of `w` on `sys`, as `tessera estimate --format json` computes it.
+    pub fn estimate(&self, sys: System, w: &Workload) -> Result<Estimate, Refused> {
+        let mut w = w.clone();
+        self.load(&mut w).map_err(Refused::Load)?;
+        let choice = self.choice(&w, Request::ESTIMATE_DEFAULT);
+        let run = self.run(sys, &w, &choice).map_err(Refused::Set)?;
+        Ok(run.estimate())
+    }
+
+    /// The whole comparison of `systems` (the first the baseline) on `w`, as `tessera compare
+    /// --format json` computes it. `Err`: every system's override errors.
+    pub fn compare(&self, systems: Vec<System>, w: &Workload) -> Result<Comparison, Refused> {
+        let mut w = w.clone();
+        self.compare_load(&mut w).map_err(Refused::Load)?;
+        let choice = self.choice(&w, Request::COMPARE_DEFAULT);
+        let mut rows = Vec::new();
+        let mut errors = Vec::new();
+        for sys in systems {
+            match self.compare_row(sys, &w, &choice) {
+                Ok(e) => rows.push(e),
+                Err(d) => errors.extend(d),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(Refused::Set(errors));
+        }
+        Ok(self.comparison(&w, rows))
+    }
+}
