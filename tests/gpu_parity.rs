@@ -220,7 +220,8 @@ fn plans() -> Vec<Plan> {
             "Random(points: 400, seed: 29)",
         ),
         // a wafer: one region of the mesh per layer, chained, every matrix-vector product
-        // reduced across its region (mesh collectives on the mesh slots)
+        // reduced across its region (mesh collectives on the mesh slots, streamed at the slower of
+        // the link and the stack's relay of each element)
         plan_of(
             "cerebras-cs3",
             "llama3.1-8b-serving",
@@ -228,6 +229,8 @@ fn plans() -> Vec<Plan> {
             &[
                 ("device.mesh.hop_latency", "\"0.2 ns .. 50 ns log\""),
                 ("device.mesh.link_bandwidth", "\"0.5 GB/s .. 50 GB/s log\""),
+                // the software's relay of each element of a chain, against the link
+                ("software.mesh_relay_time", "\"0 ns .. 50 ns\""),
                 ("device.memory.SRAM.bandwidth", "\"5 PB/s .. 40 PB/s\""),
                 ("device.memory.SRAM.capacity", "\"20 GB .. 100 GB log\""),
                 ("device.tdp", "\"15 kW .. 30 kW\""),

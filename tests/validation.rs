@@ -216,7 +216,9 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // largest 14.5 % (Llama 2 70B Server on 8 H100, v4.1, +13.5 → +14.5 %). Then on-wafer
     // reductions became streamed chains and a graph's product took the grid that divides it
     // (WaferLLM's MeshGEMV), and WaferLLM's 16K GEMV on a WSE-2 joined, unfitted, at +0.5 %:
-    // 4.74 % over 110.
+    // 4.74 % over 110. Then Cerebras' August 2024 stack got its per-element relay time, fitted
+    // on the 8B launch rate (a calibration case), and its three other published rates joined as
+    // checks: 70B +6.5 %, Artificial Analysis' 8B -2.0 % and 70B +7.7 %: 4.75 % over 113.
     let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
     assert!(n >= 30);
     assert!(mape <= 0.0478, "unfitted MAPE {mape} (target 0.08)");

@@ -321,3 +321,64 @@ fn a_graph_s_matrix_products_spread_over_the_wafer_with_their_collectives() {
         max_relative = 1e-12
     );
 }
+
+#[test]
+fn a_stack_s_relay_time_streams_a_chain_at_the_slower_of_link_and_software() {
+    // One all-reduce of WaferLLM's decode layer on a CS-3 region (Llama 3.1 8B, one request),
+    // by hand: its hops at the hop latency, and its bytes through the root's port streamed at the
+    // slower of the 4.4 GB/s link (6 segments) and the stack's relay of each element (the root
+    // adds both halves' streams in each of two phases: 4 segments of s / 4 elements = s).
+    let (p, m) = prepared("architectures/cerebras-cs3.ron", LLAMA8B);
+    let gemv = p
+        .comms
+        .iter()
+        .find(|c| c.name == "mesh: decode all-reduce (MeshGEMV)")
+        .expect("a MeshGEMV all-reduce");
+    let s = gemv.bytes;
+    assert_relative_eq!(gemv.coeffs.mesh.relayed, s, max_relative = 1e-12);
+    let hops = gemv.coeffs.mesh.latencies * m[t::MESH_HOP_LATENCY];
+    let wire = 6.0 * s / m[t::MESH_LINK_BANDWIDTH];
+    let time = |relay: f64| {
+        let mut m = m.clone();
+        m[t::MESH_RELAY_TIME] = relay;
+        cpu::collective(gemv, &m).0
+    };
+    // no stack: the hardware model exactly
+    assert_eq!(time(0.0), cpu::collective(gemv, &m).0);
+    assert_relative_eq!(time(0.0), hops + wire, max_relative = 1e-12);
+    // a relay faster than the link hides behind it; a slower one sets the stream
+    assert_relative_eq!(time(0.1e-9), hops + wire, max_relative = 1e-12);
+    assert_relative_eq!(time(18.5e-9), hops + s * 18.5e-9, max_relative = 1e-12);
+}
+
+#[test]
+fn a_stack_with_no_relay_time_gives_back_the_hardware_model() {
+    // The per-stack figure at zero returns the unfitted model to the bit: the Cerebras August
+    // 2024 stack with its relay time set to 0 s estimates what no stack does.
+    let s = load_system("architectures/cerebras-cs3.ron", &CrateFs)
+        .value
+        .expect("system");
+    let w = load_workload("workloads/llama3.1-8b-serving.ron", &CrateFs)
+        .value
+        .expect("workload");
+    let mut stack = tessera::model::system::load_software(
+        "architectures/software/cerebras-inference-2024-08.ron",
+        &CrateFs,
+    )
+    .value
+    .expect("stack");
+    assert!(stack.mesh_relay_time > 0.0, "the fitted figure");
+    let auto = MappingChoice::Auto(Objective::Time);
+    let bare = engine::estimate(&s, &w, &auto, Some(1));
+    let mut on = s.clone();
+    on.with_software(stack.clone());
+    let fitted = engine::estimate(&on, &w, &auto, Some(1));
+    assert!(fitted.throughput_per_s < bare.throughput_per_s);
+    stack.mesh_relay_time = 0.0;
+    let mut zero = s.clone();
+    zero.with_software(stack);
+    let z = engine::estimate(&zero, &w, &auto, Some(1));
+    assert_eq!(z.throughput_per_s, bare.throughput_per_s);
+    assert_eq!(z.step_time_s, bare.step_time_s);
+    assert_eq!(z.energy_per_step_j, bare.energy_per_step_j);
+}

@@ -97,7 +97,11 @@ impl Op {
 pub const MESH_STAGE_HOPS: f64 = 2.0 * 2.0 + 1.0;
 
 fn link(latencies: f64, bytes: f64) -> Link {
-    Link { latencies, bytes }
+    Link {
+        latencies,
+        bytes,
+        relayed: 0.0,
+    }
 }
 
 impl Coeffs {
@@ -118,7 +122,9 @@ impl Coeffs {
     /// hops) runs n − 1 steps and brings each core (n − 1)/n of the buffer. A send between
     /// regions crosses `n` hops, its payload spread over the boundary's links (the caller passes
     /// bytes per link). Latencies count mesh hops: a stage's cycles are written as hops of one
-    /// cycle each, so the stage cost scales with the hop latency a file or a sweep gives.
+    /// cycle each, so the stage cost scales with the hop latency a file or a sweep gives; the
+    /// elements the chain's root relays are counted apart (`Link::relayed`), for the time a
+    /// software stack spends on each element it relays (`software.mesh_relay_time`, `Link::relayed`).
     pub fn mesh(kind: CollKind, n: f64, s: f64) -> Link {
         if n <= 1.0 {
             return Link::default();
@@ -127,9 +133,12 @@ impl Coeffs {
         // the reduction's hops to the middle root and its dependent stages, as hop latencies
         let reduce = 0.5 * (n + r) + MESH_STAGE_HOPS * r;
         let multicast = 0.5 * (n + r) + MESH_STAGE_HOPS;
+        // the root adds both halves' streams in each of the reduction's two phases: 4 segments of
+        // s / 4 wavelets, s elements in all (the multicast is the routers')
+        let relayed = |l: Link| Link { relayed: s, ..l };
         match kind {
-            CollKind::AllReduce => link(reduce + multicast, 6.0 * s),
-            CollKind::ReduceScatter => link(reduce, 4.0 * s),
+            CollKind::AllReduce => relayed(link(reduce + multicast, 6.0 * s)),
+            CollKind::ReduceScatter => relayed(link(reduce, 4.0 * s)),
             CollKind::Broadcast => link(multicast, 2.0 * s),
             CollKind::AllGather | CollKind::AllToAll => link(2.0 * (n - 1.0), (n - 1.0) / n * s),
             CollKind::SendRecv => link(n, s),

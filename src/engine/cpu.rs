@@ -31,7 +31,7 @@ pub fn collective_links(c: &Comm, m: &Machine) -> [f64; LINKS] {
         ),
         link(out, m[t::OUT_BANDWIDTH] * net, m[t::OUT_LATENCY]),
         link(&k.ext, m[t::EXT_BANDWIDTH] * net, m[t::EXT_LATENCY]),
-        link(&k.mesh, m[t::MESH_LINK_BANDWIDTH], m[t::MESH_HOP_LATENCY]),
+        mesh_link(&k.mesh, m),
         link(&k.host, m[t::HOST_BANDWIDTH] * net, m[t::HOST_LATENCY]),
     ]
 }
@@ -196,6 +196,18 @@ pub fn collective_tax(p: &Program, st: &Stage, m: &Machine, windows: [f64; 4]) -
 
 /// Time on one link class: latencies × latency + bytes / bandwidth (infinite without bandwidth).
 #[inline]
+/// A collective on the mesh: its hops, and its bytes through the busiest port streamed at the
+/// slower of the link and the software's relay of each element (`Link::relayed`).
+fn mesh_link(l: &Link, m: &Machine) -> f64 {
+    let streamed = Link {
+        latencies: 0.0,
+        ..*l
+    };
+    let relay = l.relayed * m[t::MESH_RELAY_TIME];
+    link(&streamed, m[t::MESH_LINK_BANDWIDTH], 0.0).max(relay)
+        + l.latencies * m[t::MESH_HOP_LATENCY]
+}
+
 fn link(l: &Link, bw: f64, lat: f64) -> f64 {
     let b = if l.bytes > 0.0 {
         if bw > 0.0 {

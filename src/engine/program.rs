@@ -176,6 +176,11 @@ pub struct Link {
     pub latencies: f64,
     /// Bytes each device sends over the link.
     pub bytes: f64,
+    /// 32-bit elements the busiest core of a streamed chain on a wafer's mesh relays in software
+    /// (receives, adds and sends on, element by element), each taking the software stack's
+    /// `mesh_relay_time`; the chain streams at the slower of that and its link. 0 on every other
+    /// link.
+    pub relayed: f64,
 }
 
 /// A collective as alpha-beta coefficients per link class. The time on a link class is

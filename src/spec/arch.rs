@@ -497,8 +497,16 @@ pub struct SoftwareSpec {
     pub source: Option<String>,
     /// Time per optimizer step the stack spends outside the devices' modelled work (the training
     /// loop's host work, the step's synchronisations, optimizer and gradient-norm launches),
-    /// during which the devices draw their static power: `"0.2 s"`.
-    pub step_overhead: Q,
+    /// during which the devices draw their static power: `"0.2 s"`. Default 0 (a serving stack
+    /// has no optimizer step).
+    #[serde(default)]
+    pub step_overhead: Option<Q>,
+    /// Time the stack's software spends on each 32-bit element a core of a streamed chain over a
+    /// wafer's mesh of cores relays (receives, adds and sends on, element by element: the
+    /// reductions of `engine::coeffs::Coeffs::mesh`); the chain streams at the slower of this
+    /// and its link: `"12 ns"`. Default 0.
+    #[serde(default)]
+    pub mesh_relay_time: Option<Q>,
     /// Device memory the stack keeps for itself on every device (its runtime's context, kernel
     /// and communication workspaces, allocator slack), taken from the device's main memory
     /// before the run's weights, state and activations: `"2 GiB"`. Default 0.

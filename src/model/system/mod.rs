@@ -46,19 +46,23 @@ pub fn load_software(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<Software> {
         }
         cx.declare_sources(&spec.sources);
         cx.enter_part(cx.file(), Path::root(), spec.source.as_ref());
-        let step = cx.non_negative(
-            "step_overhead",
-            &spec.step_overhead,
-            crate::units::Dimension::Time,
-        );
-        let reserve = match &spec.memory_reserve {
-            Some(q) => cx.non_negative("memory_reserve", q, crate::units::Dimension::Bytes),
+        let mut optional = |field: &str, q: &Option<crate::spec::Q>, dim| match q {
+            Some(q) => cx.non_negative(field, q, dim),
             None => Some(0.0),
         };
+        let time = crate::units::Dimension::Time;
+        let step = optional("step_overhead", &spec.step_overhead, time);
+        let relay = optional("mesh_relay_time", &spec.mesh_relay_time, time);
+        let reserve = optional(
+            "memory_reserve",
+            &spec.memory_reserve,
+            crate::units::Dimension::Bytes,
+        );
         cx.leave();
         Some(Software {
             name: spec.name.clone(),
             step_overhead: step?,
+            mesh_relay_time: relay?,
             memory_reserve: reserve?,
             fitted: cx.fitted.iter().cloned().collect(),
         })

@@ -48,6 +48,9 @@ pub struct Software {
     pub name: String,
     /// Seconds per optimizer step outside the modelled work, the devices at static power.
     pub step_overhead: f64,
+    /// Seconds of software per 32-bit element a core of a streamed chain on a wafer's mesh relays
+    /// (the machine's `mesh_relay_time`).
+    pub mesh_relay_time: f64,
     /// Bytes of each device's main memory the stack keeps for itself (the run's data gets the
     /// rest).
     pub memory_reserve: f64,

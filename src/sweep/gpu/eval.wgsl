@@ -15,6 +15,14 @@ fn div(a: f32, b: f32) -> f32 {
 }
 
 // Time on one link class: latencies × latency + bytes / bandwidth.
+// A collective on the mesh (`cpu::mesh_link`): its hops, and its bytes streamed at the slower of
+// the link and the software's relay of each element.
+fn mesh_link(c: CommRec) -> f32 {
+    let streamed = max(link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], 0.0, 0.0),
+                       c.mesh_relayed * X[F_MESH_RELAY_TIME]);
+    return streamed + c.mesh_lat * X[F_MESH_HOP_LATENCY];
+}
+
 fn link(bytes: f32, bw: f32, lats: f32, lat: f32) -> f32 {
     var t = lats * lat;
     if (bytes > 0.0) {
@@ -89,7 +97,7 @@ fn collective_links(c: CommRec) -> array<f32, 5> {
         link(up_bytes(c), X[F_UP_BANDWIDTH] * net * c.share, up_lat, X[F_UP_LATENCY]),
         link(out_bytes(c), X[F_OUT_BANDWIDTH] * net, out_lat, X[F_OUT_LATENCY]),
         link(c.ext_bytes, X[F_EXT_BANDWIDTH] * net, c.ext_lat, X[F_EXT_LATENCY]),
-        link(c.mesh_bytes, X[F_MESH_LINK_BANDWIDTH], c.mesh_lat, X[F_MESH_HOP_LATENCY]),
+        mesh_link(c),
         link(c.host_bytes, X[F_HOST_BANDWIDTH] * net, c.host_lat, X[F_HOST_LATENCY]),
     );
 }

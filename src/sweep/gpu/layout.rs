@@ -136,7 +136,7 @@ gpu_record! {
         mesh_bytes: f32,
         host_lat: f32,
         host_bytes: f32,
-        pad3: f32,
+        mesh_relayed: f32,
         pad4: f32,
         pad5: f32,
         pad6: f32,

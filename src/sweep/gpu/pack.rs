@@ -73,6 +73,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 out_bytes_inr: f(k.out[1].bytes),
                 mesh_lat: f(k.mesh.latencies),
                 mesh_bytes: f(k.mesh.bytes),
+                mesh_relayed: f(k.mesh.relayed),
                 host_lat: f(k.host.latencies),
                 host_bytes: f(k.host.bytes),
                 ..CommRec::default()
