@@ -2,12 +2,11 @@
 //! mapping), the machine-vector space, constraints and what to rank by. Built from a sweep file,
 //! from `--vary` options, or both; every input error is reported with its place, all at once.
 
-use super::expr;
 use super::metric::Metric;
 use super::outcome::Outcome;
 use super::paths;
-use super::space::{Axis, Sampling, Space};
-use super::values as allowed;
+use super::space::{Sampling, Space};
+
 use crate::diag::{Diagnostic, Severity};
 use crate::engine::program::{Machine, Program};
 use crate::engine::reason::Reason;
@@ -22,7 +21,9 @@ use crate::units::Dimension;
 
 pub use super::paths::MAPPING_AXES;
 
+mod axes;
 mod input;
+use axes::{read_axes, Axes};
 use input::merge_files;
 pub use input::{read_file, AxisInput, Inputs, Loc};
 
@@ -271,150 +272,11 @@ pub enum MappingMode {
 
 use super::paths::MapVal;
 
-/// Resolve inputs against a loaded system and workload.
-fn resolve(
+/// What a sweep ranks by and which two metrics its Pareto front trades off.
+fn goals(
     inputs: &Inputs,
-    sys: &System,
-    w: &Workload,
-    mode: MappingMode,
     diags: &mut Vec<Diagnostic>,
-) -> Option<Plan> {
-    let start_errors = diags
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .count();
-    let mut axes: Vec<Axis> = Vec::new();
-    let mut axis_locs: Vec<Loc> = Vec::new();
-    let mut devices: Option<Vec<u64>> = None;
-    let mut map_axes: Vec<(String, Vec<MapVal>)> = Vec::new();
-    let mut derive = false;
-    let mut device_energy = 0u32;
-    let mut machine_energy = 0u32;
-    let mut seen: Vec<&str> = Vec::new();
-    for a in &inputs.axes {
-        let p = a.path.trim();
-        if seen.contains(&p) {
-            diags.push(a.at.error(
-                format!("`{p}` is varied twice"),
-                Some("give each parameter one list of values".into()),
-            ));
-            continue;
-        }
-        seen.push(p);
-        let kind = match paths::classify(p, sys) {
-            Ok(k) => k,
-            Err((m, h)) => {
-                diags.push(a.at.error(m, h));
-                continue;
-            }
-        };
-        let knob = match kind {
-            paths::PathKind::Devices { per } => {
-                // `nodes` is the device count in whole nodes of the system's kind.
-                if devices.is_some() {
-                    diags.push(a.at.error(
-                        format!(
-                            "`{p}` sets the device count, which `devices` or `nodes` already varies"
-                        ),
-                        Some("vary `devices` or `nodes`, not both".into()),
-                    ));
-                    continue;
-                }
-                let counts: Result<Vec<u64>, _> = expr::parse_counts(&a.values)
-                    .map_err(|(m, h)| (format!("`{p}`: {m}"), h))
-                    .and_then(|v| v.into_iter().map(|n| allowed::devices(p, n)).collect());
-                match counts {
-                    Ok(v) => devices = Some(v.iter().map(|n| n.saturating_mul(per)).collect()),
-                    Err((m, h)) => diags.push(a.at.error(m, h)),
-                }
-                continue;
-            }
-            paths::PathKind::Mapping(field) => {
-                let vals: Result<Vec<MapVal>, (String, Option<String>)> = match field {
-                    "recompute" | "sp" | "expert_dispatch" | "tp_overlap_method"
-                    | "offload_optimizer" | "offload_weights" => expr::parse_words(&a.values)
-                        .iter()
-                        .map(|s| paths::mapping_value(field, s))
-                        .collect(),
-                    _ => expr::parse_counts(&a.values)
-                        .map(|v| v.into_iter().map(MapVal::Count).collect()),
-                };
-                // the bound a mapping file holds the field to (its message names the path)
-                let bound = |v: &Vec<MapVal>| v.iter().try_for_each(|x| allowed::mapping(field, x));
-                match vals.map_err(|(m, h)| (format!("`{p}`: {m}"), h)) {
-                    Ok(v) if v.is_empty() => {
-                        diags.push(a.at.error(format!("`{p}` has no values"), None))
-                    }
-                    Ok(v) => match bound(&v) {
-                        Ok(()) => map_axes.push((field.to_string(), v)),
-                        Err((m, h)) => diags.push(a.at.error(m, h)),
-                    },
-                    Err((m, h)) => diags.push(a.at.error(m, h)),
-                }
-                continue;
-            }
-            paths::PathKind::Workload(_) => {
-                diags.push(a.at.error(
-                    format!("`{p}` is a field of the workload, not a sweep axis yet"),
-                    Some("write the value in the workload file, or set it on `estimate`, `compare` or `scale` with `--set`".into()),
-                ));
-                continue;
-            }
-            paths::PathKind::Machine(k) => k,
-        };
-        let values = match expr::parse(&a.values, knob.dimension) {
-            Ok(v) => v,
-            Err((m, h)) => {
-                diags.push(a.at.error(format!("`{p}`: {m}"), h));
-                continue;
-            }
-        };
-        // the bound the architecture file holds the figure to
-        if let Err((m, h)) = allowed::machine_axis(p, &knob, &values) {
-            diags.push(a.at.error(m, h));
-            continue;
-        }
-        derive |= knob.derive;
-        if let Some(i) = knob.device_energy {
-            device_energy |= 1 << i;
-        }
-        if let Some(i) = knob.machine_energy {
-            machine_energy |= 1 << i;
-        }
-        axis_locs.push(a.at.clone());
-        axes.push(Axis {
-            path: p.to_string(),
-            dimension: knob.dimension,
-            values,
-            targets: knob.targets,
-        });
-    }
-    if !map_axes.is_empty() && matches!(mode, MappingMode::Auto) {
-        let at = inputs
-            .mapping
-            .as_ref()
-            .map(|m| m.1.clone())
-            .unwrap_or(Loc::option("--mapping"));
-        diags.push(at.error(
-            "`mapping.*` axes vary a given mapping; `auto` already tries every mapping",
-            Some("drop the `mapping.*` axes, or name a mapping (or `published`)".into()),
-        ));
-    }
-    let derivation = if derive {
-        paths::derivation(sys, device_energy, machine_energy)
-    } else {
-        super::space::Derive::default()
-    };
-    let space = match Space::new(axes, inputs.sampling, derivation) {
-        Ok(s) => Some(s),
-        Err(m) => {
-            diags.push(inputs.sampling_at.error(
-                m,
-                Some("give every axis a `step` or a point count, or use `Random(points: N, seed: S)` / `LatinHypercube(points: N, seed: S)`".into()),
-            ));
-            None
-        }
-    };
+) -> (Option<Metric>, Option<(Metric, Metric)>) {
     let metric = |s: &str, at: &Loc, diags: &mut Vec<Diagnostic>| match Metric::parse(s) {
         Ok(m) => Some(m),
         Err(e) => {
@@ -447,6 +309,11 @@ fn resolve(
             }
         }
     };
+    (objective, pareto)
+}
+
+/// The sweep's constraints (power budget, power cap, memory floor), each a non-negative quantity.
+fn read_constraints(inputs: &Inputs, diags: &mut Vec<Diagnostic>) -> Constraints {
     let quantity =
         |q: &Option<(Q, Loc)>, dim: Dimension, what: &str, diags: &mut Vec<Diagnostic>| {
             q.as_ref()
@@ -462,7 +329,7 @@ fn resolve(
                     }
                 })
         };
-    let constraints = Constraints {
+    Constraints {
         power_budget: quantity(
             &inputs.power_budget,
             Dimension::Power,
@@ -476,17 +343,19 @@ fn resolve(
             "memory floor",
             diags,
         ),
-    };
-    let now_errors = diags
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .count();
-    if now_errors > start_errors {
-        return None;
     }
-    let (space, objective, pareto) = (space?, objective?, pareto?);
+}
 
-    // Programs: device counts × mapping axes (or every candidate under auto).
+/// The programs a sweep evaluates: device counts × mapping axes (or every candidate under
+/// auto), each lowered once; the infeasible ones as skipped, with their reasons.
+fn programs(
+    sys: &System,
+    w: &Workload,
+    mode: &MappingMode,
+    devices: Option<Vec<u64>>,
+    map_axes: &[(String, Vec<MapVal>)],
+    constraints: &Constraints,
+) -> (Vec<ProgramEntry>, Vec<Skipped>) {
     let counts = devices.unwrap_or_else(|| vec![sys.devices]);
     let mut programs = Vec::new();
     let mut skipped = Vec::new();
@@ -526,14 +395,14 @@ fn resolve(
                 }),
             }
         };
-        match &mode {
+        match mode {
             MappingMode::Auto => {
                 for m in search::candidates(sys, w, n) {
                     add(m, &mut programs, &mut skipped);
                 }
             }
             MappingMode::Published | MappingMode::Given(_) => {
-                let spec = match &mode {
+                let spec = match mode {
                     MappingMode::Given(s) => s.clone(),
                     _ => match &w.mapping {
                         Some(s) => s.clone(),
@@ -549,7 +418,7 @@ fn resolve(
                         }
                     },
                 };
-                for combo in combinations(&map_axes) {
+                for combo in combinations(map_axes) {
                     let mut s = spec.clone();
                     let mut desc = Vec::new();
                     for (field, v) in map_axes.iter().map(|a| a.0.as_str()).zip(&combo) {
@@ -571,6 +440,66 @@ fn resolve(
             }
         }
     }
+    (programs, skipped)
+}
+
+/// Resolve inputs against a loaded system and workload.
+fn resolve(
+    inputs: &Inputs,
+    sys: &System,
+    w: &Workload,
+    mode: MappingMode,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Plan> {
+    let start_errors = diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let Axes {
+        axes,
+        devices,
+        map_axes,
+        derive,
+        device_energy,
+        machine_energy,
+    } = read_axes(inputs, sys, diags);
+    if !map_axes.is_empty() && matches!(mode, MappingMode::Auto) {
+        let at = inputs
+            .mapping
+            .as_ref()
+            .map(|m| m.1.clone())
+            .unwrap_or(Loc::option("--mapping"));
+        diags.push(at.error(
+            "`mapping.*` axes vary a given mapping; `auto` already tries every mapping",
+            Some("drop the `mapping.*` axes, or name a mapping (or `published`)".into()),
+        ));
+    }
+    let derivation = if derive {
+        paths::derivation(sys, device_energy, machine_energy)
+    } else {
+        super::space::Derive::default()
+    };
+    let space = match Space::new(axes, inputs.sampling, derivation) {
+        Ok(s) => Some(s),
+        Err(m) => {
+            diags.push(inputs.sampling_at.error(
+                m,
+                Some("give every axis a `step` or a point count, or use `Random(points: N, seed: S)` / `LatinHypercube(points: N, seed: S)`".into()),
+            ));
+            None
+        }
+    };
+    let (objective, pareto) = goals(inputs, diags);
+    let constraints = read_constraints(inputs, diags);
+    let now_errors = diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    if now_errors > start_errors {
+        return None;
+    }
+    let (space, objective, pareto) = (space?, objective?, pareto?);
+    let (programs, skipped) = programs(sys, w, &mode, devices, &map_axes, &constraints);
     if programs.is_empty() {
         let why = skipped
             .first()
