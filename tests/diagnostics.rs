@@ -708,3 +708,29 @@ proptest! {
         check_in_memory(f, mem);
     }
 }
+
+/// Issue 41: a device with no idle figure is not silently given a quarter of its TDP: `check`
+/// warns at the device, with the hint to state `idle_power` with its source or `@assumed`, and
+/// `--deny-warnings` (as CI runs it over the shipped files) fails on it. Files under
+/// `tests/bad/warnings/` are sound apart from the warning they show.
+#[test]
+fn a_device_without_an_idle_figure_warns() {
+    let file = "tests/bad/warnings/device-without-idle-power.ron";
+    let out = tessera(&["check", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let first = stderr.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with(&format!("{file}:4:1: warning: "))
+            && first.contains("gives no `idle_power`")
+            && first.contains("a quarter of its TDP (125 W)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: add `idle_power` with its source"),
+        "{stderr}"
+    );
+    insta::assert_snapshot!("device-without-idle-power", stable(&stderr));
+    let denied = tessera(&["check", "--deny-warnings", file]);
+    assert_eq!(denied.status.code(), Some(1), "{}", text(&denied.stderr));
+}

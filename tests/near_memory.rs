@@ -210,3 +210,102 @@ fn the_va_kernel_is_bound_by_the_mram_bandwidth() {
     let got = e.step_time_s.unwrap();
     assert!((got / want - 1.0).abs() < 1e-9, "{got} s against {want} s");
 }
+
+/// A NorthPole case with its devices' figures replaced: no static power, `e4` J per int4
+/// operation (twice that per int8), SRAM traffic at its file's energy times `sram`, no TDP cap;
+/// returns the energy its devices spend per unit of work (J per frame or token) at the model's
+/// rate (the energy per unit does not depend on the rate while nothing throttles).
+fn northpole_energy_per_unit(case: &tessera::validate::Case, e4: f64, sram: f64) -> f64 {
+    use tessera::model::precision::Precision;
+    use tessera::validate::{predict, Metric};
+    let mut c = case.clone();
+    let d = &mut c.system.device;
+    d.idle_power = 0.0;
+    d.tdp = 1e6;
+    d.energy_per_flop = [0.0; tessera::model::precision::NPREC];
+    d.energy_per_flop[Precision::Int4.index()] = e4;
+    d.energy_per_flop[Precision::Int8.index()] = 2.0 * e4;
+    for l in &mut d.memory {
+        l.energy_per_byte *= sram;
+    }
+    c.metric = Metric::AveragePower;
+    let power = predict(&c).expect("power").0;
+    c.metric = Metric::Throughput;
+    let rate = predict(&c).expect("rate").0;
+    power / rate
+}
+
+/// Issue 41: the NorthPole card's static power and energy per operation from two published
+/// points, by hand. At its published rate each point is N x P_s + rate x (ops x e4 + traffic),
+/// with an int8 operation counted as two int4 ones:
+///   ResNet-50, one card (Science 2023): 74 W at 42,460 frames/s; 8.178 GOP a frame, of which
+///     the 7x7 stem and the classifier (240.1 MOP) at int8: 8.418 G int4-equivalent operations;
+///   3B LLM, 16 cards (HPEC 2024): 672 W at 28,356 tokens/s; per output token, the 14 layers'
+///     products (2 x 218.1 M, q/k/v/o and the SwiGLU FFN at hidden 4096, GQA 32/8, FFN 14336)
+///     for it and, amortised, for its prompt token (prompt = output = 512), the classifier
+///     (2 x 4096 x 49152) and attention over 768 keys on average in decode, 256 in the prompt:
+///     12.85 G int8 operations;
+///   the SRAM and PCIe traffic per frame and per token as the cost program charges it.
+/// Two equations, two unknowns: P_s = 34.84 W and e4 = 0.1049 pJ, as the part file writes them,
+/// and at the published rates the two cases give their published powers.
+#[test]
+fn northpole_power_figures_come_from_the_two_published_points() {
+    use tessera::model::precision::Precision;
+    let load = |p: &str| {
+        tessera::validate::load_case(p, &CrateFs)
+            .value
+            .unwrap_or_else(|| panic!("{p}"))
+    };
+    let resnet = load("validation/known-gaps/northpole-resnet50-power.ron");
+    let llm = load("validation/known-gaps/northpole-granite-3b-power.ron");
+    // operations per unit, by hand
+    let stem: f64 = 2.0 * 3.0 * 64.0 * 49.0 * 112.0 * 112.0;
+    let fc = 2.0 * 2048.0 * 1000.0;
+    let frame = 8_178_368_512.0;
+    let frame_int4_equivalent = frame + stem + fc;
+    let layer: f64 = 4096.0 * (4096.0 + 2.0 * 1024.0) + 4096.0 * 4096.0 + 3.0 * 4096.0 * 14336.0;
+    assert!((layer / 218.1e6 - 1.0).abs() < 1e-3, "{layer}");
+    let attention = 14.0 * 4.0 * 4096.0 * (768.0 + 256.0);
+    let token: f64 = 2.0 * 14.0 * 2.0 * layer + 2.0 * 4096.0 * 49152.0 + attention;
+    assert!((token / 12.85e9 - 1.0).abs() < 1e-3, "{token}");
+    let token_int4_equivalent = 2.0 * token;
+
+    // the cost program's operations agree (energy per unit at 1 J per int4 operation and no
+    // traffic energy, less what the links still charge)
+    let pj = 1e-12;
+    let ops = |c: &tessera::validate::Case| {
+        (northpole_energy_per_unit(c, pj, 0.0) - northpole_energy_per_unit(c, 0.5 * pj, 0.0))
+            / (0.5 * pj)
+    };
+    let (o_r, o_l) = (ops(&resnet), ops(&llm));
+    assert!((o_r / frame_int4_equivalent - 1.0).abs() < 1e-9, "{o_r}");
+    assert!((o_l / token_int4_equivalent - 1.0).abs() < 0.01, "{o_l}");
+    // traffic energy per unit (SRAM at 0.2 pJ/bit, PCIe at 1.3 pJ/bit)
+    let traffic = |c: &tessera::validate::Case| northpole_energy_per_unit(c, 1e-30, 1.0);
+    let (t_r, t_l) = (traffic(&resnet), traffic(&llm));
+
+    // 74 W = P_s + 42,460 (o_r e4 + t_r); 672 W = 16 P_s + 28,356 (o_l e4 + t_l)
+    let (r1, r2) = (42_460.0, 28_356.0);
+    let a1 = 74.0 - r1 * t_r;
+    let a2 = (672.0 - r2 * t_l) / 16.0;
+    let (b1, b2) = (r1 * o_r, r2 * o_l / 16.0);
+    let e4 = (a1 - a2) / (b1 - b2);
+    let ps = a1 - b1 * e4;
+    assert!((ps - 34.84).abs() < 0.01, "static {ps} W");
+    assert!((e4 / 0.1049e-12 - 1.0).abs() < 1e-3, "{e4} J per int4 op");
+
+    // as the part file writes them, to its digits
+    let d = &resnet.system.device;
+    assert!((d.idle_power / ps - 1.0).abs() < 5e-4, "{} W", d.idle_power);
+    let f4 = d.energy_per_flop[Precision::Int4.index()];
+    let f8 = d.energy_per_flop[Precision::Int8.index()];
+    assert!((f4 / e4 - 1.0).abs() < 5e-4, "{f4}");
+    assert!((f8 / (2.0 * e4) - 1.0).abs() < 5e-4, "{f8}");
+    // and at the published rates the file's figures give the published powers
+    let p1 = d.idle_power + r1 * (o_r * f4 + t_r);
+    let p2 = 16.0 * d.idle_power + r2 * (o_l * f4 + t_l);
+    assert!((p1 / 74.0 - 1.0).abs() < 1e-3, "{p1} W");
+    assert!((p2 / 672.0 - 1.0).abs() < 1e-3, "{p2} W");
+    // the card's TDP is no longer the appliance's 672 W / 16: at least the 74 W one card drew
+    assert!(d.tdp >= 74.0, "{} W", d.tdp);
+}

@@ -219,9 +219,14 @@ fn northpole_288_matches_published_rack_totals() {
 #[test]
 fn northpole_16_card_appliance_draws_672_w_in_cards() {
     let (s, sum) = shipped("architectures/northpole-16.ron");
-    // 16 cards draw 672 W (Appuswamy et al., IEEE HPEC 2024).
+    // 16 cards draw 672 W (Appuswamy et al., IEEE HPEC 2024): their static power alone stays
+    // below it, and their limit is no longer that figure over 16 but at least the 74 W one card
+    // drew on ResNet-50 (Science 2023; the two points fix the card's power figures, issue 41,
+    // tests/near_memory.rs).
     assert_eq!(sum.accelerators, 16);
-    assert_relative_eq!(s.device.tdp * 16.0, 672.0, max_relative = 0.02);
+    assert!(s.device.idle_power * 16.0 < 672.0);
+    assert!(s.device.tdp >= 74.0);
+    assert!((s.device.tdp * 16.0 - 672.0).abs() > 0.02 * 672.0);
 }
 
 #[test]
