@@ -12,6 +12,7 @@ use crate::model::system::{Software, System};
 use crate::model::workload::Workload;
 use crate::report::compare::Comparison;
 use crate::sweep::set::Overrides;
+use crate::validate::bands::Bands;
 use crate::vocab::PowerBoundary;
 
 /// Which mapping is asked for.
@@ -57,6 +58,9 @@ pub struct Request {
     /// A comparison's power budget (W, at the boundary): each system as many whole nodes as fit.
     /// A single estimate does not read it.
     pub power_budget: Option<f64>,
+    /// What the budget is held against: the rated power of what is deployed (default) or the
+    /// run's modelled average power.
+    pub budget_basis: budget::Basis,
     /// The software stack every run executes on.
     pub software: Option<Software>,
     /// Serving: the latency target.
@@ -78,6 +82,7 @@ impl Default for Request {
             devices: None,
             power_boundary: PowerBoundary::Facility,
             power_budget: None,
+            budget_basis: budget::Basis::Rated,
             software: None,
             slo: None,
             min_user_rate: None,
@@ -107,9 +112,12 @@ pub struct Run {
 }
 
 impl Run {
-    /// The run's estimate.
+    /// The run's estimate, with the validation evidence behind it (the shipped error band).
     pub fn estimate(&self) -> Estimate {
-        crate::engine::estimate(&self.system, &self.workload, &self.choice, self.devices)
+        let mut e =
+            crate::engine::estimate(&self.system, &self.workload, &self.choice, self.devices);
+        Bands::shipped().attach(&self.system, &self.workload, &mut e);
+        e
     }
 }
 
@@ -199,8 +207,14 @@ impl Request {
         choice: &MappingChoice,
     ) -> Result<Estimate, Vec<Diagnostic>> {
         let run = self.run(sys, w, choice)?;
-        Ok(match self.power_budget {
-            Some(b) => match budget::fit(&run.system, &run.workload, &run.choice, b) {
+        let mut e = match self.power_budget {
+            Some(b) => match budget::fit(
+                &run.system,
+                &run.workload,
+                &run.choice,
+                b,
+                self.budget_basis,
+            ) {
                 Ok(f) => f.estimate,
                 Err(why) => *why,
             },
@@ -210,7 +224,9 @@ impl Request {
                 &run.choice,
                 run.devices.map(|d| d.min(run.system.devices)),
             ),
-        })
+        };
+        Bands::shipped().attach(&run.system, &run.workload, &mut e);
+        Ok(e)
     }
 
     /// The comparison of `rows` (the first the baseline), stating the budget, the stack and the
@@ -218,6 +234,9 @@ impl Request {
     pub fn comparison(&self, w: &Workload, rows: Vec<Estimate>) -> Comparison {
         let mut c = crate::report::compare::compare(rows);
         c.power_budget_w = self.power_budget;
+        c.power_budget_basis = self
+            .power_budget
+            .map(|_| crate::choice::Choice::name(self.budget_basis));
         c.software = self.software.as_ref().map(|sw| sw.name.clone());
         (c.concurrency, c.slo) = crate::engine::serve::stated_load(w);
         c

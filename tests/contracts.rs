@@ -321,6 +321,9 @@ fn compare_power_budget_keeps_the_workloads_own_reason() {
     ]);
     let rows = v["systems"].as_array().expect("systems");
     assert!(flag(&rows[0], "feasible"), "{v}");
+    // Issue 42: held against the rated power of what is deployed, average power beside it
+    assert_eq!(v["power_budget_basis"], "rated", "{v}");
+    assert!(rows[0]["rated_power_w"].as_f64().expect("rated") <= 1e6 * (1.0 + 1e-9));
     assert!(rows[0]["average_power_w"].as_f64().expect("power") <= 1e6 * (1.0 + 1e-9));
     assert!(!flag(&rows[1], "feasible"), "{v}");
     assert_ne!(rows[1]["reason_code"], "power_budget", "{v}");
@@ -447,6 +450,34 @@ fn validate() {
         assert_eq!(v[key].as_array().map(Vec::len), Some(1), "{key}: {v}");
     }
     insta::assert_snapshot!("validate", Shape::new(&[]).add(&v).render());
+}
+
+#[test]
+fn validate_cross_validate() {
+    // A family whose fitted figure falls back when it is held out, and a family that informs no
+    // figure, so `refitted[]` has an element and may be empty.
+    let v = tessera(&[
+        "validate",
+        "validation/ibm/ibm-ddl-resnet50-256.ron",
+        "validation/near-memory/groq-llama2-70b-576.ron",
+        "--cross-validate",
+        "family",
+        "--format",
+        "json",
+    ]);
+    let fams = v["cross_validation"]["by_family"]
+        .as_array()
+        .expect("by_family");
+    assert_eq!(fams.len(), 2, "{v}");
+    assert!(
+        fams.iter()
+            .any(|f| f["refitted"].as_array().is_some_and(|r| !r.is_empty())),
+        "{v}"
+    );
+    insta::assert_snapshot!(
+        "validate_cross_validate",
+        Shape::new(&[]).add(&v["cross_validation"]).render()
+    );
 }
 
 #[test]

@@ -921,7 +921,16 @@ fn scale_against_power_has_a_line_per_system_and_the_budget() {
         let sys = system(p);
         let ests: Vec<Estimate> = [0.25, 0.5, 1.0]
             .iter()
-            .filter_map(|f| tessera::engine::budget::fit(&sys, &w, &choice, budget * f).ok())
+            .filter_map(|f| {
+                tessera::engine::budget::fit(
+                    &sys,
+                    &w,
+                    &choice,
+                    budget * f,
+                    tessera::engine::budget::Basis::Average,
+                )
+                .ok()
+            })
             .map(|f| {
                 assert!(f.estimate.average_power_w.unwrap() <= budget * 1.0000001);
                 f.estimate

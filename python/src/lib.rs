@@ -162,6 +162,7 @@ fn request(
     set: &[(String, String)],
     power_boundary: &str,
     power_budget: Option<&str>,
+    budget_basis: &str,
     slo: Option<&str>,
     min_user_rate: Option<&str>,
     concurrency: Option<&str>,
@@ -178,6 +179,7 @@ fn request(
                     .map_err(|m| usage(format!("power_budget `{b}`: {m}")))
             })
             .transpose()?,
+        budget_basis: choice("budget_basis", budget_basis)?,
         software: software
             .map(|p| loaded(tessera::model::system::load_software(p, &DiskFs)))
             .transpose()?,
@@ -231,6 +233,7 @@ fn estimate_json(
         &set,
         power_boundary,
         None,
+        "rated",
         slo.as_deref(),
         min_user_rate.as_deref(),
         concurrency.as_deref(),
@@ -245,7 +248,7 @@ fn estimate_json(
 /// baseline): the keywords make the library's `Request` the CLI's flags make, and the library
 /// runs it.
 #[pyfunction]
-#[pyo3(signature = (systems, workload, mapping = None, objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None, software = None, set = Vec::new(), power_budget = None, power_boundary = "facility"))]
+#[pyo3(signature = (systems, workload, mapping = None, objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None, software = None, set = Vec::new(), power_budget = None, power_boundary = "facility", budget_basis = "rated"))]
 #[allow(clippy::too_many_arguments)]
 fn compare_json(
     py: Python<'_>,
@@ -261,6 +264,7 @@ fn compare_json(
     set: Vec<(String, String)>,
     power_budget: Option<String>,
     power_boundary: &str,
+    budget_basis: &str,
 ) -> PyResult<String> {
     if systems.is_empty() {
         return Err(usage("compare needs at least one system"));
@@ -272,6 +276,7 @@ fn compare_json(
         &set,
         power_boundary,
         power_budget.as_deref(),
+        budget_basis,
         slo.as_deref(),
         min_user_rate.as_deref(),
         concurrency.as_deref(),

@@ -195,6 +195,7 @@ _COMPARE_OPTIONS = (
     "set",
     "power_budget",
     "power_boundary",
+    "budget_basis",
 )
 
 
@@ -211,6 +212,7 @@ def compare(
     set: Optional[Mapping[str, Any]] = None,
     power_budget: Union[str, float, None] = None,
     power_boundary: str = "facility",
+    budget_basis: str = "rated",
     **path_overrides: Any,
 ):
     """Compare systems on one workload, as ``tessera compare --format json``; a pandas DataFrame
@@ -223,10 +225,12 @@ def compare(
     and ``software`` (every system on that stack) as :func:`estimate`'s; ``power_budget="1 MW"``
     (or watts as a number; each system as many whole nodes as the budget holds, as
     ``--power-budget``) at ``power_boundary`` (as ``--power-boundary``, default
-    ``"facility"``); ``set={path: value}`` or path keywords with ``__`` for the dots, as
+    ``"facility"``), held against ``budget_basis`` (as ``--budget-basis``: ``"rated"``, the
+    rated power of what each system deploys, the default, or ``"average"``, the run's modelled
+    average power); ``set={path: value}`` or path keywords with ``__`` for the dots, as
     ``--set`` (applied to every system, each resolving its own paths). The load, target, stack,
     budget and boundary every system is put at are in ``df.attrs`` (``concurrency``, ``slo``,
-    ``software``, ``power_budget_w``, ``power_boundary``)."""
+    ``software``, ``power_budget_w``, ``power_budget_basis``, ``power_boundary``)."""
     import pandas as pd
 
     pairs = _pairs("compare", set, path_overrides, _COMPARE_OPTIONS)
@@ -243,6 +247,7 @@ def compare(
         set=pairs,
         power_budget=_power(power_budget),
         power_boundary=power_boundary,
+        budget_basis=budget_basis,
     )
     c = json.loads(text)
     df = pd.json_normalize(c["systems"])
@@ -251,6 +256,7 @@ def compare(
         "baseline",
         "power_boundary",
         "power_budget_w",
+        "power_budget_basis",
         "concurrency",
         "slo",
         "software",

@@ -28,6 +28,8 @@ class Estimate:
     time_to_train_s: Optional[float]
     mfu: Optional[float]
     average_power_w: Optional[float]
+    rated_power_w: Optional[float]
+    error_band: Optional[Dict[str, Any]]
     energy_j: Optional[float]
     energy_per_step_j: Optional[float]
     breakdown_s: Optional[Dict[str, float]]
@@ -110,6 +112,7 @@ def compare(
     set: Optional[Mapping[str, Any]] = None,
     power_budget: Union[str, float, None] = None,
     power_boundary: str = "facility",
+    budget_basis: str = "rated",
     **path_overrides: Any,
 ) -> pandas.DataFrame:
     """Compare systems on one workload, as `tessera compare --format json`: one row per system.
@@ -117,10 +120,12 @@ def compare(
     Every option of the CLI's `compare`, with its default. `mapping`: None (each system's best,
     as without `--mapping`), "auto", "published" or a mapping file. `power_budget`: a power
     ("1 MW") or watts, each system as many whole nodes as it holds (`--power-budget`), at
-    `power_boundary` ("device" | "node" | "rack" | "it" | "facility", `--power-boundary`).
+    `power_boundary` ("device" | "node" | "rack" | "it" | "facility", `--power-boundary`),
+    held against `budget_basis` ("rated": what each system deploys at its rated power, the
+    default; "average": the run's modelled average power; `--budget-basis`).
     `set`: `--set PATH=VALUE` overrides as {path: value}, or path keywords with `__` for the
     dots (`device__tdp="400 W"`), applied to every system. `df.attrs` holds `workload`,
-    `baseline`, `power_boundary`, `power_budget_w`, `concurrency`, `slo` and `software`.
+    `baseline`, `power_boundary`, `power_budget_w`, `power_budget_basis`, `concurrency`, `slo` and `software`.
     """
     ...
 

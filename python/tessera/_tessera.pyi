@@ -53,6 +53,7 @@ def compare_json(
     set: Sequence[Tuple[str, str]] = ...,
     power_budget: Optional[str] = None,
     power_boundary: str = "facility",
+    budget_basis: str = "rated",
 ) -> str: ...
 def run_sweep(
     file: Optional[str] = None,

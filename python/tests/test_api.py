@@ -153,6 +153,21 @@ def test_compare_power_budget_is_the_cli(cli):
         tessera.compare(BUDGET, BUDGET_WORKLOAD, power_budget="lots")
 
 
+def test_compare_budget_basis_is_the_cli(cli):
+    # issue 42: the budget against rated power (default) or modelled average power, as the CLI
+    for basis in ("rated", "average"):
+        want = json.loads(
+            cli("compare", *BUDGET, "--workload", BUDGET_WORKLOAD, "--power-budget", "1 MW",
+                "--budget-basis", basis, "--format", "json").stdout
+        )
+        df = tessera.compare(BUDGET, BUDGET_WORKLOAD, power_budget="1 MW", budget_basis=basis)
+        pd.testing.assert_frame_equal(df, _rows(want))
+        assert df.attrs["power_budget_basis"] == want["power_budget_basis"] == basis
+    assert (df["rated_power_w"][:2] >= df["average_power_w"][:2]).all()
+    with pytest.raises(tessera.TesseraError, match="budget_basis `peak`"):
+        tessera.compare(BUDGET, BUDGET_WORKLOAD, power_budget="1 MW", budget_basis="peak")
+
+
 def test_set_reaches_compare(cli):
     # --set on every system (each resolving its own paths), at a device power boundary
     two = ["architectures/dgx-h100.ron", "architectures/dgx-b200.ron"]

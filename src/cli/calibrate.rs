@@ -7,7 +7,7 @@ use super::{report, DiskFs, Exit, Format};
 use std::io::Write;
 use tessera::diag::{Diagnostic, Path};
 use tessera::units::fmt_si;
-use tessera::validate::calibrate::{calibrate, default_bounds, write_part, Fit, Param};
+use tessera::validate::calibrate::{calibrate, write_part, Fit, Param};
 use tessera::validate::{load_case, Case, Role};
 
 #[derive(clap::Args, Debug)]
@@ -46,39 +46,7 @@ fn error(msg: &str, hint: Option<&str>) -> std::io::Result<Exit> {
 
 /// `PATH` or `PATH=LO..HI` against the first case's system.
 fn param(text: &str, c: &Case) -> Result<Param, (String, Option<String>)> {
-    let (path, bounds) = match text.split_once('=') {
-        Some((p, b)) => (p.trim(), Some(b.trim())),
-        None => (text.trim(), None),
-    };
-    let knob =
-        tessera::validate::calibrate::resolve(path, &c.system).map_err(|e| (e.message, e.hint))?;
-    let (mut lo, mut hi) = default_bounds(path, knob.dimension);
-    if let Some(b) = bounds {
-        let (l, h) = b.split_once("..").ok_or_else(|| {
-            (
-                format!("bounds `{b}` of `{path}` are not `LO..HI`"),
-                Some("write e.g. `device.efficiency.network=0.5..0.9`".to_string()),
-            )
-        })?;
-        let parse = |s: &str| {
-            tessera::units::parse(s.trim(), knob.dimension)
-                .map(|p| p.value)
-                .map_err(|e| (format!("bound `{s}` of `{path}`: {}", e.message), e.hint))
-        };
-        lo = parse(l)?;
-        hi = parse(h)?;
-        if lo >= hi {
-            return Err((
-                format!("the bounds of `{path}` are empty ({l} ≥ {h})"),
-                None,
-            ));
-        }
-    }
-    Ok(Param {
-        path: path.to_string(),
-        lo,
-        hi,
-    })
+    tessera::validate::calibrate::param(text, &c.system).map_err(|e| (e.message, e.hint))
 }
 
 fn show(v: f64, unit: &str) -> String {

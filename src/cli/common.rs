@@ -202,6 +202,10 @@ pub struct PowerArgs {
     /// (growing past its file by whole nodes where needed).
     #[arg(long, value_parser = power_quantity)]
     pub power_budget: Option<f64>,
+    /// What the power budget is held against: the rated power of what is deployed at the
+    /// boundary (what a facility provisions), or the run's modelled average power.
+    #[arg(long, value_parser = choice::<tessera::engine::budget::Basis>(), default_value = "rated")]
+    pub budget_basis: tessera::engine::budget::Basis,
 }
 
 fn power_quantity(s: &str) -> Result<f64, String> {
@@ -242,6 +246,7 @@ pub fn request(
         devices,
         power_boundary: power.power_boundary,
         power_budget: power.power_budget,
+        budget_basis: power.budget_basis,
         software: None,
         slo: serve.slo,
         min_user_rate: serve.min_user_rate,

@@ -1,6 +1,7 @@
 //! `tessera compare A.ron B.ron ... --workload W`: systems side by side, with ratios to the first.
 
 use super::common::{self, duration, si};
+use super::compare_table::{self, Defaults};
 use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
@@ -116,6 +117,21 @@ pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// The line stating the budget and what it is held against.
+fn budget_line(b: f64, basis: Option<&str>) -> String {
+    let against = match basis {
+        Some("average") => "each system's modelled average power (rated power beside it)",
+        _ => {
+            "the rated power of what each system deploys, as a facility provisions it \
+             (average power beside it)"
+        }
+    };
+    format!(
+        "power budget: {} per system, as many whole nodes as fit, held against {against}",
+        si(Some(b), "W")
+    )
+}
+
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut w = match common::workload(&a.workload) {
         Ok(w) => w,
@@ -136,10 +152,17 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         Err(e) => return Ok(e),
     };
     let mut ests = Vec::new();
+    let mut defaults = Vec::new();
     let mut failed = false;
     for s in &a.systems {
         // each system with the same overrides (its own paths resolved against it)
-        match common::system(s).map(|sys| req.compare_row(sys, &w, &choice)) {
+        let sys = common::system(s);
+        if let Ok(sys) = &sys {
+            defaults.push(Defaults {
+                no_pue: sys.pue == 1.0,
+            });
+        }
+        match sys.map(|sys| req.compare_row(sys, &w, &choice)) {
             Ok(Ok(e)) => ests.push(e),
             Ok(Err(diags)) => {
                 common::set_failed(&diags);
@@ -157,52 +180,49 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     a.plot.output(out, |out| {
         match a.format {
             Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&c).expect("json"))?,
-            Format::Table | Format::Markdown | Format::Csv => {
-                let (h, r) = table(&c);
-                match a.format {
-                    Format::Table => {
-                        writeln!(out, "{} — baseline: {}", c.workload, c.baseline)?;
-                        writeln!(out, "{}", common::boundary_line(c.power_boundary))?;
-                        if let Some(sw) = &c.software {
-                            writeln!(out, "software: {sw} (every system)")?;
-                        }
-                        if let Some(l) = &c.concurrency {
-                            writeln!(
-                                out,
-                                "load: {} requests in flight on every system; latency target: {}",
-                                if l == "max" { "as many" } else { l },
-                                c.slo.as_deref().unwrap_or("none")
-                            )?;
-                        }
-                        if let Some(b) = c.power_budget_w {
-                            writeln!(
-                                out,
-                                "power budget: {} per system (as many whole nodes as fit)",
-                                si(Some(b), "W")
-                            )?;
-                        }
-                        writeln!(out, "{}", tessera::report::table(&h, &r))?;
-                        if matches!(choice, MappingChoice::Auto(_)) {
-                            writeln!(
-                                out,
-                                "each system with its best mapping (--mapping auto, objective: {:?})",
-                                a.objective
-                            )?;
-                        }
-                    }
-                    Format::Markdown => {
-                        writeln!(out, "# {}\n", c.workload)?;
-                        writeln!(out, "Baseline: {}.\n", c.baseline)?;
-                        writeln!(out, "{}", tessera::report::markdown_table(&h, &r))?;
-                        if let Some(img) = a
-                            .plot
-                            .markdown_image(&format!("Comparison on {}", c.workload))
-                        {
-                            writeln!(out, "\n{img}")?;
-                        }
-                    }
-                    _ => write!(out, "{}", tessera::report::csv(&h, &r))?,
+            Format::Table => {
+                let width = compare_table::width();
+                let mut head = vec![format!("{} — baseline: {}", c.workload, c.baseline)];
+                head.push(common::boundary_line(c.power_boundary));
+                if let Some(sw) = &c.software {
+                    head.push(format!("software: {sw} (every system)"));
                 }
+                if let Some(l) = &c.concurrency {
+                    head.push(format!(
+                        "load: {} requests in flight on every system; latency target: {}",
+                        if l == "max" { "as many" } else { l },
+                        c.slo.as_deref().unwrap_or("none")
+                    ));
+                }
+                if let Some(b) = c.power_budget_w {
+                    head.push(budget_line(b, c.power_budget_basis));
+                }
+                for l in head {
+                    writeln!(out, "{}", tessera::report::wrap_text(&l, width, 2))?;
+                }
+                writeln!(out, "{}", compare_table::render(&c, &defaults).text(width))?;
+                if matches!(choice, MappingChoice::Auto(_)) {
+                    let l = format!(
+                        "each system with its best mapping (--mapping auto, objective: {:?})",
+                        a.objective
+                    );
+                    writeln!(out, "{}", tessera::report::wrap_text(&l, width, 2))?;
+                }
+            }
+            Format::Markdown => {
+                writeln!(out, "# {}\n", c.workload)?;
+                writeln!(out, "Baseline: {}.\n", c.baseline)?;
+                writeln!(out, "{}", compare_table::render(&c, &defaults).markdown())?;
+                if let Some(img) = a
+                    .plot
+                    .markdown_image(&format!("Comparison on {}", c.workload))
+                {
+                    writeln!(out, "\n{img}")?;
+                }
+            }
+            Format::Csv => {
+                let (h, r) = table(&c);
+                write!(out, "{}", tessera::report::csv(&h, &r))?
             }
         }
         Ok(())

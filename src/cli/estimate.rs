@@ -96,6 +96,7 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
             ),
         ));
         r.push(("time to train".into(), duration(e.time_to_train_s)));
+        r.push(("error band (validated)".into(), band_words(e)));
         if let Some(l) = e.latency_per_token_s {
             r.push((
                 "time per output token (per user)".into(),
@@ -138,6 +139,10 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         r.push((
             format!("average power ({})", e.power_boundary),
             si(e.average_power_w, "W"),
+        ));
+        r.push((
+            format!("rated power ({})", e.power_boundary),
+            si(e.rated_power_w, "W"),
         ));
         if let (Some(dev), Some(lim), Some(s)) =
             (e.device_power_w, e.device_power_limit_w, e.throttle)
@@ -259,13 +264,33 @@ fn offloaded(m: &tessera::engine::MappingReport, how_much: bool) -> Option<Strin
     (!parts.is_empty()).then(|| parts.join(if how_much { "; " } else { ", " }))
 }
 
+/// The error band of the throughput and times, in words.
+pub fn band_words(e: &tessera::engine::Estimate) -> String {
+    match &e.error_band {
+        Some(b) => format!(
+            "±{:.1}% (throughput and times; {} {} check case{} of {})",
+            b.relative * 100.0,
+            b.cases,
+            match b.task {
+                tessera::validate::bands::TaskKind::Training => "training",
+                tessera::validate::bands::TaskKind::Serving => "serving",
+                tessera::validate::bands::TaskKind::Kernel => "kernel",
+            },
+            if b.cases == 1 { "" } else { "s" },
+            b.family
+        ),
+        None => "unvalidated (no check case covers this system's family for this task)".into(),
+    }
+}
+
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let (sys, w, choice, devices) = match a.run.load() {
         Ok(x) => x,
         Err(e) => return Ok(e),
     };
     let prep = prepare(&sys, &w, &choice, devices);
-    let e = outcome(&sys, &w, &prep);
+    let mut e = outcome(&sys, &w, &prep);
+    tessera::validate::bands::Bands::shipped().attach(&sys, &w, &mut e);
     if let Some(path) = &a.placement_svg {
         let picture = match &prep {
             Ok(p) => tessera::report::placement::placement(

@@ -11,6 +11,7 @@ mod check;
 pub mod command;
 mod common;
 mod compare;
+mod compare_table;
 mod estimate;
 mod new;
 mod plot;

@@ -154,7 +154,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 // iso-power: what fractions of the budget hold, and what they deliver
                 Some(b) => [0.125, 0.25, 0.5, 1.0]
                     .iter()
-                    .filter_map(|f| budget::fit(sys, w, choice, b * f).ok())
+                    .filter_map(|f| budget::fit(sys, w, choice, b * f, a.power.budget_basis).ok())
                     .map(|f| (Some(f.power_budget_w), f.estimate))
                     .unzip(),
                 None => a
@@ -165,6 +165,10 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             };
             let mut s = scaling(&sys.name, &w.name, ests);
             s.power_budget_w = a.power.power_budget;
+            s.power_budget_basis = a
+                .power
+                .power_budget
+                .map(|_| tessera::choice::Choice::name(a.power.budget_basis));
             for (p, b) in s.points.iter_mut().zip(within) {
                 p.within_power_w = b;
             }
@@ -221,8 +225,9 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                     if let Some(b) = s.power_budget_w {
                         writeln!(
                             out,
-                            "power budget: {} (rows: the fastest whole-node deployment within 1/8, 1/4, 1/2 and all of it; a row repeated: more power would not run it faster)",
-                            si(Some(b), "W")
+                            "power budget: {} of {} power (rows: the fastest whole-node deployment within 1/8, 1/4, 1/2 and all of it; a row repeated: more power would not run it faster)",
+                            si(Some(b), "W"),
+                            s.power_budget_basis.unwrap_or("rated")
                         )?;
                     }
                     writeln!(out, "{}", tessera::report::table(&h, &r))?

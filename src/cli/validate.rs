@@ -1,12 +1,22 @@
 //! `tessera validate [PATH...]`: run every validation case (default `validation/`) against its
 //! published value; print each case with its role and the summary by hardware family and metric,
 //! the check set apart from the calibration set; exit 1 when a check case is outside its tolerance
-//! (calibration cases and cases under `known-gaps/` are reported, not gated).
+//! (calibration cases and cases under `known-gaps/` are reported, not gated). With
+//! `--cross-validate family` it also reports each source family predicted out of sample (the
+//! library's `validate::crossval`); the exit code stays the in-sample gate's.
 
 use super::{report, DiskFs, Exit, Format};
 use std::io::Write;
 use tessera::units::fmt_si;
+use tessera::validate::crossval::{cross_validate, source_family, CrossValidation};
 use tessera::validate::{load_case, run_case, summarize, CaseResult, Metric, Stats, Summary};
+
+/// What `--cross-validate` holds out in turn.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrossBy {
+    /// One source family (the directory a case file lies in: `mlperf`, `megatron-bridge`, …).
+    Family,
+}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -16,8 +26,19 @@ pub struct Args {
     /// `json` prints {"cases": [...], "summary": {...}, "known_gaps": [...]}.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Also report the leave-one-family-out error: each source family's cases predicted with the
+    /// fitted figures refitted without them (a report; the gate stays the in-sample check set).
+    /// JSON adds {"cross_validation": {"by_family": [...], "overall": {...}}}.
+    #[arg(long, value_enum)]
+    pub cross_validate: Option<CrossBy>,
     #[command(flatten)]
     pub plot: super::plot::PlotArgs,
+    /// Write the error bands of this run (each hardware family's check-set error spread, for
+    /// training and serving, per figure) to FILE, as RON: what estimates and comparisons report
+    /// as `error_band` (`tessera validate --write-bands src/validate/bands.ron` updates the
+    /// shipped ones).
+    #[arg(long, value_name = "FILE")]
+    pub write_bands: Option<String>,
 }
 
 /// Predicted against published for every evaluated case, by family, with the most common
@@ -169,6 +190,87 @@ fn summary_tables(s: &Summary) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
     ]
 }
 
+/// The cross-validation as a table (one row per held-out family, then overall) and the refitted
+/// figures in words.
+fn cross_table(cv: &CrossValidation) -> (Vec<String>, Vec<Vec<String>>, Vec<String>) {
+    let h: Vec<String> = [
+        "held out",
+        "cases",
+        "MAPE out of sample",
+        "MAPE in sample",
+        "max |error|",
+        "largest",
+        "figures refitted",
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
+    let p = |x: f64| format!("{:.1}%", x * 100.0);
+    let mut rows: Vec<Vec<String>> = cv
+        .by_family
+        .iter()
+        .map(|f| {
+            let mut keys: Vec<&str> = f.refitted.iter().map(|r| r.key.as_str()).collect();
+            keys.dedup();
+            vec![
+                f.family.clone(),
+                f.cases.to_string(),
+                p(f.mape),
+                p(f.in_sample_mape),
+                p(f.max_abs_error),
+                f.worst.clone().unwrap_or_default(),
+                if keys.is_empty() {
+                    "—".into()
+                } else {
+                    keys.join(", ")
+                },
+            ]
+        })
+        .collect();
+    let o = &cv.overall;
+    rows.push(vec![
+        "overall".into(),
+        o.cases.to_string(),
+        p(o.mape),
+        p(o.in_sample_mape),
+        p(o.max_abs_error),
+        o.worst.clone().unwrap_or_default(),
+        String::new(),
+    ]);
+    let show = |v: f64, unit: &str| {
+        if unit.is_empty() {
+            format!("{v:.4}")
+        } else {
+            fmt_si(v, unit)
+        }
+    };
+    let mut notes = Vec::new();
+    for f in &cv.by_family {
+        for r in &f.refitted {
+            notes.push(format!(
+                "  {} held out: {} ({}) {} → {}: {}",
+                f.family,
+                r.path,
+                r.key,
+                show(r.shipped, r.unit),
+                show(r.value, r.unit),
+                r.basis
+            ));
+        }
+    }
+    for k in &cv.not_refittable {
+        notes.push(format!("  kept as shipped: {k}"));
+    }
+    (h, rows, notes)
+}
+
+/// The run's error bands to `path`.
+// Writes the file the user named.
+#[allow(clippy::disallowed_methods)]
+fn write_bands(path: &str, results: &[CaseResult]) -> std::io::Result<()> {
+    std::fs::write(path, tessera::validate::bands::Bands::of(results).to_ron())
+}
+
 pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
     let mut buf: Vec<u8> = Vec::new();
     let out: &mut dyn Write = &mut buf;
@@ -178,6 +280,7 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
         .collect();
     let mut failed_load = false;
     let mut results = Vec::new();
+    let mut cases = Vec::new();
     for f in &files {
         let l = load_case(f, &DiskFs);
         if report(&l.diagnostics, &l.files) {
@@ -186,6 +289,9 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
         }
         if let Some(c) = l.value {
             results.push(run_case(&c));
+            if a.cross_validate.is_some() {
+                cases.push(c);
+            }
         }
     }
     if files.is_empty() {
@@ -200,15 +306,24 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
         return Ok(Exit::Failed);
     }
     let summary = summarize(&results);
+    if let Some(path) = &a.write_bands {
+        write_bands(path, &results)?;
+    }
+    let cv = a
+        .cross_validate
+        .map(|_| cross_validate(&cases, &results, |c| source_family(&c.file)));
     let (gated, gaps): (Vec<&CaseResult>, Vec<&CaseResult>) =
         results.iter().partition(|r| !r.known_gap);
     match a.format {
         Format::Json => {
-            let v = serde_json::json!({
+            let mut v = serde_json::json!({
                 "cases": gated,
                 "summary": summary,
                 "known_gaps": gaps,
             });
+            if let Some(cv) = &cv {
+                v["cross_validation"] = serde_json::to_value(cv).expect("json");
+            }
             writeln!(out, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
         }
         Format::Table | Format::Markdown | Format::Csv => {
@@ -245,6 +360,17 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
             for (title, h, rows) in summary_tables(&summary) {
                 writeln!(out, "\n{title}:")?;
                 writeln!(out, "{}", render(&h, &rows))?;
+            }
+            if let Some(cv) = &cv {
+                let (h, rows, notes) = cross_table(cv);
+                writeln!(
+                    out,
+                    "\ncross-validated (each source family predicted with the figures fitted on it refitted without it):"
+                )?;
+                writeln!(out, "{}", render(&h, &rows))?;
+                for n in notes {
+                    writeln!(out, "{n}")?;
+                }
             }
             writeln!(
                 out,

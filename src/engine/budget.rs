@@ -1,20 +1,61 @@
 //! Iso-power questions: how many whole nodes of a system a power budget holds, and what they
-//! deliver. Power comes from the same evaluation as every estimate (at the system's power
-//! boundary), so a system whose devices throttle, or whose hosts and switches cost more, fits
-//! fewer nodes. A system may grow past its file by whole nodes (scale-out switches in proportion).
+//! deliver. The budget is held, at the system's power boundary, against the rated power of what
+//! is deployed ([`Basis::Rated`], what a facility must provision: devices at TDP, node parts,
+//! switches, × PUE) or against the modelled average power of the run ([`Basis::Average`], from
+//! the same evaluation as every estimate: a system whose devices idle fits more of them). A
+//! system may grow past its file by whole nodes (scale-out switches in proportion).
 
 use super::common::{unit_of, MappingChoice};
 use super::estimate::Estimate;
+pub use super::rated::{rated_power, rated_power_of, resized};
 use crate::engine::reason::Reason;
 use crate::model::system::System;
 use crate::model::workload::Workload;
 use serde::Serialize;
+
+/// Which power a budget is held against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// The rated power of what is deployed at the boundary ([`rated_power`]): what a facility
+    /// must provision, whatever the run draws.
+    Rated,
+    /// The run's modelled average power at the boundary: devices that idle draw less.
+    Average,
+}
+
+impl crate::choice::Choice for Basis {
+    const ALL: &'static [(&'static str, Self, &'static str)] = &[
+        (
+            "rated",
+            Self::Rated,
+            "The rated power of what is deployed: devices at TDP, node parts, switches (× PUE)",
+        ),
+        (
+            "average",
+            Self::Average,
+            "The run's modelled average power (devices that idle draw less)",
+        ),
+    ];
+}
+
+impl Basis {
+    /// The power of `e` this basis holds to a budget (W, at the estimate's boundary).
+    pub fn power(self, e: &Estimate) -> Option<f64> {
+        match self {
+            Basis::Rated => e.rated_power_w,
+            Basis::Average => e.average_power_w,
+        }
+    }
+}
 
 /// One system fitted to a power budget.
 #[derive(Debug, Clone, Serialize)]
 pub struct BudgetFit {
     /// The budget (W), at the estimate's power boundary.
     pub power_budget_w: f64,
+    /// What the budget was held against.
+    pub power_budget_basis: Basis,
     /// Nodes deployed.
     pub nodes: u64,
     /// Whether the file's system had to grow (by whole nodes) to reach the budget.
@@ -25,31 +66,8 @@ pub struct BudgetFit {
     pub estimate: Estimate,
 }
 
-/// `sys` resized to `nodes` whole nodes: devices with them, scale-out switches in proportion
-/// (rounded up), a facility power limit scaled with the system, and the weight store's servers
-/// (their power, the update's compute and memory bandwidth) in proportion too: a store is built
-/// of servers per system it feeds (MemoryX: 8.25 kW per CS system, derived from Andromeda), so
-/// one system of a 64-system cluster is not charged the whole cluster's store. Its capacity
-/// (an option of the store, not of the systems) stays as the file says.
-pub fn resized(sys: &System, nodes: u64) -> System {
-    let mut s = sys.clone();
-    let k = nodes as f64 / sys.nodes.max(1) as f64;
-    s.nodes = nodes;
-    s.devices = nodes * sys.node.devices as u64;
-    if let Some(o) = s.scale_out.as_mut() {
-        o.switch_count = (o.switch_count as f64 * k).ceil() as u64;
-    }
-    if let Some(ws) = s.weight_store.as_mut() {
-        ws.power *= k;
-        ws.compute *= k;
-        ws.memory_bandwidth *= k;
-    }
-    s.power_limit = sys.power_limit.map(|l| l * k);
-    s
-}
-
-/// The fastest whole-node deployment of `sys` whose power (at its boundary) is within `budget`
-/// W and whose estimate is feasible. First the largest such count: where the per-node power
+/// The fastest whole-node deployment of `sys` whose power (at its boundary, on `basis`) is
+/// within `budget` W and whose estimate is feasible. First the largest such count: where the per-node power
 /// measured on the file's system meets the budget, then down (or up, by the same measure) to
 /// the nearest feasible count within budget. Then that count halved, again and again, every
 /// power of two below it, and the file's own size: a budget need not be spent, so when a workload cannot use every node (a
@@ -62,8 +80,9 @@ pub fn fit(
     w: &Workload,
     choice: &MappingChoice,
     budget: f64,
+    basis: Basis,
 ) -> Result<BudgetFit, Box<Estimate>> {
-    match fit_nodes(sys, w, choice, budget) {
+    match fit_nodes(sys, w, choice, budget, basis) {
         Some(f) => Ok(f),
         None => {
             let one = whole(&resized(sys, 1), w, choice);
@@ -93,21 +112,27 @@ fn whole(sys: &System, w: &Workload, choice: &MappingChoice) -> Estimate {
     )
 }
 
-fn fit_nodes(sys: &System, w: &Workload, choice: &MappingChoice, budget: f64) -> Option<BudgetFit> {
+fn fit_nodes(
+    sys: &System,
+    w: &Workload,
+    choice: &MappingChoice,
+    budget: f64,
+    basis: Basis,
+) -> Option<BudgetFit> {
     let mut tried = 0;
     let mut at = |nodes: u64| -> Option<Estimate> {
         tried += 1;
         let s = resized(sys, nodes);
         let e = whole(&s, w, choice);
-        (e.feasible && e.average_power_w.is_some_and(|p| p <= budget)).then_some(e)
+        (e.feasible && basis.power(&e).is_some_and(|p| p <= budget)).then_some(e)
     };
     // power per node, from the file's own size (or one node where that is infeasible)
     let probe = whole(sys, w, choice);
-    let per_node = match probe.average_power_w {
+    let per_node = match basis.power(&probe) {
         Some(p) if probe.feasible => p / sys.nodes as f64,
         _ => {
             let one = whole(&resized(sys, 1), w, choice);
-            one.average_power_w.filter(|_| one.feasible)?
+            basis.power(&one).filter(|_| one.feasible)?
         }
     };
     let guess = ((budget / per_node).floor() as u64).max(1);
@@ -163,6 +188,7 @@ fn fit_nodes(sys: &System, w: &Workload, choice: &MappingChoice, budget: f64) ->
     let (nodes, estimate) = best?;
     Some(BudgetFit {
         power_budget_w: budget,
+        power_budget_basis: basis,
         nodes,
         grown: nodes > sys.nodes,
         tried,

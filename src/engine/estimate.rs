@@ -149,6 +149,14 @@ pub struct Estimate {
     pub time_to_train_s: Option<f64>,
     pub mfu: Option<f64>,
     pub average_power_w: Option<f64>,
+    /// What the run deploys at its rated power, at the same boundary (W): the whole nodes its
+    /// devices occupy, devices at TDP, every other part at its rating, × PUE at `facility`
+    /// ([`super::rated::rated_power`], `show`'s rule): what a facility must provision.
+    pub rated_power_w: Option<f64>,
+    /// The validation evidence behind the throughput and times: the check-set error spread of
+    /// the system's hardware family for this task ([`crate::validate::bands`]); null where no
+    /// check case covers it (unvalidated). The front ends attach it, from the shipped bands.
+    pub error_band: Option<crate::model::band::Band>,
     /// Whole run with a training target, else one step.
     pub energy_j: Option<f64>,
     pub energy_per_step_j: Option<f64>,
@@ -266,6 +274,8 @@ impl Estimate {
             time_to_train_s: None,
             mfu: None,
             average_power_w: None,
+            rated_power_w: None,
+            error_band: None,
             energy_j: None,
             energy_per_step_j: None,
             breakdown_s: None,
@@ -460,6 +470,8 @@ pub fn finish(
         time_to_train_s: steps.map(|s| s * e.step_time),
         mfu: Some(e.mfu),
         average_power_w: Some(e.average_power),
+        rated_power_w: Some(super::rated::rated_power_of(sys, devices)),
+        error_band: None,
         energy_j: Some(
             steps
                 .map(|s| s * e.energy_per_step)

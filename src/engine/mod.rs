@@ -21,6 +21,7 @@ pub mod lower;
 pub mod machine;
 mod prepare;
 pub mod program;
+mod rated;
 pub mod reason;
 pub mod search;
 pub mod serve;

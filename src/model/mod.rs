@@ -2,6 +2,7 @@
 //! these. Lowering a spec collects every error of a file (with its location) instead of stopping at
 //! the first.
 
+pub mod band;
 pub mod bounds;
 pub mod mapping;
 pub mod precision;
@@ -85,7 +86,7 @@ pub fn checked<T>(value: Option<T>, files: Files, diagnostics: Vec<Diagnostic>) 
 }
 
 /// A fitted figure's source: where its key is declared and the citation (which names the cases it
-/// was fitted on), for `tessera check`'s copied-fit warning.
+/// was fitted on), for `tessera check`'s copied-fit warning and `validate --cross-validate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FittedSource {
     /// Index into the load's `Files`.
@@ -94,6 +95,8 @@ pub struct FittedSource {
     pub at: Path,
     pub key: String,
     pub citation: String,
+    /// Where, in that file, each figure that cites the key with `@key` is written.
+    pub figures: Vec<Path>,
 }
 
 /// Reserved source tag for a figure the author guessed.
@@ -114,6 +117,9 @@ pub struct Ctx<'a> {
     pub fitted: BTreeSet<String>,
     /// The same, with where each key is declared.
     pub fitted_sources: Vec<FittedSource>,
+    /// Sources of figures copied from a fit (keys starting `copied-`): assumptions, not fits, but
+    /// a cross-validation that leaves the fit's cases out moves them with the fit.
+    pub copied_sources: Vec<FittedSource>,
     /// Where each file's `sources` map was declared.
     sources_at: BTreeMap<usize, Path>,
     pub assumed: usize,
@@ -129,6 +135,7 @@ impl<'a> Ctx<'a> {
             outer: Vec::new(),
             fitted: BTreeSet::new(),
             fitted_sources: Vec::new(),
+            copied_sources: Vec::new(),
             sources_at: BTreeMap::new(),
             assumed: 0,
         }
@@ -226,26 +233,40 @@ impl<'a> Ctx<'a> {
         self.diags.push(d);
     }
 
-    fn note_fitted(&mut self, file: usize, key: &str, text: String) {
-        if !self
-            .fitted_sources
-            .iter()
-            .any(|f| f.file == file && f.key == key)
-        {
-            let at = self
-                .sources_at
-                .get(&file)
-                .cloned()
-                .unwrap_or_else(|| Path::root().field("sources"))
-                .key(key);
-            self.fitted_sources.push(FittedSource {
-                file,
-                at,
-                key: key.to_string(),
-                citation: text.clone(),
-            });
+    fn note_fitted(&mut self, file: usize, key: &str, text: String, figure: Option<&Path>) {
+        let copied = key.starts_with("copied-");
+        let list = if copied {
+            &mut self.copied_sources
+        } else {
+            &mut self.fitted_sources
+        };
+        let i = match list.iter().position(|f| f.file == file && f.key == key) {
+            Some(i) => i,
+            None => {
+                let at = self
+                    .sources_at
+                    .get(&file)
+                    .cloned()
+                    .unwrap_or_else(|| Path::root().field("sources"))
+                    .key(key);
+                list.push(FittedSource {
+                    file,
+                    at,
+                    key: key.to_string(),
+                    citation: text.clone(),
+                    figures: Vec::new(),
+                });
+                list.len() - 1
+            }
+        };
+        if let Some(p) = figure {
+            if !list[i].figures.contains(p) {
+                list[i].figures.push(p.clone());
+            }
         }
-        self.fitted.insert(text);
+        if !copied {
+            self.fitted.insert(text);
+        }
     }
 
     fn check_source_key(&mut self, key: &str, field: Option<&str>) -> bool {
@@ -258,7 +279,7 @@ impl<'a> Ctx<'a> {
         if let Some(text) = known.and_then(|k| k.get(key)) {
             if key.starts_with("fitted") {
                 let text = text.clone();
-                self.note_fitted(file, key, text);
+                self.note_fitted(file, key, text, None);
             }
             return true;
         }
@@ -324,9 +345,9 @@ impl<'a> Ctx<'a> {
                                     ),
                                     Some(hint),
                                 );
-                            } else if tag.starts_with("fitted") {
+                            } else if tag.starts_with("fitted") || tag.starts_with("copied-") {
                                 let text = self.known[&file][tag].clone();
-                                self.note_fitted(file, tag, text);
+                                self.note_fitted(file, tag, text, Some(path));
                             }
                         } else {
                             self.assumed += 1;

@@ -14,6 +14,10 @@ pub struct Ratios {
     pub energy: Option<f64>,
     pub energy_per_unit: Option<f64>,
     pub perf_per_watt: Option<f64>,
+    /// Whether the two throughputs' error bands overlap (`error_band`): `true`, the ratio is
+    /// within what the model's validation can tell apart; null where either is unvalidated or
+    /// infeasible.
+    pub throughput_bands_overlap: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -31,6 +35,9 @@ pub struct Comparison {
     pub power_boundary: &'static str,
     /// With `--power-budget`: the budget (W) each system was fitted to, at that boundary.
     pub power_budget_w: Option<f64>,
+    /// With `--power-budget`: what it was held against, `rated` (the rated power of what each
+    /// system deploys, at the boundary) or `average` (the run's modelled average power).
+    pub power_budget_basis: Option<&'static str>,
     /// Serving: the requests in flight every system serves (`"64"`, or `"max"`: as many as fit).
     pub concurrency: Option<String>,
     /// Serving: the latency target every system is held to (`ttft<=2 s,tpot<=40 ms`).
@@ -43,6 +50,21 @@ pub struct Comparison {
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if b != 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// Whether `e`'s and `b`'s throughputs, each with its error band, overlap.
+fn overlap(e: &Estimate, b: &Estimate) -> Option<bool> {
+    match (
+        e.throughput_per_s,
+        &e.error_band,
+        b.throughput_per_s,
+        &b.error_band,
+    ) {
+        (Some(x), Some(bx), Some(y), Some(by)) => {
+            Some(crate::model::band::Band::overlap(x, bx, y, by))
+        }
         _ => None,
     }
 }
@@ -71,6 +93,7 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
                     energy: ratio(e.energy_j, b.energy_j),
                     energy_per_unit: ratio(e.energy_per_unit_j, b.energy_per_unit_j),
                     perf_per_watt: ratio(e.perf_per_watt, b.perf_per_watt),
+                    throughput_bands_overlap: overlap(&e, b),
                 },
                 None => Ratios::default(),
             };
@@ -85,6 +108,7 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
         baseline,
         power_boundary,
         power_budget_w: None,
+        power_budget_basis: None,
         concurrency: None,
         slo: None,
         software: None,
@@ -118,6 +142,8 @@ pub struct Scaling {
     pub baseline_devices: Option<u64>,
     /// With `--power-budget`: the budget (W) the points fill fractions of.
     pub power_budget_w: Option<f64>,
+    /// With `--power-budget`: what it was held against (`rated` or `average`).
+    pub power_budget_basis: Option<&'static str>,
     pub points: Vec<ScalePoint>,
 }
 
@@ -148,6 +174,7 @@ pub fn scaling(system: &str, workload: &str, mut estimates: Vec<Estimate>) -> Sc
         workload: workload.to_string(),
         baseline_devices: base.map(|b| b.0),
         power_budget_w: None,
+        power_budget_basis: None,
         points: estimates
             .into_iter()
             .map(|e| ScalePoint {

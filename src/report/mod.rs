@@ -26,6 +26,62 @@ pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
     b.build().with(Style::sharp()).to_string()
 }
 
+/// A table with a header row, its cells wrapped (between words where they can be) so that no
+/// line is wider than `width` characters: the widest columns give way first.
+pub fn table_within(header: &[String], rows: &[Vec<String>], width: usize) -> String {
+    use tabled::settings::{peaker::PriorityMax, Width};
+    let mut b = tabled::builder::Builder::default();
+    b.push_record(header.iter().cloned());
+    for r in rows {
+        b.push_record(r.iter().cloned());
+    }
+    b.build()
+        .with(Style::sharp())
+        .with(
+            Width::wrap(width)
+                .keep_words(true)
+                .priority(PriorityMax::left()),
+        )
+        .to_string()
+}
+
+/// `text` wrapped between words to lines of at most `width` characters, every line after the
+/// first indented by `indent` spaces (a word longer than a line is broken).
+pub fn wrap_text(text: &str, width: usize, indent: usize) -> String {
+    let width = width.max(indent + 8);
+    let pad = " ".repeat(indent);
+    let mut done: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut w = word;
+        while !w.is_empty() {
+            let used = line.chars().count();
+            let fresh = line.trim().is_empty();
+            if used + usize::from(!fresh) + w.chars().count() <= width {
+                if !fresh {
+                    line.push(' ');
+                }
+                line.push_str(w);
+                break;
+            }
+            if fresh {
+                // longer than a line: break it
+                let cut = w
+                    .char_indices()
+                    .nth(width - used)
+                    .map_or(w.len(), |(i, _)| i);
+                line.push_str(&w[..cut]);
+                w = &w[cut..];
+            }
+            done.push(std::mem::replace(&mut line, pad.clone()));
+        }
+    }
+    if !line.trim().is_empty() || done.is_empty() {
+        done.push(line);
+    }
+    done.join("\n")
+}
+
 /// A GitHub-flavoured Markdown table.
 pub fn markdown_table(header: &[String], rows: &[Vec<String>]) -> String {
     let mut b = tabled::builder::Builder::default();
@@ -54,3 +110,18 @@ pub fn csv(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 pub mod compare;
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_text;
+
+    #[test]
+    fn wrap_text_keeps_words_and_indents() {
+        let t = wrap_text("[1] one two three four five six", 14, 4);
+        assert_eq!(t, "[1] one two\n    three four\n    five six");
+        assert!(wrap_text("abcdefghijklmnopqrstuvwxyz", 12, 2)
+            .lines()
+            .all(|l| l.chars().count() <= 12));
+        assert_eq!(wrap_text("short", 100, 2), "short");
+    }
+}

@@ -114,6 +114,46 @@ pub fn resolve(
     paths::resolve(path, sys).map_err(|(message, hint)| CalibrateError { message, hint })
 }
 
+/// A figure to fit as `--fit` writes it, `PATH` or `PATH=LO..HI` (bounds as the file writes
+/// values, `1 us..20 us`), resolved against `sys`; without bounds, [`default_bounds`].
+pub fn param(text: &str, sys: &crate::model::system::System) -> Result<Param, CalibrateError> {
+    let (path, bounds) = match text.split_once('=') {
+        Some((p, b)) => (p.trim(), Some(b.trim())),
+        None => (text.trim(), None),
+    };
+    let knob = resolve(path, sys)?;
+    let (mut lo, mut hi) = default_bounds(path, knob.dimension);
+    if let Some(b) = bounds {
+        let (l, h) = b.split_once("..").ok_or_else(|| {
+            fail(
+                format!("bounds `{b}` of `{path}` are not `LO..HI`"),
+                Some("write e.g. `device.efficiency.network=0.5..0.9`"),
+            )
+        })?;
+        let parse = |s: &str| {
+            crate::units::parse(s.trim(), knob.dimension)
+                .map(|p| p.value)
+                .map_err(|e| CalibrateError {
+                    message: format!("bound `{s}` of `{path}`: {}", e.message),
+                    hint: e.hint,
+                })
+        };
+        lo = parse(l)?;
+        hi = parse(h)?;
+        if lo >= hi {
+            return Err(fail(
+                format!("the bounds of `{path}` are empty ({l} ≥ {h})"),
+                None,
+            ));
+        }
+    }
+    Ok(Param {
+        path: path.to_string(),
+        lo,
+        hi,
+    })
+}
+
 /// Check the cases and paths; returns each parameter's dimension and start value.
 fn prepare(cases: &[Case], params: &[Param]) -> Result<Vec<(Dimension, f64)>, CalibrateError> {
     if cases.is_empty() {
@@ -196,7 +236,11 @@ fn prepare(cases: &[Case], params: &[Param]) -> Result<Vec<(Dimension, f64)>, Ca
 
 /// The value the model holds at `path`: the machine slot the path sets, taken back through the
 /// path's conversion.
-fn current(sys: &crate::model::system::System, path: &str, knob: &paths::Knob) -> Option<f64> {
+pub(crate) fn current(
+    sys: &crate::model::system::System,
+    path: &str,
+    knob: &paths::Knob,
+) -> Option<f64> {
     let t = knob.targets.first()?;
     let m = crate::engine::machine::machine(sys, sys.devices);
     match t.op {
@@ -214,7 +258,7 @@ fn current(sys: &crate::model::system::System, path: &str, knob: &paths::Knob) -
 }
 
 /// A case with every path set to `theta`.
-fn edited(c: &Case, params: &[Param], theta: &[f64]) -> Case {
+pub(crate) fn edited(c: &Case, params: &[Param], theta: &[f64]) -> Case {
     let mut c = c.clone();
     let rules = crate::engine::machine::energy_rules(&c.system);
     let mut rederive = false;

@@ -15,8 +15,10 @@
 //! `known-gaps/` directory are run and reported but not gated.
 
 pub mod audit;
+pub mod bands;
 pub mod calibrate;
 mod case;
+pub mod crossval;
 mod run;
 
 pub use case::cases_named;

@@ -28,7 +28,13 @@ pub struct CaseResult {
     pub source: String,
     pub file: String,
     pub system: String,
+    /// The system's device (part), by name: what `bands` maps a system without a case to.
+    pub device: String,
+    /// The software stack it ran on (`run: (software: …)`), by name.
+    pub software: Option<String>,
     pub workload: String,
+    /// `training` or `serving`.
+    pub task: crate::model::band::TaskKind,
     pub devices: u64,
     /// The mapping evaluated, in words; or why the case could not be evaluated.
     pub detail: String,
@@ -192,7 +198,10 @@ pub fn run_case(c: &Case) -> CaseResult {
         source: c.citation.clone(),
         file: c.file.clone(),
         system: c.system.name.clone(),
+        device: c.system.device.name.clone(),
+        software: c.system.software.as_ref().map(|s| s.name.clone()),
         workload: c.workload.name.clone(),
+        task: crate::model::band::TaskKind::of(&c.workload),
         devices: n,
         detail,
     }

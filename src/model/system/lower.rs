@@ -176,6 +176,7 @@ pub(super) fn lower(
         power_boundary: crate::vocab::PowerBoundary::Facility,
         fitted: cx.fitted.iter().cloned().collect(),
         fitted_sources: cx.fitted_sources.clone(),
+        copied_sources: cx.copied_sources.clone(),
         assumed: cx.assumed,
         unset_energy: unset_link_energy(sys_file, spec)
             .into_iter()

@@ -33,6 +33,9 @@ pub struct System {
     /// The same, with where each is declared (for `tessera check`).
     #[serde(skip)]
     pub fitted_sources: Vec<crate::model::FittedSource>,
+    /// Figures copied from another device's fit (`copied-…` keys), with where each is written.
+    #[serde(skip)]
+    pub copied_sources: Vec<crate::model::FittedSource>,
     /// Number of figures marked `@assumed`.
     pub assumed: usize,
     /// Link energy figures the file leaves unset (that link's traffic then costs no energy),

@@ -1,0 +1,239 @@
+//! `compare`'s table: one column per system, one row per figure (its unit in the row's header),
+//! reasons and notes as numbered footnotes under it, fitted to the terminal's width.
+
+use super::common::{duration, si};
+use tessera::report::compare::{CompareRow, Comparison};
+
+/// The width a table is fitted to without a terminal width (`COLUMNS`).
+pub const DEFAULT_WIDTH: usize = 100;
+
+/// The terminal's width: `COLUMNS` where it is set to a number, else [`DEFAULT_WIDTH`].
+pub fn width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
+/// What a system's file leaves to a default the table must state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Defaults {
+    /// The file states no PUE: 1 is taken (facility power = IT power).
+    pub no_pue: bool,
+}
+
+/// The table as cells, with its footnotes (numbered from 1, in order of first mention).
+pub struct Rendered {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub notes: Vec<String>,
+}
+
+impl Rendered {
+    /// The table within `width` characters, then its footnotes, each wrapped to it.
+    pub fn text(&self, width: usize) -> String {
+        let mut out = tessera::report::table_within(&self.header, &self.rows, width);
+        for (i, n) in self.notes.iter().enumerate() {
+            let mark = format!("[{}] ", i + 1);
+            out.push('\n');
+            out.push_str(&tessera::report::wrap_text(
+                &format!("{mark}{n}"),
+                width,
+                mark.len(),
+            ));
+        }
+        out
+    }
+
+    /// The table in Markdown, its footnotes as a list under it.
+    pub fn markdown(&self) -> String {
+        let mut out = tessera::report::markdown_table(&self.header, &self.rows);
+        if !self.notes.is_empty() {
+            out.push('\n');
+        }
+        for (i, n) in self.notes.iter().enumerate() {
+            out.push_str(&format!("\n{}. {n}", i + 1));
+        }
+        out
+    }
+}
+
+/// Footnotes, each given once: the same text marks the same number.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Notes {
+    fn mark(&mut self, text: String) -> String {
+        let i = match self.0.iter().position(|n| *n == text) {
+            Some(i) => i,
+            None => {
+                self.0.push(text);
+                self.0.len() - 1
+            }
+        };
+        format!("[{}]", i + 1)
+    }
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.2}×")).unwrap_or_else(|| "—".into())
+}
+
+/// A number with an SI prefix and no unit (the row's header names it).
+fn num(v: Option<f64>) -> String {
+    si(v, "")
+}
+
+/// One row: its label, then each system's cell (`—` for an infeasible system).
+fn row(c: &Comparison, label: &str, cell: impl Fn(&CompareRow) -> String) -> Vec<String> {
+    std::iter::once(label.to_string())
+        .chain(c.systems.iter().map(|r| {
+            if r.estimate.feasible {
+                cell(r)
+            } else {
+                "—".into()
+            }
+        }))
+        .collect()
+}
+
+/// `c` as a table: a column per system (`defaults[i]` for the i-th), a row per figure.
+pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
+    let mut notes = Notes::default();
+    let header: Vec<String> = std::iter::once("system".to_string())
+        .chain(c.systems.iter().map(|r| r.estimate.system.clone()))
+        .collect();
+    let unit = c
+        .systems
+        .iter()
+        .find(|r| r.estimate.feasible)
+        .or(c.systems.first())
+        .map_or("units", |r| r.estimate.throughput_unit);
+    let per = unit.trim_end_matches('s');
+    let serving = c.systems.iter().any(|r| r.estimate.tpot_s.is_some());
+    let trained = c
+        .systems
+        .iter()
+        .any(|r| r.estimate.time_to_train_s.is_some());
+    let mut rows = vec![std::iter::once("devices".to_string())
+        .chain(c.systems.iter().map(|r| {
+            let e = &r.estimate;
+            if e.idle_devices > 0 {
+                format!("{} (+{} idle)", e.devices, e.idle_devices)
+            } else {
+                e.devices.to_string()
+            }
+        }))
+        .collect::<Vec<_>>()];
+    // the throughput row carries an infeasible system's mark
+    let mut throughput = row(c, &format!("throughput ({unit}/s)"), |r| {
+        num(r.estimate.throughput_per_s)
+    });
+    for (cell, r) in throughput[1..].iter_mut().zip(&c.systems) {
+        if !r.estimate.feasible {
+            let why = r.estimate.reason.clone().unwrap_or_default();
+            *cell = format!(
+                "infeasible {}",
+                notes.mark(format!("{}: {why}", r.estimate.system))
+            );
+        }
+    }
+    rows.push(throughput);
+    let mut times = row(c, "× baseline", |r| ratio(r.ratio_to_baseline.throughput));
+    for (i, (cell, r)) in times[1..].iter_mut().zip(&c.systems).enumerate() {
+        if i > 0 && r.ratio_to_baseline.throughput_bands_overlap == Some(true) {
+            cell.push(' ');
+            cell.push_str(
+                &notes.mark(
+                    "within the error bands: the throughputs' validated error bands overlap, so \
+                 the model cannot tell the two apart"
+                        .into(),
+                ),
+            );
+        }
+    }
+    rows.push(times);
+    rows.push(row(c, "error band", |r| match &r.estimate.error_band {
+        Some(b) => format!(
+            "±{:.1}% ({} case{})",
+            b.relative * 100.0,
+            b.cases,
+            if b.cases == 1 { "" } else { "s" }
+        ),
+        None => "unvalidated".into(),
+    }));
+    if serving {
+        rows.push(row(c, "time per output token", |r| {
+            si(r.estimate.tpot_s, "s")
+        }));
+        rows.push(row(c, "time to first token", |r| {
+            si(r.estimate.ttft_s, "s")
+        }));
+    } else if trained {
+        rows.push(row(c, "time to train", |r| {
+            duration(r.estimate.time_to_train_s)
+        }));
+    } else {
+        rows.push(row(c, "step time", |r| si(r.estimate.step_time_s, "s")));
+    }
+    rows.push(row(c, "MFU", |r| {
+        r.estimate
+            .mfu
+            .map(|m| format!("{:.1}%", m * 100.0))
+            .unwrap_or_else(|| "—".into())
+    }));
+    // a default the facility boundary takes is marked where the power is
+    let pue_note = |notes: &mut Notes, i: usize| -> String {
+        match defaults.get(i) {
+            Some(d) if d.no_pue && c.power_boundary == "facility" => format!(
+                " {}",
+                notes.mark(format!(
+                    "{}: its file states no PUE; 1 is taken (facility power = IT power)",
+                    c.systems[i].estimate.system
+                ))
+            ),
+            _ => String::new(),
+        }
+    };
+    let mut power = |label: &str, f: fn(&CompareRow) -> Option<f64>| {
+        let mut v = row(c, label, |r| num(f(r)));
+        for (i, cell) in v[1..].iter_mut().enumerate() {
+            if c.systems[i].estimate.feasible {
+                cell.push_str(&pue_note(&mut notes, i));
+            }
+        }
+        v
+    };
+    let rated = power("rated power (W)", |r| r.estimate.rated_power_w);
+    let average = power("average power (W)", |r| r.estimate.average_power_w);
+    // the basis a budget was held against first
+    if c.power_budget_basis == Some("average") {
+        rows.extend([average, rated]);
+    } else {
+        rows.extend([rated, average]);
+    }
+    if trained {
+        rows.push(row(c, "energy, whole run (J)", |r| {
+            num(r.estimate.energy_j)
+        }));
+    } else {
+        rows.push(row(c, &format!("energy (J/{per})"), |r| {
+            num(r.estimate.energy_per_unit_j)
+        }));
+    }
+    rows.push(row(c, &format!("{unit}/J"), |r| {
+        num(r.estimate.perf_per_watt)
+    }));
+    rows.push(row(c, "× baseline", |r| {
+        ratio(r.ratio_to_baseline.perf_per_watt)
+    }));
+    rows.push(row(c, "bottleneck", |r| {
+        r.estimate.bottleneck.clone().unwrap_or_else(|| "—".into())
+    }));
+    Rendered {
+        header,
+        rows,
+        notes: notes.0,
+    }
+}
