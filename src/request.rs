@@ -51,8 +51,13 @@ pub struct Request {
     pub mapping: Option<Mapping>,
     /// What `auto` minimises.
     pub objective: Objective,
-    /// Devices to use (`None`: all of each system; a comparison caps it at each system's size).
+    /// Devices to use (`None`: all of each system; a comparison caps it at each system's size,
+    /// and serves a serving workload's load on the fewest whole devices that meet it unless
+    /// `all_devices`).
     pub devices: Option<u64>,
+    /// A comparison's serving rows on every device of each system (`--devices all`) rather than
+    /// the fewest that serve the load within its target.
+    pub all_devices: bool,
     /// Which parts power and energy count.
     pub power_boundary: PowerBoundary,
     /// A comparison's power budget (W, at the boundary): each system as many whole nodes as fit.
@@ -80,6 +85,7 @@ impl Default for Request {
             mapping: None,
             objective: Objective::Time,
             devices: None,
+            all_devices: false,
             power_boundary: PowerBoundary::Facility,
             power_budget: None,
             budget_basis: budget::Basis::Rated,
@@ -119,6 +125,43 @@ impl Run {
         Bands::shipped().attach(&self.system, &self.workload, &mut e);
         e
     }
+}
+
+/// Device counts a serving load may take on `sys`, fewest first: powers of two below a node,
+/// then whole nodes by powers of two, then the whole system.
+pub fn serving_counts(sys: &System) -> Vec<u64> {
+    let node = u64::from(sys.node.devices.max(1));
+    let mut out: Vec<u64> = (0..64)
+        .map(|k| 1u64 << k)
+        .take_while(|&k| k < node)
+        .chain((0..64).map(|k| node << k).take_while(|&k| k < sys.devices))
+        .collect();
+    out.push(sys.devices);
+    out.dedup();
+    out
+}
+
+/// A serving run on the fewest devices of [`serving_counts`] whose estimate is feasible: that
+/// serves the load (`Concurrency::Total`) within its target and holds it in memory. A run that
+/// is not serving a stated total load, or that no smaller count serves, takes the whole system.
+fn fewest_serving(run: &Run) -> Estimate {
+    use crate::model::serving::Concurrency;
+    use crate::model::workload::Task;
+    let total = match &run.workload.task {
+        Task::Inference(i) => matches!(i.load.concurrency, Concurrency::Total(_)),
+        _ => false,
+    };
+    let all = || crate::engine::estimate(&run.system, &run.workload, &run.choice, None);
+    if !total {
+        return all();
+    }
+    for k in serving_counts(&run.system) {
+        let e = crate::engine::estimate(&run.system, &run.workload, &run.choice, Some(k));
+        if e.feasible {
+            return e;
+        }
+    }
+    all()
 }
 
 /// A power quantity as `--power-budget` takes it ("20 MW"): watts, positive.
@@ -218,12 +261,16 @@ impl Request {
                 Ok(f) => f.estimate,
                 Err(why) => *why,
             },
-            None => crate::engine::estimate(
-                &run.system,
-                &run.workload,
-                &run.choice,
-                run.devices.map(|d| d.min(run.system.devices)),
-            ),
+            None => match run.devices {
+                Some(d) => crate::engine::estimate(
+                    &run.system,
+                    &run.workload,
+                    &run.choice,
+                    Some(d.min(run.system.devices)),
+                ),
+                None if !self.all_devices => fewest_serving(&run),
+                None => crate::engine::estimate(&run.system, &run.workload, &run.choice, None),
+            },
         };
         Bands::shipped().attach(&run.system, &run.workload, &mut e);
         Ok(e)

@@ -1026,3 +1026,64 @@ fn the_tile_boundary_is_a_throughput_cliff() {
     // one request less than the boundary pads nothing more: the tiled rate still grows
     assert!(thr(&s, 192) > thr(&s, 191));
 }
+
+#[test]
+fn compare_serves_an_equal_load_on_the_fewest_devices() {
+    // The README's serving comparison: 28 requests in flight within 1 ms per token. Each system
+    // takes the fewest whole devices that serve them (issue 42): one GB200 of the rack's 72, one
+    // CS-3, the 16-card NorthPole appliance; the next smaller count of each misses the target or
+    // the memory. `--devices all` keeps every device.
+    let base = [
+        "compare",
+        "architectures/gb200-nvl72.ron",
+        "architectures/cerebras-cs3.ron",
+        "architectures/northpole-16.ron",
+        "--workload",
+        "workloads/granite-3b-northpole.ron",
+        "--slo",
+        "tpot<=1ms",
+        "--format",
+        "json",
+    ];
+    let rows = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let out = common::tessera(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["systems"].as_array().expect("systems").clone()
+    };
+    let fewest = rows(&[]);
+    let devices: Vec<u64> = fewest
+        .iter()
+        .map(|r| r["devices"].as_u64().unwrap())
+        .collect();
+    assert_eq!(devices, [1, 1, 16]);
+    assert!(fewest.iter().all(|r| r["feasible"] == true));
+    let all = rows(&["--devices", "all"]);
+    let devices: Vec<u64> = all.iter().map(|r| r["devices"].as_u64().unwrap()).collect();
+    assert_eq!(devices, [72, 1, 16]);
+    // fewer than the appliance's 16 cards (the next count tried, 8) cannot hold the load
+    let out = common::tessera(&[
+        "estimate",
+        "--arch",
+        "architectures/northpole-16.ron",
+        "--workload",
+        "workloads/granite-3b-northpole.ron",
+        "--mapping",
+        "auto",
+        "--devices",
+        "8",
+        "--concurrency",
+        "28",
+        "--slo",
+        "tpot<=1ms",
+        "--format",
+        "json",
+    ]);
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["feasible"], false, "{e}");
+}

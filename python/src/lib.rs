@@ -191,6 +191,7 @@ fn request(
             .map_err(err)?,
         mapping: mapping_arg(mapping)?,
         devices,
+        all_devices: false,
         set: tessera::sweep::set::Overrides::from_pairs(
             set.iter().map(|(p, v)| (p.as_str(), v.as_str())),
         ),

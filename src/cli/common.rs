@@ -244,6 +244,7 @@ pub fn request(
         mapping: None,
         objective,
         devices,
+        all_devices: false,
         power_boundary: power.power_boundary,
         power_budget: power.power_budget,
         budget_basis: power.budget_basis,

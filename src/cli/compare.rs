@@ -21,9 +21,12 @@ pub struct Args {
     pub mapping: Option<String>,
     #[arg(long, value_parser = common::choice::<Objective>(), default_value = "time")]
     pub objective: Objective,
-    /// Devices per system (default: all of each system).
-    #[arg(long)]
-    pub devices: Option<u64>,
+    /// Devices per system, or `all`. Default: all of each system, but for a serving workload at
+    /// a stated load (requests in flight), the fewest whole devices of each system that serve it
+    /// within the latency target (powers of two below a node, then whole nodes); `all` keeps
+    /// every device.
+    #[arg(long, value_parser = devices_arg)]
+    pub devices: Option<Devices>,
     #[command(flatten)]
     pub software: common::SoftwareArgs,
     #[command(flatten)]
@@ -132,12 +135,34 @@ fn budget_line(b: f64, basis: Option<&str>) -> String {
     )
 }
 
+/// `--devices`: a count, or every device of each system.
+#[derive(Clone, Copy, Debug)]
+pub enum Devices {
+    Count(u64),
+    All,
+}
+
+fn devices_arg(s: &str) -> Result<Devices, String> {
+    match s {
+        "all" => Ok(Devices::All),
+        _ => match s.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Devices::Count(n)),
+            _ => Err("a positive device count, or `all`".into()),
+        },
+    }
+}
+
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut w = match common::workload(&a.workload) {
         Ok(w) => w,
         Err(e) => return Ok(e),
     };
-    let mut req = common::request(a.objective, a.devices, &a.power, &a.serve, &a.set);
+    let count = match a.devices {
+        Some(Devices::Count(n)) => Some(n),
+        _ => None,
+    };
+    let mut req = common::request(a.objective, count, &a.power, &a.serve, &a.set);
+    req.all_devices = matches!(a.devices, Some(Devices::All));
     // one load for every system: the workload's batch is requests over the whole system here
     if let Err(m) = req.compare_load(&mut w) {
         return Ok(common::load_failed(m));
