@@ -6,33 +6,14 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Command, Output};
 
 use serde_json::Value;
-use tessera::spec::Fs;
 use tessera::validate::calibrate::{calibrate, param};
 use tessera::validate::crossval::{cross_validate, fittings, source_family};
 use tessera::validate::{load_case, run_case, Case};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tessera")
-}
-
-struct Disk;
-impl Fs for Disk {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(root().join(path)).map_err(|e| e.to_string())
-    }
-}
+mod common;
+use common::{tessera, CrateFs as Disk};
 
 fn case(file: &str) -> Case {
     let l = load_case(file, &Disk);
