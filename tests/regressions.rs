@@ -9,6 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
+
+mod common;
 use tessera::engine::cpu;
 use tessera::engine::program::{Machine, Program, Section};
 use tessera::engine::table;
@@ -716,4 +718,54 @@ fn a_vanishing_bandwidth_is_not_a_feasible_estimate() {
     let e = engine::estimate(&at("2.039 TB/s"), &w, &given, Some(8));
     assert!(e.feasible, "{:?}", e.reason);
     assert!(energy(&e).is_finite() && e.step_time_s.is_some_and(f64::is_finite));
+}
+
+/// Issue 44: a bad `--summary` path was found only after the whole sweep had run, and the result
+/// was lost. Every output path is checked before any work starts: the sweep stops at once, before
+/// it opens its `--out` file.
+#[test]
+fn a_summary_under_a_missing_directory_fails_before_the_sweep() {
+    let out = common::scratch_dir("summary-missing").join("points.csv");
+    let (code, err) = tessera_fails(&[
+        "sweep",
+        "--arch",
+        "architectures/selene-a100.ron",
+        "--workload",
+        "workloads/megatron-22b.ron",
+        "--vary",
+        "devices=8",
+        "--out",
+        out.to_str().unwrap(),
+        "--summary",
+        "no-such-directory/summary.json",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--summary") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!out.exists(), "the sweep ran before the path was checked");
+}
+
+/// Issue 44: `--top 1000000000` reserved room for a billion points up front and aborted.
+#[test]
+fn a_top_beyond_the_points_finishes() {
+    let out = common::tessera(&[
+        "sweep",
+        "--arch",
+        "architectures/selene-a100.ron",
+        "--workload",
+        "workloads/megatron-22b.ron",
+        "--vary",
+        "devices=8",
+        "--top",
+        "1000000000",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -214,6 +214,26 @@ fn inputs(a: &Args) -> Result<(Inputs, Files), Exit> {
 
 // Streams every point to --out and writes the --summary file.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+/// Whether `path` (given as `flag`) can be written: its directory exists and it is not itself a
+/// directory.
+fn writable(flag: &str, path: &str) -> Result<(), String> {
+    let p = std::path::Path::new(path);
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "{flag} {path}: the directory {} does not exist\nhint: create it first, or name a file in an existing directory",
+            dir.display()
+        ));
+    }
+    if p.is_dir() {
+        return Err(format!("{flag} {path}: is a directory, not a file"));
+    }
+    Ok(())
+}
+
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     if let Some(Command::Merge(m)) = a.command {
         return merge(m, out);
@@ -251,6 +271,18 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         return Ok(usage(
             "nothing to sweep: give a sweep file, or `--arch FILE --workload FILE --vary PATH=VALUES`",
         ));
+    }
+    // every output path is checked before any work starts: a sweep that could not write its
+    // result would otherwise run to the end and lose it
+    for (flag, path) in [
+        ("--summary", a.summary.as_deref()),
+        ("--plot", a.plot.as_deref().and_then(|p| p.to_str())),
+    ] {
+        if let Some(p) = path {
+            if let Err(e) = writable(flag, p) {
+                return Ok(err(e));
+            }
+        }
     }
     let l = plan::build(&inp, &DiskFs, files, Vec::new());
     if report(&l.diagnostics, &l.files) {

@@ -60,7 +60,9 @@ impl TopK {
         TopK {
             k,
             metric,
-            heap: BinaryHeap::with_capacity(k + 1),
+            // a `--top` far beyond the points a sweep has grows the heap as points come, rather
+            // than reserving it all up front (`--top 1000000000` reserved 80 GB and aborted)
+            heap: BinaryHeap::with_capacity(k.saturating_add(1).min(1 << 16)),
         }
     }
     pub fn push(&mut self, o: &Outcome) {
