@@ -166,7 +166,7 @@ pub struct Dvfs {
 }
 
 impl Dvfs {
-    /// Where a device file gives no DVFS line (an assumption, stated in the README): lowest clock
+    /// Where a device file gives no DVFS line (an assumption, stated in docs/power.md): lowest clock
     /// 30 % of full, voltage there 65 % of nominal; data-centre GPUs expose power limits down to
     /// about 30 % of TDP (H100 SXM: 200 W of 700 W, `nvidia-smi -q -d POWER`).
     pub const ASSUMED: Dvfs = Dvfs {
@@ -188,8 +188,8 @@ pub fn data_energy_per_byte(memory: &[MemLevel]) -> f64 {
     store(false).or_else(|| store(true)).unwrap_or(0.0)
 }
 
-/// No vector figure: elementwise work runs at a sixteenth of the matrix rate (assumption
-/// documented in README: on GPUs the vector rate is 1/16-1/30 of tensor rate).
+/// No vector figure: elementwise work runs at a sixteenth of the matrix rate (an assumption: on
+/// GPUs the vector rate is 1/16-1/30 of the tensor rate).
 pub const VECTOR_FROM_MATRIX: f64 = 16.0;
 
 /// Where a device's vector rate for a precision comes from.
