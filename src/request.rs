@@ -76,6 +76,34 @@ pub struct Request {
     pub concurrency: Option<Concurrency>,
     /// `--set PATH=VALUE` overrides, applied to each run (each system's paths against it).
     pub set: Overrides,
+    /// Whether each system's execution mode (its file's `execution`) binds the runs.
+    pub execution: Execution,
+}
+
+/// How a system's execution mode (the vendor's parallel dimensions, weight streaming, serving
+/// precision: [`crate::model::system::Execution`]) binds a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Execution {
+    /// As the vendor's software runs it (the default).
+    #[default]
+    Vendor,
+    /// Every layout, placement and precision the hardware admits.
+    Free,
+}
+
+impl crate::choice::Choice for Execution {
+    const ALL: &'static [(&'static str, Self, &'static str)] = &[
+        (
+            "vendor",
+            Self::Vendor,
+            "As the vendor's software runs each system: its file's parallel dimensions, weight streaming and serving precision",
+        ),
+        (
+            "free",
+            Self::Free,
+            "Every layout, placement and precision the hardware admits (a system file's `execution` lifted)",
+        ),
+    ];
 }
 
 impl Default for Request {
@@ -94,6 +122,7 @@ impl Default for Request {
             min_user_rate: None,
             concurrency: None,
             set: Overrides::default(),
+            execution: Execution::Vendor,
         }
     }
 }
@@ -125,6 +154,42 @@ impl Run {
         Bands::shipped().attach(&self.system, &self.workload, &mut e);
         e
     }
+}
+
+/// `w` at one global batch for every row of a comparison whose fits scaled it: the largest batch
+/// a feasible row ran at, rounded down to a multiple of 192, fixed there (`None`: no row scaled
+/// it).
+fn one_batch(w: &Workload, rows: &[Estimate]) -> Option<Workload> {
+    let crate::model::workload::Task::Training(tr) = &w.task else {
+        return None;
+    };
+    tr.batch_scaling?;
+    let most = rows
+        .iter()
+        .filter(|e| e.feasible)
+        .filter_map(|e| e.global_batch)
+        .max()?;
+    // down to a multiple of 192 = 2^6 × 3, so that the data-parallel degrees of every
+    // deployment divide it (1,192 from 596 GPUs would leave 24 wafers only 8 ways to split)
+    const STEP: u64 = 192;
+    let most = if most >= STEP {
+        (most / STEP * STEP).max(tr.global_batch)
+    } else {
+        most
+    };
+    if most == tr.global_batch {
+        return None;
+    }
+    let mut at = w.clone();
+    if let crate::model::workload::Task::Training(t) = &mut at.task {
+        t.scaled_from = Some(t.global_batch);
+        t.global_batch = most;
+        // fixed there (the fit still reads the per-device figure: the deployment it suits)
+        if let Some(b) = t.batch_scaling.as_mut() {
+            b.max = most;
+        }
+    }
+    Some(at)
 }
 
 /// Device counts a serving load may take on `sys`, fewest first: powers of two below a node,
@@ -204,9 +269,12 @@ impl Request {
             .choice(w, self.objective)
     }
 
-    /// `sys` at the power boundary, on the software stack.
+    /// `sys` at the power boundary, on the software stack, its execution mode kept or lifted.
     pub fn system(&self, mut sys: System) -> System {
         sys.power_boundary = self.power_boundary;
+        if self.execution == Execution::Free {
+            sys.execution = Default::default();
+        }
         if let Some(sw) = &self.software {
             sys.with_software(sw.clone());
         }
@@ -228,6 +296,8 @@ impl Request {
             choice: choice.clone(),
             devices: self.devices,
         };
+        // the system's serving precision first, so that a `--set` on the workload lifts it
+        run.system.execution.serve_at(&mut run.workload);
         let diags = self.set.apply(
             &mut run.system,
             &mut run.workload,
@@ -304,10 +374,37 @@ impl Request {
         let mut w = w.clone();
         self.compare_load(&mut w).map_err(Refused::Load)?;
         let choice = self.choice(&w, Request::COMPARE_DEFAULT);
+        self.compare_at_load(&systems, &w, &choice)
+    }
+
+    /// [`Request::compare`] of `w` already at the comparison's load, on `choice`.
+    pub fn compare_at_load(
+        &self,
+        systems: &[System],
+        w: &Workload,
+        choice: &MappingChoice,
+    ) -> Result<Comparison, Refused> {
+        let rows = self.compare_rows(systems, w, choice)?;
+        // A batch that scales with the deployment: each system's fit grew it to suit its own
+        // size; every system then trains at the largest of those, one batch for all (the
+        // convergence a batch buys is the workload's, not the system's).
+        let rows = match one_batch(w, &rows) {
+            Some(at) => self.compare_rows(systems, &at, choice)?,
+            None => rows,
+        };
+        Ok(self.comparison(w, rows))
+    }
+
+    fn compare_rows(
+        &self,
+        systems: &[System],
+        w: &Workload,
+        choice: &MappingChoice,
+    ) -> Result<Vec<Estimate>, Refused> {
         let mut rows = Vec::new();
         let mut errors = Vec::new();
         for sys in systems {
-            match self.compare_row(sys, &w, &choice) {
+            match self.compare_row(sys.clone(), w, choice) {
                 Ok(e) => rows.push(e),
                 Err(d) => errors.extend(d),
             }
@@ -315,6 +412,6 @@ impl Request {
         if !errors.is_empty() {
             return Err(Refused::Set(errors));
         }
-        Ok(self.comparison(&w, rows))
+        Ok(rows)
     }
 }

@@ -280,3 +280,112 @@ fn a_resized_cluster_keeps_each_systems_share_of_memoryx() {
         approx::assert_relative_eq!(r.capacity, ws.capacity);
     }
 }
+
+/// Issue 42: the CS-3 cluster trains as Cerebras runs it (data parallel, the state streamed from
+/// MemoryX) unless the run lifts its execution mode; lifted, the search is free to keep the
+/// state in SRAM over a pipeline. Hand-checked: every layout the search may take has tp = pp =
+/// cp = 1, and the placement puts the state in the store.
+#[test]
+fn the_cs3_cluster_trains_data_parallel_with_weights_streamed_unless_lifted() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "compare",
+            "architectures/gb200-nvl72.ron",
+            CS3_CLUSTER,
+            "--workload",
+            PRETRAIN_8B,
+            "--power-budget",
+            "1 MW",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let o = tessera(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).expect("json")
+    };
+    let vendor = run(&[]);
+    let cs3 = &vendor["systems"][1];
+    let m = &cs3["mapping"];
+    assert_eq!(
+        (m["tp"].as_u64(), m["pp"].as_u64(), m["cp"].as_u64()),
+        (Some(1), Some(1), Some(1)),
+        "{m}"
+    );
+    assert_eq!(m["dp"], cs3["devices"]);
+    assert!(
+        cs3["placement"]
+            .as_str()
+            .unwrap()
+            .starts_with("state: external"),
+        "{}",
+        cs3["placement"]
+    );
+    assert!(cs3["execution_mode"]
+        .as_str()
+        .unwrap()
+        .contains("weights streamed"));
+    // the batch grew with the deployment, the same on both rows
+    let gb = vendor["global_batch"].as_u64().unwrap();
+    assert_eq!(vendor["global_batch_scaled_from"].as_u64(), Some(16));
+    assert!(gb > 16 && gb <= 2048, "{gb}");
+    for r in vendor["systems"].as_array().unwrap() {
+        assert_eq!(r["global_batch"].as_u64(), Some(gb));
+    }
+    let free = run(&["--execution", "free"]);
+    let cs3 = &free["systems"][1];
+    assert!(cs3["execution_mode"].is_null());
+    assert!(
+        cs3["placement"]
+            .as_str()
+            .unwrap()
+            .starts_with("state: sram"),
+        "lifted, the 8B state fits 24 wafers' SRAM over a pipeline: {}",
+        cs3["placement"]
+    );
+}
+
+/// A model below the streaming threshold keeps the placement rule (Cerebras' pipeline
+/// execution), and the mode's laws hold: the vendor mode never admits a layout the mode forbids.
+#[test]
+fn the_execution_mode_admits_only_its_dimensions() {
+    use tessera::engine::candidates::{admits, candidates};
+    let cluster = system(CS3_CLUSTER);
+    let w = workload(PRETRAIN_8B);
+    let all = candidates(&cluster, &w, 16);
+    assert!(!all.is_empty());
+    for m in &all {
+        assert!(admits(&cluster.execution, m), "{m:?}");
+        assert_eq!((m.tp, m.pp, m.cp, m.ep), (1, 1, 1, 1));
+    }
+    let mut free = cluster.clone();
+    free.execution = Default::default();
+    assert!(candidates(&free, &w, 64)
+        .iter()
+        .any(|m| m.pp > 1 || m.tp > 1));
+    assert!(cluster.execution.streams(8e9));
+    assert!(!cluster.execution.streams(1.1e8));
+}
+
+/// A `Streamed` mode needs a store that runs the update: a located error, not a silent mode.
+#[test]
+fn a_streamed_mode_without_a_store_that_updates_is_an_error() {
+    let text = std::fs::read_to_string(common::root().join(CS3)).unwrap();
+    let start = text.find("    weight_store: (").unwrap();
+    let end = start + text[start..].find("\n    ),\n").unwrap() + "\n    ),\n".len();
+    let cut = format!("{}{}", &text[..start], &text[end..]);
+    let dir = common::scratch_dir("stream-mode");
+    std::fs::create_dir_all(dir.join("parts")).unwrap();
+    for p in ["parts/wse3-cs3.ron", "parts/cs3-chassis.ron"] {
+        std::fs::copy(common::root().join("architectures").join(p), dir.join(p)).unwrap();
+    }
+    let f = dir.join("cs3.ron");
+    std::fs::write(&f, cut).unwrap();
+    let o = tessera(&["check", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("`Streamed` needs a `weight_store`") && err.contains("cs3.ron:"),
+        "{err}"
+    );
+}

@@ -192,6 +192,7 @@ fn request(
         mapping: mapping_arg(mapping)?,
         devices,
         all_devices: false,
+        execution: Default::default(),
         set: tessera::sweep::set::Overrides::from_pairs(
             set.iter().map(|(p, v)| (p.as_str(), v.as_str())),
         ),

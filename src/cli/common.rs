@@ -167,6 +167,9 @@ pub struct SoftwareArgs {
     /// system runs on it).
     #[arg(long, value_name = "FILE")]
     pub software: Option<String>,
+    /// How each system's execution mode (its file's `execution`) binds the run.
+    #[arg(long, value_parser = choice::<tessera::request::Execution>(), default_value = "vendor")]
+    pub execution: tessera::request::Execution,
 }
 
 impl SoftwareArgs {
@@ -180,6 +183,14 @@ impl SoftwareArgs {
             return Err(Exit::Failed);
         }
         l.value.ok_or(Exit::Failed).map(Some)
+    }
+
+    /// `sys` with its execution mode lifted where `--execution free` asks.
+    pub fn lift(&self, mut sys: System) -> System {
+        if self.execution == tessera::request::Execution::Free {
+            sys.execution = Default::default();
+        }
+        sys
     }
 
     /// `sys` on the stack, if one is named.
@@ -253,6 +264,7 @@ pub fn request(
         min_user_rate: serve.min_user_rate,
         concurrency: serve.concurrency,
         set: set.overrides(),
+        execution: Default::default(),
     }
 }
 
@@ -273,6 +285,7 @@ impl RunArgs {
             &self.set,
         );
         req.software = self.software.load()?;
+        req.execution = self.software.execution;
         req.load(&mut w).map_err(load_failed)?;
         req.mapping = mapping_arg(self.mapping.as_deref())?;
         let choice = req.choice(&w, Request::ESTIMATE_DEFAULT);

@@ -176,22 +176,17 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         Ok(s) => s,
         Err(e) => return Ok(e),
     };
-    let mut ests = Vec::new();
+    req.execution = a.software.execution;
+    let mut systems = Vec::new();
     let mut defaults = Vec::new();
     let mut failed = false;
     for s in &a.systems {
-        // each system with the same overrides (its own paths resolved against it)
-        let sys = common::system(s);
-        if let Ok(sys) = &sys {
-            defaults.push(Defaults {
-                no_pue: sys.pue == 1.0,
-            });
-        }
-        match sys.map(|sys| req.compare_row(sys, &w, &choice)) {
-            Ok(Ok(e)) => ests.push(e),
-            Ok(Err(diags)) => {
-                common::set_failed(&diags);
-                failed = true;
+        match common::system(s) {
+            Ok(sys) => {
+                defaults.push(Defaults {
+                    no_pue: sys.pue == 1.0,
+                });
+                systems.push(sys);
             }
             Err(_) => failed = true,
         }
@@ -199,7 +194,12 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     if failed {
         return Ok(Exit::Failed);
     }
-    let c = req.comparison(&w, ests);
+    // each system with the same overrides (its own paths resolved against it)
+    let c = match req.compare_at_load(&systems, &w, &choice) {
+        Ok(c) => c,
+        Err(tessera::request::Refused::Set(diags)) => return Ok(common::set_failed(&diags)),
+        Err(tessera::request::Refused::Load(m)) => return Ok(common::load_failed(m)),
+    };
     a.plot
         .draw(|size, o| tessera::plot::compare::compare(&c, size, o))?;
     a.plot.output(out, |out| {
@@ -221,6 +221,20 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 }
                 if let Some(b) = c.power_budget_w {
                     head.push(budget_line(b, c.power_budget_basis));
+                }
+                if let (Some(gb), Some(from)) = (c.global_batch, c.global_batch_scaled_from) {
+                    head.push(format!(
+                        "global batch: {gb} samples on every system, scaled with the deployment \
+                         from the workload's {from} (×{}; the largest any system's fit grew it to)",
+                        {
+                            let x = gb as f64 / from as f64;
+                            if x.fract() == 0.0 {
+                                format!("{x:.0}")
+                            } else {
+                                format!("{x:.2}")
+                            }
+                        }
+                    ));
                 }
                 for l in head {
                     writeln!(out, "{}", tessera::report::wrap_text(&l, width, 2))?;

@@ -98,6 +98,19 @@ fn row(c: &Comparison, label: &str, cell: impl Fn(&CompareRow) -> String) -> Vec
         .collect()
 }
 
+/// Serving: requests in flight per device that serves them.
+fn per_device(e: &tessera::engine::Estimate) -> Option<f64> {
+    let n = e.concurrency? as f64;
+    (e.feasible && e.devices > 0).then(|| n / e.devices as f64)
+}
+
+/// Serving: requests in flight per kW of rated power at the comparison's boundary.
+fn per_rated_kw(e: &tessera::engine::Estimate) -> Option<f64> {
+    let n = e.concurrency? as f64;
+    let p = e.rated_power_w.filter(|p| *p > 0.0)?;
+    e.feasible.then(|| n / (p / 1e3))
+}
+
 /// `c` as a table: a column per system (`defaults[i]` for the i-th), a row per figure.
 pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
     let mut notes = Notes::default();
@@ -126,6 +139,16 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
             }
         }))
         .collect::<Vec<_>>()];
+    // the vendor's execution mode a system runs in is marked where its devices are
+    for (cell, r) in rows[0][1..].iter_mut().zip(&c.systems) {
+        if let Some(x) = &r.estimate.execution_mode {
+            cell.push(' ');
+            cell.push_str(&notes.mark(format!(
+                "{}: as its vendor runs it, {x} (`--execution free` lifts it)",
+                r.estimate.system
+            )));
+        }
+    }
     // the throughput row carries an infeasible system's mark
     let mut throughput = row(c, &format!("throughput ({unit}/s)"), |r| {
         num(r.estimate.throughput_per_s)
@@ -163,6 +186,18 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
         ),
         None => "unvalidated".into(),
     }));
+    if c.concurrency.as_deref() == Some("max") {
+        // each at its best: the most users each serves within the target, per device and per
+        // provisioned kW
+        rows.push(row(c, "requests in flight", |r| {
+            r.estimate
+                .concurrency
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "—".into())
+        }));
+        rows.push(row(c, "per device", |r| num(per_device(&r.estimate))));
+        rows.push(row(c, "per rated kW", |r| num(per_rated_kw(&r.estimate))));
+    }
     if serving {
         rows.push(row(c, "time per output token", |r| {
             si(r.estimate.tpot_s, "s")

@@ -120,7 +120,10 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut systems = Vec::new();
     for path in &a.arch {
         match common::system(path) {
-            Ok(s) => systems.push(common::SoftwareArgs::apply(&software, a.power.apply(s))),
+            Ok(s) => systems.push(
+                a.software
+                    .lift(common::SoftwareArgs::apply(&software, a.power.apply(s))),
+            ),
             Err(e) => return Ok(e),
         }
     }

@@ -10,7 +10,7 @@ use super::estimate::Estimate;
 pub use super::rated::{rated_power, rated_power_of, resized};
 use crate::engine::reason::Reason;
 use crate::model::system::System;
-use crate::model::workload::Workload;
+use crate::model::workload::{Task, Workload};
 use serde::Serialize;
 
 /// Which power a budget is held against.
@@ -104,7 +104,11 @@ pub fn fit(
 
 /// The estimate of `sys` on all its devices: the fit compares whole-node deployments, so the
 /// search may not leave devices idle here (the smaller counts are candidates of their own).
+/// A training batch that scales with the deployment takes its size on these devices
+/// (`Workload::scaled_to`).
 fn whole(sys: &System, w: &Workload, choice: &MappingChoice) -> Estimate {
+    let scaled = w.scaled_to(sys.devices);
+    let w = scaled.as_ref().unwrap_or(w);
     super::prepare::outcome(
         sys,
         w,
@@ -174,6 +178,17 @@ fn fit_nodes(
         .collect();
     if sys.nodes < *largest {
         smaller.push(sys.nodes);
+    }
+    // a batch that scales with the deployment suits the one with `per_device` samples on each
+    // device: that count too, where it is whole nodes
+    if let Task::Training(t) = &w.task {
+        if let Some(b) = t.batch_scaling {
+            let devices = t.global_batch / b.per_device.max(1);
+            let per_node = (sys.node.devices as u64).max(1);
+            if devices > 0 && devices % per_node == 0 && devices / per_node <= *largest + TRIES {
+                smaller.push(devices / per_node);
+            }
+        }
     }
     smaller.sort_unstable();
     smaller.dedup();

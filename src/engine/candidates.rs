@@ -4,7 +4,7 @@
 //! the prefill pools of serving. Enumeration only: `search` evaluates them.
 
 use crate::model::mapping::{Mapping, Placement, Pool, Recompute};
-use crate::model::system::System;
+use crate::model::system::{Execution, System};
 use crate::model::workload::{Model, Task, Workload};
 use crate::vocab::{Dim, TpOverlapMethod};
 
@@ -52,6 +52,17 @@ fn divisors(n: u64) -> Vec<u64> {
     d
 }
 
+/// Whether a training layout splits the model only along the dimensions the system's execution
+/// mode allows (`Execution::parallel`; expert parallelism only where it allows every one).
+pub fn admits(x: &Execution, m: &Mapping) -> bool {
+    let free = |d: Dim, degree: u64| degree <= 1 || x.allows(d);
+    free(Dim::Tp, m.tp)
+        && free(Dim::Cp, m.cp)
+        && free(Dim::Pp, m.pp)
+        && free(Dim::Dp, m.dp)
+        && (x.parallel.is_none() || (m.ep <= 1 && m.etp.unwrap_or(1) <= 1))
+}
+
 /// Every candidate mapping of `w` on `n` devices worth evaluating.
 pub fn candidates(sys: &System, w: &Workload, n: u64) -> Vec<Mapping> {
     candidates_with_bases(sys, w, n).0
@@ -84,6 +95,8 @@ pub fn candidates_with_bases(
     match (&w.model, &w.task) {
         (Model::Transformer(t), Task::Training(tr)) => {
             out = training_candidates(sys, t, tr, n, base);
+            // the vendor's execution mode: only the dimensions its software splits along
+            out.retain(|m| admits(&sys.execution, m));
             // `search` evaluates a variant only where its base layout does not run.
             if sys.node.host_link.is_some() {
                 let variants = offload_variants(t, &out);

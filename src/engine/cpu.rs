@@ -349,7 +349,9 @@ pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     let ext = m[t::EXT_CAPACITY];
     for k in [Tier::Sram, Tier::Hbm] {
         let cap = usable_capacity(k, m);
-        if cap > 0.0 && s + w <= cap {
+        // a streamed state stays in the store wherever the store holds it
+        let resident = !(f.streamed && ext > 0.0 && s <= ext);
+        if resident && cap > 0.0 && s + w <= cap {
             return Some((k, k));
         }
         if cap > 0.0 && ext > 0.0 && s <= ext && w <= cap {

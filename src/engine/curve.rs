@@ -20,6 +20,10 @@ pub struct Curve {
     pub workload: String,
     /// The latency target every point was searched under (`None`: none).
     pub slo: Option<String>,
+    /// The fewest tokens/s per user the target allows (1 / its time per output token, or its
+    /// per-user rate; the larger): where the picture draws it. `None`: the target bounds
+    /// neither.
+    pub min_user_rate: Option<f64>,
     pub points: Vec<Estimate>,
 }
 
@@ -64,6 +68,10 @@ pub fn curve(
         system: sys.name.clone(),
         workload: w.name.clone(),
         slo: (!slo.is_empty()).then(|| slo.describe()),
+        min_user_rate: [slo.tpot_s.map(|t| 1.0 / t), slo.min_user_rate]
+            .into_iter()
+            .flatten()
+            .reduce(f64::max),
         points,
     }
 }

@@ -139,6 +139,16 @@ pub struct Estimate {
     /// is named: its per-step time is in the breakdown's `other`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub software: Option<String>,
+    /// The system's execution mode as its vendor runs it, where its file states one and the run
+    /// keeps it (`--execution vendor`): e.g. "trains dp parallel only; weights streamed from the
+    /// weight store". Null: none stated, or lifted.
+    pub execution_mode: Option<String>,
+    /// Training: samples per optimizer step as run (grown with the deployment where the workload
+    /// scales it and a comparison sized the system to a budget).
+    pub global_batch: Option<u64>,
+    /// Training: the batch the workload states, where the run's was scaled from it (null: not
+    /// scaled).
+    pub global_batch_scaled_from: Option<u64>,
     pub feasible: bool,
     pub reason: Option<String>,
     /// The stable code of `reason` (see [`Reason::code`]).
@@ -242,6 +252,14 @@ pub struct Estimate {
     pub precision_schedule: Option<Vec<PhaseReport>>,
 }
 
+/// A training workload's global batch as run, and the stated one where it was scaled.
+fn batch(w: &Workload) -> (Option<u64>, Option<u64>) {
+    match &w.task {
+        crate::model::workload::Task::Training(t) => (Some(t.global_batch), t.scaled_from),
+        _ => (None, None),
+    }
+}
+
 /// One phase of a training run's precision schedule, as estimated.
 #[derive(Debug, Clone, Serialize)]
 pub struct PhaseReport {
@@ -265,6 +283,9 @@ impl Estimate {
             system: sys.name.clone(),
             workload: w.name.clone(),
             software: sys.software.as_ref().map(|s| s.name.clone()),
+            execution_mode: sys.execution.line(w),
+            global_batch: batch(w).0,
+            global_batch_scaled_from: batch(w).1,
             feasible: false,
             reason: Some(reason.to_string()),
             reason_code: Some(reason.code()),
@@ -461,6 +482,9 @@ pub fn finish(
         system: sys.name.clone(),
         workload: w.name.clone(),
         software: sys.software.as_ref().map(|s| s.name.clone()),
+        execution_mode: sys.execution.line(w),
+        global_batch: batch(w).0,
+        global_batch_scaled_from: batch(w).1,
         feasible: true,
         reason: None,
         reason_code: None,

@@ -11,7 +11,7 @@
 //! (`tests/import_graph`).
 
 pub mod budget;
-mod candidates;
+pub mod candidates;
 pub mod coeffs;
 mod common;
 pub mod cpu;

@@ -11,7 +11,7 @@ use super::reason::Reason;
 use super::search::{self, SearchResult};
 use crate::model::mapping::Mapping;
 use crate::model::system::System;
-use crate::model::workload::Workload;
+use crate::model::workload::{Task, Workload};
 
 /// A workload ready to evaluate on a system.
 pub struct Prepared {
@@ -100,6 +100,22 @@ pub(crate) fn prepare_with(
                         res = r;
                     }
                     res.tried = tried;
+                }
+            }
+            // Nothing runs on all of them (a global batch of 16 cannot spread data-parallel
+            // over 64 wafers): the most of them, halving, that run it.
+            if may_idle && res.best().is_none() && matches!(w.task, Task::Training(_)) {
+                let mut k = n / 2;
+                while k >= 1 {
+                    let r = search::search(sys, w, k, *obj);
+                    let tried = res.tried + r.tried;
+                    if r.best().is_some() {
+                        res = r;
+                        res.tried = tried;
+                        break;
+                    }
+                    res.tried = tried;
+                    k /= 2;
                 }
             }
             match res.best() {

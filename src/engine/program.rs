@@ -214,6 +214,10 @@ pub struct Footprint {
     /// What the device keeps in the node's host memory (`HOST_CAPACITY`): offloaded activations
     /// and optimizer state. Not on the device, so in none of the totals below.
     pub offloaded: f64,
+    /// The system's execution mode keeps the state in its weight store and streams the weights
+    /// (Cerebras weight streaming) wherever the store holds it, even where it would fit on the
+    /// devices (`System::execution`).
+    pub streamed: bool,
 }
 
 impl Footprint {

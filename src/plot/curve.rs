@@ -5,7 +5,8 @@
 //! the right one.
 //!
 //! Classes: `series` (one line per system and panel), `point` (one per feasible point;
-//! `data-system`, `data-concurrency`).
+//! `data-system`, `data-concurrency`), `target` (the latency target's fewest tokens/s per user,
+//! dashed, where a target bounds it).
 
 use super::svg::{stroke, Frame};
 use super::{Axis, Doc, LegendEntry, LegendKind, Size, Style};
@@ -56,7 +57,13 @@ pub fn curve(c: &[Curve], size: Size, out: &mut dyn std::io::Write) -> std::io::
         v
     };
     let all: Vec<(u64, f64, f64, f64)> = c.iter().flat_map(feasible).collect();
-    let user = Axis::log("tokens/s per user", all.iter().map(|p| p.1));
+    let target = c.iter().find_map(|x| x.min_user_rate);
+    let user = Axis::log(
+        "tokens/s per user",
+        all.iter()
+            .map(|p| p.1)
+            .chain(target.filter(|_| !all.is_empty())),
+    );
     let fl = Frame {
         rect: left,
         x: user.clone(),
@@ -69,6 +76,32 @@ pub fn curve(c: &[Curve], size: Size, out: &mut dyn std::io::Write) -> std::io::
     };
     doc.axes(&fl);
     doc.axes(&fr);
+    // the latency target: the fewest tokens/s per user it allows, a dashed line on both panels
+    // (points to its right meet it)
+    if let Some(rate) = target {
+        for f in [&fl, &fr] {
+            let x = f.px(rate);
+            if x >= f.rect.x && x <= f.rect.x + f.rect.w {
+                doc.line(
+                    x,
+                    f.rect.y,
+                    x,
+                    f.rect.bottom(),
+                    "target",
+                    r##"stroke="#444" stroke-width="1" stroke-dasharray="4 3""##,
+                );
+                doc.text(
+                    x + 3.0,
+                    f.rect.y + 11.0,
+                    "target",
+                    10.0,
+                    super::svg::Anchor::Start,
+                    "target-label",
+                    "",
+                );
+            }
+        }
+    }
     for (i, x) in c.iter().enumerate() {
         let st = Style::nth(i);
         doc.open_group("system", Some(&format!("system-{i}")));

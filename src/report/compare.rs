@@ -44,6 +44,11 @@ pub struct Comparison {
     pub slo: Option<String>,
     /// With `--software`: the stack every system runs on (its name), else `null`.
     pub software: Option<String>,
+    /// Training whose batch scales with the deployment, sized to a budget: the one global batch
+    /// every system trained at, and the workload's stated batch it was scaled from (both null
+    /// where the batch ran as stated).
+    pub global_batch: Option<u64>,
+    pub global_batch_scaled_from: Option<u64>,
     pub systems: Vec<CompareRow>,
 }
 
@@ -81,6 +86,12 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
         .map(|b| b.power_boundary)
         .unwrap_or("facility");
     debug_assert!(estimates.iter().all(|e| e.power_boundary == power_boundary));
+    let scaled = estimates
+        .iter()
+        .find(|e| e.global_batch_scaled_from.is_some());
+    let (global_batch, global_batch_scaled_from) = scaled
+        .map(|e| (e.global_batch, e.global_batch_scaled_from))
+        .unwrap_or_default();
     let systems = estimates
         .into_iter()
         .map(|e| {
@@ -112,6 +123,8 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
         concurrency: None,
         slo: None,
         software: None,
+        global_batch,
+        global_batch_scaled_from,
         systems,
     }
 }

@@ -36,6 +36,60 @@ pub struct SystemSpec {
     pub weight_store: Option<WeightStoreSpec>,
     #[serde(default)]
     pub facility: Option<FacilitySpec>,
+    /// How the vendor's software runs the system (Cerebras clusters: data parallel, the training
+    /// state streamed from MemoryX; CS-3 inference: 16-bit weights). `--mapping auto` and the
+    /// placement stay inside it unless the run asks for `--execution free`.
+    #[serde(default)]
+    pub execution: Option<ExecutionSpec>,
+}
+
+/// A system's execution modes, as its vendor's software runs it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutionSpec {
+    #[serde(default)]
+    pub training: Option<TrainingModeSpec>,
+    #[serde(default)]
+    pub serving: Option<ServingModeSpec>,
+    /// The citation (a key of `sources`) that states the modes.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// How training runs: the parallel dimensions the software splits a model along (every other
+/// stays 1; expert parallelism too) and where the model state lives.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingModeSpec {
+    /// e.g. `[Dp]`; absent: every dimension.
+    #[serde(default)]
+    pub parallel: Option<Vec<crate::vocab::Dim>>,
+    /// `Streamed`: the state lives in the weight store and the weights stream through the
+    /// devices layer by layer (the store runs the update) even where it would fit on them.
+    #[serde(default)]
+    pub state: Option<StateMode>,
+    /// Models below this many parameters run the other way (Cerebras: "pipeline execution"
+    /// below about 1B parameters, every layer resident on the wafer).
+    #[serde(default)]
+    pub streamed_from_params: Option<f64>,
+}
+
+/// Where a training run keeps its model state.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum StateMode {
+    /// Wherever it fits best (the evaluators' placement rule).
+    Placed,
+    /// In the weight store, streamed through the devices.
+    Streamed,
+}
+
+/// How serving runs: the precision the vendor serves at (weights and compute; every serving
+/// workload takes it on this system).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServingModeSpec {
+    #[serde(default)]
+    pub precision: Option<String>,
 }
 
 // Parsed once per file: the size difference between the variants does not matter.

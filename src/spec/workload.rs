@@ -236,6 +236,11 @@ pub struct TrainingSpec {
     pub seq_len: Option<u64>,
     /// Samples (sequences or images) per optimizer step.
     pub global_batch: u64,
+    /// Whether the global batch grows with the deployment (absent: fixed, as the published run
+    /// states it): a comparison that sizes a system to a budget gives it this many samples per
+    /// device, never fewer than `global_batch` nor more than `max`.
+    #[serde(default)]
+    pub batch_scaling: Option<BatchScalingSpec>,
     #[serde(default)]
     pub precision: PrecisionSpec,
     /// How much to train: tokens, samples, epochs or steps.
@@ -262,6 +267,19 @@ pub struct TrainingSpec {
 }
 
 /// One phase of a precision schedule.
+/// A global batch that scales with the deployment.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchScalingSpec {
+    /// Samples per device (e.g. MLPerf's per-GPU micro-batch).
+    pub per_device: u64,
+    /// The largest global batch the recipe is known to train at (samples), with its source.
+    pub max: u64,
+    /// The citation (a key of `sources`) for the two figures.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrecisionPhaseSpec {

@@ -155,6 +155,8 @@ pub(super) fn cnn_training(
             activations: act,
             kv_cache: 0.0,
             offloaded: 0.0,
+            // the weight-streamed form is the transformer lowering's (`training::stream`)
+            streamed: false,
         },
         devices: dp as f64,
         units_per_step: samples,

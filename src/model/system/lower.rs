@@ -2,6 +2,7 @@
 //! checks, the node, the scale-up and scale-out networks, and the memory levels every part shares.
 
 use super::device::{check_version, lower_device, lower_memory};
+use super::execution::lower_execution;
 use super::types::{HostLink, Node, ScaleOut, ScaleUp, System, UnsetEnergy, WeightStore};
 use crate::diag::Path;
 use crate::model::Ctx;
@@ -86,6 +87,14 @@ pub(super) fn lower(
             memory_bandwidth: memory_bandwidth.unwrap_or(0.0),
         })
     });
+    let store_updates = weight_store
+        .as_ref()
+        .is_some_and(|w| w.compute > 0.0 && w.memory_bandwidth > 0.0);
+    let execution = spec
+        .execution
+        .as_ref()
+        .and_then(|e| lower_execution(cx, e, store_updates))
+        .unwrap_or_default();
     let (pue, power_limit) = match &spec.facility {
         Some(f) => {
             cx.enter_field("facility", f.source.as_ref());
@@ -170,6 +179,7 @@ pub(super) fn lower(
         scale_up,
         scale_out,
         weight_store,
+        execution,
         software: None,
         pue,
         power_limit,

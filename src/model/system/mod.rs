@@ -2,10 +2,12 @@
 //! with power for each part, all in SI units. [`load_system`] reads, resolves and lowers a file.
 
 mod device;
+mod execution;
 mod lower;
 mod parts;
 mod types;
 
+pub use execution::Execution;
 pub use parts::{check_part, check_part_fitted, source_of, MemFs};
 pub use types::{
     data_energy_per_byte, unset_energy_warnings, Device, Dvfs, Efficiency, HostLink, MemLevel,

@@ -20,6 +20,8 @@ pub struct System {
     pub scale_up: Option<ScaleUp>,
     pub scale_out: Option<ScaleOut>,
     pub weight_store: Option<WeightStore>,
+    /// How the vendor's software runs it (`--execution free` clears it).
+    pub execution: super::execution::Execution,
     /// The software stack the run executes on (a case's `run.software`, `--software`): its
     /// per-step costs. `None`: no fixed costs beyond the modelled work.
     pub software: Option<Software>,

@@ -5,8 +5,8 @@ use super::check::check_mapping;
 use super::cnn::lower_cnn;
 use super::graph::{lower_graph, precision};
 use super::types::{
-    Experts, Inference, Lora, Mla, Model, PrecisionPhase, Run, Speculative, Target, Task, Training,
-    Transformer, Workload,
+    BatchScaling, Experts, Inference, Lora, Mla, Model, PrecisionPhase, Run, Speculative, Target,
+    Task, Training, Transformer, Workload,
 };
 use crate::diag::Path;
 use crate::model::Ctx;
@@ -373,9 +373,37 @@ fn lower_training(cx: &mut Ctx, t: &TrainingSpec, model: Option<&Model>) -> Opti
             Some("the shares add up to at most 1; the steps they leave run at `precision`".into()),
         );
     }
+    let batch_scaling = t.batch_scaling.as_ref().and_then(|b| {
+        cx.enter_field("batch_scaling", b.source.as_ref());
+        if b.source.is_none() {
+            cx.error(
+                "source",
+                "a batch that scales names the source of its figures",
+                Some("add `source: \"key\"`: the recipe's per-device batch and the largest batch it trains at".into()),
+            );
+        }
+        let per = cx.count("per_device", b.per_device);
+        let max = cx.count("max", b.max);
+        if let (Some(m), Some(g)) = (max, gb) {
+            if m < g {
+                cx.error(
+                    "max",
+                    format!("the largest batch ({m}) is below the stated global batch ({g})"),
+                    Some("`max` bounds how far the batch grows from `global_batch`".into()),
+                );
+            }
+        }
+        cx.leave();
+        Some(BatchScaling {
+            per_device: per?,
+            max: max?,
+        })
+    });
     Some(Training {
         seq: seq?,
         global_batch: gb?,
+        batch_scaling,
+        scaled_from: None,
         compute,
         weights,
         gradients,

@@ -9,8 +9,8 @@ mod types;
 
 pub use cnn::resnet;
 pub use types::{
-    Cnn, ConvLayer, Experts, Gemm, GraphOp, Inference, Lora, Mla, Model, PrecisionPhase, Run,
-    Speculative, Target, Task, Training, Transformer, Workload,
+    BatchScaling, Cnn, ConvLayer, Experts, Gemm, GraphOp, Inference, Lora, Mla, Model,
+    PrecisionPhase, Run, Speculative, Target, Task, Training, Transformer, Workload,
 };
 
 use check::check_mapping;

@@ -18,6 +18,26 @@ pub struct Workload {
     pub mapping: Option<MappingPlan>,
 }
 
+impl Workload {
+    /// This workload on a deployment of `devices` devices, where its training batch scales
+    /// with the deployment and grows there (`Training::batch_on`); `None`: it runs as stated.
+    pub fn scaled_to(&self, devices: u64) -> Option<Workload> {
+        let Task::Training(tr) = &self.task else {
+            return None;
+        };
+        let gb = tr.batch_on(devices);
+        if gb == tr.global_batch {
+            return None;
+        }
+        let mut w = self.clone();
+        if let Task::Training(t) = &mut w.task {
+            t.scaled_from = Some(t.scaled_from.unwrap_or(t.global_batch));
+            t.global_batch = gb;
+        }
+        Some(w)
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub enum Model {
     Transformer(Transformer),
@@ -191,6 +211,10 @@ pub enum Task {
 pub struct Training {
     pub seq: u64,
     pub global_batch: u64,
+    /// How the global batch grows with the deployment (`None`: fixed).
+    pub batch_scaling: Option<BatchScaling>,
+    /// The batch the workload states, where [`Workload::scaled_to`] changed `global_batch`.
+    pub scaled_from: Option<u64>,
     pub compute: Precision,
     pub weights: Precision,
     pub gradients: Precision,
@@ -217,7 +241,27 @@ pub struct PrecisionPhase {
     pub scaling: crate::vocab::Scaling,
 }
 
+/// A global batch that grows with the deployment: `per_device` samples per device, between the
+/// stated batch and `max`.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct BatchScaling {
+    pub per_device: u64,
+    pub max: u64,
+}
+
 impl Training {
+    /// The global batch on `devices` devices: the stated one where it is fixed, else
+    /// `per_device` × devices between the stated batch and the maximum.
+    pub fn batch_on(&self, devices: u64) -> u64 {
+        match self.batch_scaling {
+            Some(b) => devices
+                .saturating_mul(b.per_device)
+                .min(b.max)
+                .max(self.global_batch),
+            None => self.global_batch,
+        }
+    }
+
     /// The run's phases as (share of the steps, the task at that phase's precision): the
     /// schedule's phases, then the rest at the task's own precision (left out where the schedule
     /// covers every step). Without a schedule, the task alone.

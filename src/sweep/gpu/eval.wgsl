@@ -343,9 +343,11 @@ fn evaluate(li: u32) -> Point {
         }
         var wt = TIER_NONE;
         var at = TIER_NONE;
+        // a streamed state stays in the store wherever the store holds it
+        let resident = !(st.streamed != 0u && ext > 0.0 && st.state <= ext);
         for (var q = 0u; q < TIER_EXTERNAL && wt == TIER_NONE; q++) {
             let cap = usable_capacity(q);
-            if (cap > 0.0 && st.total <= cap) {
+            if (resident && cap > 0.0 && st.total <= cap) {
                 wt = q;
                 at = q;
                 head = min(head, cap - st.total);

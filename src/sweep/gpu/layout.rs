@@ -219,7 +219,8 @@ gpu_record! {
         pad2: f32,
         /// 1: a concurrent pool outside the pipeline's chain (`Stage::pool`).
         pool: u32,
-        pad4: u32,
+        /// 1: the state stays in the weight store wherever it holds it (`Footprint::streamed`).
+        streamed: u32,
         pad5: u32,
         pad6: u32,
     }

@@ -96,6 +96,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 total: f(fp.total()),
                 offloaded: f(fp.offloaded),
                 pool: u32::from(st.pool),
+                streamed: u32::from(fp.streamed),
                 ..StageRec::default()
             };
             recs.extend_from_slice(rec.words());

@@ -35,5 +35,7 @@ pub(super) fn of(s: &Shape, r: &Round, c: &Piece, at: &At) -> Footprint {
         activations,
         kv_cache,
         offloaded: 0.0,
+        // serving keeps its weights where they fit (a system's execution mode streams training)
+        streamed: false,
     }
 }

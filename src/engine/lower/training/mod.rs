@@ -501,6 +501,7 @@ fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
         activations: act.resident,
         kv_cache: 0.0,
         offloaded: act.offloaded + state.host_optimizer + state.host_weights,
+        streamed: sys.execution.streams(d.t.params()),
     };
     let mut own = Builder::default();
     ops::build(&mut own, d, &state);
