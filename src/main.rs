@@ -1,5 +1,5 @@
 //! The `tessera` command line: parse arguments, run a subcommand, map its result to an exit code
-//! (0 success, 1 invalid input or a failed gate, 2 usage error).
+//! (0 success, 1 invalid input or a failed gate, 2 usage error, 128 + N when stopped by signal N).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -13,6 +13,7 @@ fn main() {
         cli::Exit::Ok => 0,
         cli::Exit::Failed => 1,
         cli::Exit::Usage => 2,
+        cli::Exit::Signal(sig) => 128 + sig,
     };
     std::process::exit(code)
 }

@@ -75,6 +75,7 @@ const EXPECT: &[(&str, &str, &str, &str)] = &[
     ("circular-reference", "tests/bad/parts/circ-b.ron", "2:1", "circular reference: tests/bad/circular-reference.ron -> tests/bad/parts/circ-a.ron -> tests/bad/parts/circ-b.ron -> tests/bad/parts/circ-a.ron"),
     ("comment-only", "tests/bad/comment-only.ron", "1:1", "the file holds only comments"),
     ("crlf-line-endings", "tests/bad/crlf-line-endings.ron", "33:20", "unknown unit `TB/S`"),
+    ("cr-only-line-endings", "tests/bad/cr-only-line-endings.ron", "33:20", "unknown unit `TB/S`"),
     ("derived-peak-disagrees", "tests/bad/derived-peak-disagrees.ron", "17:29", "disagrees with units × ops_per_cycle × clock"),
     ("derived-peak-needs-clock", "tests/bad/derived-peak-needs-clock.ron", "15:74", "needs the die's `clock`"),
     ("derived-peak-sparse", "tests/bad/derived-peak-sparse.ron", "17:29", "2:4 sparse figure written as dense"),

@@ -8,6 +8,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use tessera::spec::Fs;
+use tessera::sweep::merge::{self, MergeOptions};
 use tessera::sweep::plan::{self, Plan};
 use tessera::sweep::report::{self, RowFormat};
 use tessera::sweep::run::{self, Backend, Options, Quiet};
@@ -117,19 +118,45 @@ fn shards_merge_into_the_single_run() {
     }
     // any order
     parts.swap(0, 2);
-    let (merged, warnings) = report::merge(parts.clone(), None).unwrap();
+    let named = |v: &[report::Summary]| -> Vec<(String, report::Summary)> {
+        v.iter()
+            .enumerate()
+            .map(|(i, s)| (format!("part {i}"), s.clone()))
+            .collect()
+    };
+    let (merged, warnings) = merge::merge(named(&parts), MergeOptions::default()).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert!(merged.complete());
+    assert!(merged.complete && merged.missing.is_empty());
     assert_eq!(merged.top, whole.top);
     assert_eq!(merged.front, whole.front);
     assert_eq!(merged.evaluated, whole.evaluated);
     assert_eq!(merged.feasible, whole.feasible);
     assert_eq!(merged.infeasible, whole.infeasible);
-    // a missing shard is reported
-    let (_, w) = report::merge(parts[..2].to_vec(), None).unwrap();
+    // a missing shard is refused, or joined and marked under allow_partial
+    let e = merge::merge(named(&parts[..2]), MergeOptions::default()).unwrap_err();
+    assert!(e.contains("cover") && e.contains("allow-partial"), "{e}");
+    let partial = MergeOptions {
+        allow_partial: true,
+        ..Default::default()
+    };
+    let (m, w) = merge::merge(named(&parts[..2]), partial).unwrap();
     assert!(w.iter().any(|w| w.contains("cover")), "{w:?}");
+    assert!(!m.complete);
+    // parts[2] is shard 0 (swapped): the missing points are its range
+    let s0 = parts[2].shards[0];
+    assert_eq!(
+        m.missing,
+        vec![report::PointRange {
+            start: s0.start,
+            end: s0.end
+        }]
+    );
     // the same shard twice is an error
-    let e = report::merge(vec![parts[0].clone(), parts[0].clone()], None).unwrap_err();
+    let e = merge::merge(
+        named(&[parts[0].clone(), parts[0].clone()]),
+        MergeOptions::default(),
+    )
+    .unwrap_err();
     assert!(e.contains("overlap"), "{e}");
 }
 

@@ -29,10 +29,24 @@ struct DiskFs;
 
 impl Fs for DiskFs {
     fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| match e.kind() {
+        // as the CLI reads: a regular file under the size limit, checked before it is opened
+        // (a FIFO would block, /dev/zero fill memory)
+        use std::io::Read;
+        let io = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".to_string(),
             _ => e.to_string(),
-        })
+        };
+        let m = std::fs::metadata(path).map_err(io)?;
+        tessera::spec::admit(m.is_file(), m.is_dir(), m.len())?;
+        let limit = tessera::spec::MAX_FILE_BYTES;
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .map_err(io)?
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        tessera::spec::admit(true, false, bytes.len() as u64)?;
+        Ok(bytes)
     }
 }
 
@@ -457,22 +471,28 @@ fn to_pyarrow<'py>(
     Ok(table)
 }
 
-/// Join shard summaries (JSON) with `sweep merge`'s order-independent merge: the merged summary's
-/// JSON and the warnings (missing shards).
+/// Join shard summaries (JSON) with `sweep merge`'s verified, order-independent merge: the merged
+/// summary's JSON and the warnings (missing shards, under `allow_partial`).
 #[pyfunction]
-#[pyo3(signature = (summaries, top = None))]
-fn merge_json(summaries: Vec<String>, top: Option<usize>) -> PyResult<(String, Vec<String>)> {
+#[pyo3(signature = (summaries, top = None, allow_partial = false))]
+fn merge_json(
+    summaries: Vec<String>,
+    top: Option<usize>,
+    allow_partial: bool,
+) -> PyResult<(String, Vec<String>)> {
     let mut parts = Vec::new();
     for (i, t) in summaries.iter().enumerate() {
-        parts.push(serde_json::from_str::<Summary>(t).map_err(|e| {
+        let s = serde_json::from_str::<Summary>(t).map_err(|e| {
             usage(format!(
                 "summary {i}:{}:{}: not a sweep summary: {e}",
                 e.line(),
                 e.column()
             ))
-        })?);
+        })?;
+        parts.push((format!("summary {i}"), s));
     }
-    let (s, w) = tessera::sweep::report::merge(parts, top).map_err(usage)?;
+    let opts = tessera::sweep::merge::MergeOptions { top, allow_partial };
+    let (s, w) = tessera::sweep::merge::merge(parts, opts).map_err(usage)?;
     Ok((serde_json::to_string(&s).map_err(usage)?, w))
 }
 

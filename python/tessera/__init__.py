@@ -407,12 +407,16 @@ def summary(table_or_path: Any) -> Dict[str, Any]:
     return json.loads(meta[SUMMARY_KEY])
 
 
-def merge(summaries: Sequence[Dict[str, Any]], top: Optional[int] = None) -> Dict[str, Any]:
-    """Join shard summaries with ``tessera sweep merge``'s order-independent merge (warnings
-    about missing shards are issued as ``UserWarning``)."""
+def merge(
+    summaries: Sequence[Dict[str, Any]], top: Optional[int] = None, allow_partial: bool = False
+) -> Dict[str, Any]:
+    """Join shard summaries with ``tessera sweep merge``'s verified, order-independent merge: a
+    summary edited after it was written, shards of different sweeps, overlaps and (unless
+    ``allow_partial``) gaps raise ``TesseraError``; under ``allow_partial`` the result says
+    ``complete: False`` with its ``missing`` ranges and the gap is issued as a ``UserWarning``."""
     import warnings
 
-    text, warns = _tessera.merge_json([json.dumps(s) for s in summaries], top)
+    text, warns = _tessera.merge_json([json.dumps(s) for s in summaries], top, allow_partial)
     for w in warns:
         warnings.warn(w, stacklevel=2)
     return json.loads(text)

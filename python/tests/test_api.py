@@ -330,8 +330,16 @@ def test_merge_equals_one_run():
     m = tessera.merge(parts)
     for k in ("top", "front", "evaluated", "feasible", "infeasible", "infeasible_by_code"):
         assert m[k] == whole[k], k
-    with pytest.warns(UserWarning, match="cover"):
+    assert m["complete"] and m["missing"] == []
+    with pytest.raises(tessera.TesseraError, match="allow-partial"):
         tessera.merge(parts[:2])
+    with pytest.warns(UserWarning, match="cover"):
+        p = tessera.merge(parts[:2], allow_partial=True)
+    assert not p["complete"] and p["missing"]
+    edited = json.loads(json.dumps(parts[0]))
+    edited["feasible"] += 1
+    with pytest.raises(tessera.TesseraError, match="checksum"):
+        tessera.merge([edited] + parts[1:])
 
 
 def test_sweep_releases_the_gil():

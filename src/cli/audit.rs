@@ -19,7 +19,7 @@ pub struct Args {
     #[arg(long)]
     pub arch: Option<String>,
     /// Devices the claim names.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub devices: Option<u64>,
     /// Energy claimed (e.g. "6.11 GJ").
     #[arg(long)]

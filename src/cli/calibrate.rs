@@ -209,7 +209,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 }
             }
         };
-        let text = std::fs::read_to_string(&part)?;
+        let text = super::output::read_text(&part).map_err(std::io::Error::other)?;
         let args: Vec<String> = std::env::args().skip(1).collect();
         let figs: Vec<String> = fit
             .figures

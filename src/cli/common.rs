@@ -94,7 +94,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = choice::<Objective>(), default_value = "time")]
     pub objective: Objective,
     /// Devices to use (default: all of the system).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub devices: Option<u64>,
     #[command(flatten)]
     pub software: SoftwareArgs,

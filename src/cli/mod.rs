@@ -14,12 +14,14 @@ mod compare;
 mod compare_table;
 mod estimate;
 mod new;
+pub mod output;
 mod plot;
 mod roofline;
 mod scale;
 mod serve_curve;
 mod show;
 mod sweep;
+mod sweep_print;
 mod validate;
 
 use clap::ValueEnum;
@@ -42,19 +44,17 @@ pub enum Exit {
     Failed,
     /// Arguments that do not make a command (exit 2, as clap's own usage errors).
     Usage,
+    /// Stopped by this signal (SIGINT, SIGTERM): exit 128 + its number, as a shell reports it.
+    Signal(i32),
 }
 
 /// Reads files from disk for the library.
 pub struct DiskFs;
 
-// The one place the files the library loads are read from disk.
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+// The one place the files the library loads are read from disk (through `output::read_input`).
 impl Fs for DiskFs {
     fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
-            _ => e.to_string(),
-        })
+        output::read_input(path)
     }
 }
 

@@ -17,7 +17,7 @@ pub struct Args {
     pub workload: String,
     /// Device counts, comma-separated (with `--power-budget`: the counts that fit an eighth, a
     /// quarter, half and all of the budget).
-    #[arg(long, value_delimiter = ',', required_unless_present = "power_budget")]
+    #[arg(long, value_delimiter = ',', required_unless_present = "power_budget", value_parser = clap::value_parser!(u64).range(1..))]
     pub devices: Vec<u64>,
     /// A mapping file (dp fills the devices), or `auto` (default: the best mapping at each size).
     #[arg(long)]
@@ -146,7 +146,8 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 std::io::stderr(),
                 "error: --set devices / nodes: `scale` takes its device counts from `--devices`\n  = hint: drop the override and list the counts in `--devices 8,64,512`"
             )?;
-            return Ok(Exit::Failed);
+            // two arguments that contradict each other: a usage error
+            return Ok(Exit::Usage);
         }
         runs.push((sys, w, choice));
     }

@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long, value_parser = common::choice::<Objective>(), default_value = "time")]
     pub objective: Objective,
     /// Devices per system (default: all of each system).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub devices: Option<u64>,
     /// The most requests in flight to try (the curve doubles from 1 up to it).
     #[arg(long, default_value_t = 4096)]

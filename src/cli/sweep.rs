@@ -2,6 +2,8 @@
 //! all CPU cores or the GPU; print the best points and the Pareto front; optionally stream every
 //! point to CSV or JSON Lines. `tessera sweep merge FILES...` joins shard summaries.
 
+use super::output::{interrupt, read_text, write_atomic, Pending};
+use super::sweep_print::print;
 use super::{report, DiskFs, Exit, Format};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
@@ -12,7 +14,6 @@ use tessera::sweep::overrides::{parse_shard, Naming, Overrides};
 use tessera::sweep::plan::{self, Inputs};
 use tessera::sweep::report::{PointReport, RowFormat, Rows, Summary};
 use tessera::sweep::run::{self, Backend, Options};
-use tessera::sweep::space::Sampling;
 use tessera::units::fmt_si;
 
 #[derive(clap::Args, Debug)]
@@ -102,6 +103,10 @@ pub struct MergeArgs {
     pub top: Option<usize>,
     #[arg(long, value_name = "FILE")]
     pub summary: Option<String>,
+    /// Join a set of shards that does not cover the sweep; the result says `complete: false`
+    /// and lists the `missing` point ranges (without it, a gap is refused).
+    #[arg(long)]
+    pub allow_partial: bool,
     /// Draw the merged sweep as an SVG picture (from the shards' samples, if they kept any).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
@@ -174,6 +179,9 @@ impl run::Progress for Bar {
             Some(b) => b.suspend(print),
             None => print(),
         }
+    }
+    fn cancelled(&self) -> bool {
+        interrupt::raised().is_some()
     }
 }
 
@@ -297,6 +305,10 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         opts.sample = tessera::plot::sweep::MAX_POINTS as u64;
     }
     opts.shard = a.shard;
+    // An interrupt stops the sweep between chunks and removes its unfinished outputs.
+    if a.out.is_some() || a.summary.is_some() || a.plot.is_some() {
+        interrupt::install();
+    }
     let mut out_file = match &a.out {
         Some(p) => match OutFile::create(p, &plan) {
             Ok(f) => Some(f),
@@ -312,6 +324,24 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let rows = out_file.as_mut().map(OutFile::rows);
     let summary = match run::run_with(&plan, &opts, rows, &bar) {
         Ok(s) => s,
+        Err(e @ run::Error::Interrupted { .. }) => {
+            drop(out_file);
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {e}: no output written{}",
+                a.out
+                    .as_deref()
+                    .map(|p| format!(" (`{p}` was not created)"))
+                    .unwrap_or_default()
+            );
+            return Ok(Exit::Signal(interrupt::raised().unwrap_or(2)));
+        }
+        Err(run::Error::Io(e)) => {
+            return Ok(err(format!(
+                "cannot write `{}`: {e}; no output written",
+                a.out.as_deref().unwrap_or_default()
+            )))
+        }
         Err(e) => return Ok(err(e)),
     };
     if let Some(b) = bar.bar.get() {
@@ -344,9 +374,8 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     )
 }
 
-/// A sweep's summary where it was asked for: the `--summary` JSON file, the `--plot` picture,
-/// and the report on `out`.
-#[allow(clippy::disallowed_methods)] // the CLI writes the files the user named
+/// A sweep's summary where it was asked for: the `--summary` JSON file, the `--plot` picture
+/// (each written whole or not at all), and the report on `out`.
 fn deliver(
     s: &Summary,
     summary: Option<&str>,
@@ -357,7 +386,7 @@ fn deliver(
 ) -> std::io::Result<Exit> {
     if let Some(p) = summary {
         let text = serde_json::to_string_pretty(s).expect("summary serialises");
-        if let Err(e) = std::fs::write(p, text + "\n") {
+        if let Err(e) = write_atomic(std::path::Path::new(p), (text + "\n").as_bytes()) {
             return Ok(err(format!("cannot write `{p}`: {e}")));
         }
     }
@@ -374,29 +403,41 @@ fn deliver(
 #[allow(clippy::disallowed_types)]
 type FileWriter = std::io::BufWriter<std::fs::File>;
 
-/// The `--out` file: text rows, or (feature `arrow`) an Arrow IPC or Parquet file.
-enum OutFile {
+/// The `--out` file, written under a temporary name until [`OutFile::finish`] renames it.
+struct OutFile {
+    rows: OutRows,
+    pending: Pending,
+}
+
+/// Text rows, or (feature `arrow`) an Arrow IPC or Parquet file.
+enum OutRows {
     Text(FileWriter, RowFormat),
     #[cfg(feature = "arrow")]
     Columns(tessera::sweep::arrow::FileSink<FileWriter>),
 }
 
-// Creates the --out file.
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 impl OutFile {
     fn create(p: &str, plan: &tessera::sweep::Plan) -> Result<OutFile, String> {
         let open = || {
-            std::fs::File::create(p)
-                .map(|f| std::io::BufWriter::with_capacity(1 << 20, f))
+            Pending::create(std::path::Path::new(p))
+                .map(|(pending, f)| (pending, std::io::BufWriter::with_capacity(1 << 20, f)))
                 .map_err(|e| format!("cannot create `{p}`: {e}"))
         };
         if let Some(fmt) = RowFormat::from_path(p) {
-            return Ok(OutFile::Text(open()?, fmt));
+            let (pending, w) = open()?;
+            return Ok(OutFile {
+                rows: OutRows::Text(w, fmt),
+                pending,
+            });
         }
         #[cfg(feature = "arrow")]
         if let Some(fmt) = tessera::sweep::arrow::FileFormat::from_path(p) {
-            return tessera::sweep::arrow::FileSink::new(plan, fmt, open()?)
-                .map(OutFile::Columns)
+            let (pending, w) = open()?;
+            return tessera::sweep::arrow::FileSink::new(plan, fmt, w)
+                .map(|s| OutFile {
+                    rows: OutRows::Columns(s),
+                    pending,
+                })
                 .map_err(|e| format!("cannot write `{p}`: {e}"));
         }
         let _ = plan;
@@ -410,20 +451,25 @@ impl OutFile {
         ))
     }
     fn rows(&mut self) -> Rows<'_> {
-        match self {
-            OutFile::Text(w, f) => Rows::Text(w, *f),
+        match &mut self.rows {
+            OutRows::Text(w, f) => Rows::Text(w, *f),
             #[cfg(feature = "arrow")]
-            OutFile::Columns(s) => Rows::Columns(s),
+            OutRows::Columns(s) => Rows::Columns(s),
         }
     }
+    /// Complete the file (the Arrow or Parquet footer with the summary), sync it and give it its
+    /// final name; on an error the temporary file is removed.
     fn finish(self, summary: &Summary) -> std::io::Result<()> {
         let _ = summary;
-        let mut w = match self {
-            OutFile::Text(w, _) => w,
+        let w = match self.rows {
+            OutRows::Text(w, _) => w,
             #[cfg(feature = "arrow")]
-            OutFile::Columns(s) => s.finish(Some(summary))?,
+            OutRows::Columns(s) => s.finish(Some(summary))?,
         };
-        w.flush()
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        drop(f);
+        self.pending.commit()
     }
 }
 
@@ -441,8 +487,6 @@ fn metric_title(m: tessera::sweep::Metric, unit: &str) -> String {
 }
 
 /// The sweep's picture: its sample, front and top on the two Pareto metrics.
-// Writes the --plot picture.
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 fn plot(s: &Summary, path: &std::path::Path, size: tessera::plot::Size) -> std::io::Result<()> {
     use tessera::plot::sweep::{Dim, SweepPlot, SweepPoint};
     let [ma, mb] = s.pareto;
@@ -500,10 +544,7 @@ fn plot(s: &Summary, path: &std::path::Path, size: tessera::plot::Size) -> std::
     };
     let mut buf = Vec::new();
     tessera::plot::sweep::sweep(&picture, size, &mut buf)?;
-    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d)?;
-    }
-    std::fs::write(path, buf)?;
+    write_atomic(path, &buf)?;
     let _ = writeln!(std::io::stderr(), "wrote {}", path.display());
     Ok(())
 }
@@ -512,17 +553,27 @@ fn rate(r: f64) -> String {
     format!("{} points/s", fmt_si(r, "").trim_end())
 }
 
-// Reads the shard summaries it joins and writes the merged one.
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+/// Reads the shard summaries, verifies and joins them, and writes the merged one.
 fn merge(m: MergeArgs, out: &mut dyn Write) -> std::io::Result<Exit> {
+    if let Some(Err(e)) = m.summary.as_deref().map(|p| writable("--summary", p)) {
+        return Ok(err(e));
+    }
+    if let Some(Err(e)) = m
+        .plot
+        .as_deref()
+        .and_then(|p| p.to_str())
+        .map(|p| writable("--plot", p))
+    {
+        return Ok(err(e));
+    }
     let mut parts = Vec::new();
     for f in &m.files {
-        let text = match std::fs::read_to_string(f) {
+        let text = match read_text(f) {
             Ok(t) => t,
             Err(e) => return Ok(err(format!("cannot read `{f}`: {e}"))),
         };
         match serde_json::from_str::<Summary>(&text) {
-            Ok(s) => parts.push(s),
+            Ok(s) => parts.push((f.clone(), s)),
             Err(e) => {
                 return Ok(err(format!(
                     "{f}:{}:{}: not a sweep summary: {e}",
@@ -532,7 +583,11 @@ fn merge(m: MergeArgs, out: &mut dyn Write) -> std::io::Result<Exit> {
             }
         }
     }
-    let (s, warnings) = match tessera::sweep::report::merge(parts, m.top) {
+    let opts = tessera::sweep::merge::MergeOptions {
+        top: m.top,
+        allow_partial: m.allow_partial,
+    };
+    let (s, warnings) = match tessera::sweep::merge::merge(parts, opts) {
         Ok(x) => x,
         Err(e) => return Ok(err(e)),
     };
@@ -547,156 +602,4 @@ fn merge(m: MergeArgs, out: &mut dyn Write) -> std::io::Result<Exit> {
         m.format,
         out,
     )
-}
-
-/// Rows of the Pareto front a table shows.
-const FRONT_ROWS: usize = 25;
-
-fn points_table(s: &Summary, pts: &[(usize, &PointReport)]) -> (Vec<String>, Vec<Vec<String>>) {
-    let many = s.programs.len() > 1;
-    let mut h = vec!["#".to_string()];
-    for a in &s.axes {
-        h.push(a.path.clone());
-    }
-    if many {
-        h.push("devices, mapping".into());
-    }
-    for x in [
-        "step time",
-        "throughput",
-        "power",
-        "energy per unit",
-        "MFU",
-        "free memory",
-    ] {
-        h.push(x.into());
-    }
-    let rows = pts
-        .iter()
-        .map(|(i, p)| {
-            let mut r = vec![(i + 1).to_string()];
-            for (a, v) in s.axes.iter().zip(&p.values) {
-                r.push(if a.unit.is_empty() {
-                    format!("{v:.4}")
-                } else {
-                    fmt_si(*v, &a.unit)
-                });
-            }
-            if many {
-                r.push(s.programs.get(p.program).cloned().unwrap_or_default());
-            }
-            r.push(fmt_si(p.step_time_s, "s"));
-            r.push(format!(
-                "{} {}/s",
-                fmt_si(p.throughput_per_s, "").trim_end(),
-                s.unit
-            ));
-            r.push(fmt_si(p.average_power_w, "W"));
-            r.push(fmt_si(p.energy_per_unit_j, "J"));
-            r.push(format!("{:.1}%", p.mfu * 100.0));
-            r.push(fmt_si(p.memory_headroom_bytes, "B"));
-            r
-        })
-        .collect();
-    (h, rows)
-}
-
-fn print(s: &Summary, format: Format, out: &mut dyn Write) -> std::io::Result<()> {
-    if format == Format::Json {
-        return writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(s).expect("summary serialises")
-        );
-    }
-    let render = |h: &[String], r: &[Vec<String>]| match format {
-        Format::Csv => tessera::report::csv(h, r),
-        Format::Markdown => tessera::report::markdown_table(h, r) + "\n",
-        _ => tessera::report::table(h, r) + "\n",
-    };
-    if format == Format::Table || format == Format::Markdown {
-        writeln!(out, "sweep: {} ({} on {})", s.name, s.workload, s.system)?;
-        let shards = if s.shards.len() == 1 && s.shards[0].count > 1 {
-            format!(
-                ", shard {}/{} (points {}..{})",
-                s.shards[0].index, s.shards[0].count, s.shards[0].start, s.shards[0].end
-            )
-        } else {
-            String::new()
-        };
-        writeln!(
-            out,
-            "{} points: {} program(s) × {} machine points ({}){shards}",
-            s.total_points,
-            s.programs.len(),
-            s.points_per_program,
-            match s.sampling {
-                Sampling::Grid => "grid".to_string(),
-                Sampling::Random { seed, .. } => format!("random, seed {seed}"),
-                Sampling::LatinHypercube { seed, .. } => format!("Latin hypercube, seed {seed}"),
-            }
-        )?;
-        let inf: Vec<String> = s
-            .infeasible
-            .iter()
-            .map(|(r, n)| format!("{n} {r}"))
-            .collect();
-        writeln!(
-            out,
-            "evaluated {}: {} feasible{}",
-            s.evaluated,
-            s.feasible,
-            if inf.is_empty() {
-                String::new()
-            } else {
-                format!("; infeasible: {}", inf.join(", "))
-            }
-        )?;
-        if !s.skipped_programs.is_empty() {
-            writeln!(
-                out,
-                "{} program(s) skipped, e.g. {}: {}",
-                s.skipped_programs.len(),
-                s.skipped_programs[0].label,
-                s.skipped_programs[0].reason
-            )?;
-        }
-        writeln!(out, "\nbest {} by {}:", s.top.len(), s.objective)?;
-    }
-    let top: Vec<(usize, &PointReport)> = s.top.iter().enumerate().collect();
-    let (h, r) = points_table(s, &top);
-    write!(out, "{}", render(&h, &r))?;
-    if format == Format::Table || format == Format::Markdown {
-        writeln!(
-            out,
-            "\nPareto front, {} vs {} ({} points):",
-            s.pareto[0],
-            s.pareto[1],
-            s.front.len()
-        )?;
-    } else {
-        writeln!(out)?;
-    }
-    // A long front is summarised in tables by rows spread evenly along it; CSV and JSON carry
-    // all of it.
-    let n = s.front.len();
-    let pick: Vec<(usize, &PointReport)> = if format == Format::Csv || n <= FRONT_ROWS {
-        s.front.iter().enumerate().collect()
-    } else {
-        let mut v: Vec<usize> = (0..FRONT_ROWS)
-            .map(|i| i * (n - 1) / (FRONT_ROWS - 1))
-            .collect();
-        v.dedup();
-        v.into_iter().map(|i| (i, &s.front[i])).collect()
-    };
-    let (h, r) = points_table(s, &pick);
-    write!(out, "{}", render(&h, &r))?;
-    if pick.len() < n {
-        writeln!(
-            out,
-            "{} of {n} front points shown, spread along it (`--format json` or `--format csv` lists all)",
-            pick.len()
-        )?;
-    }
-    Ok(())
 }

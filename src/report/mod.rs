@@ -11,17 +11,33 @@ pub fn kv_table(rows: &[(String, String)]) -> String {
     let mut b = tabled::builder::Builder::default();
     b.push_record(["quantity", "value"]);
     for (k, v) in rows {
-        b.push_record([k.as_str(), v.as_str()]);
+        b.push_record([cell(k), cell(v)]);
     }
     b.build().with(Style::sharp()).to_string()
+}
+
+/// Characters a table cell shows at most (names come from input files and may be of any length).
+pub const CELL_MAX: usize = 200;
+
+/// A cell as a table shows it: at most [`CELL_MAX`] characters, a longer one cut with an
+/// ellipsis (display only: JSON and CSV keep the whole text).
+pub fn cell(s: &str) -> String {
+    if s.char_indices().nth(CELL_MAX).is_none() {
+        return s.to_string();
+    }
+    let cut = s
+        .char_indices()
+        .nth(CELL_MAX - 1)
+        .map_or(s.len(), |(i, _)| i);
+    format!("{}…", &s[..cut])
 }
 
 /// A table with a header row.
 pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
     let mut b = tabled::builder::Builder::default();
-    b.push_record(header.iter().cloned());
+    b.push_record(header.iter().map(|c| cell(c)));
     for r in rows {
-        b.push_record(r.iter().cloned());
+        b.push_record(r.iter().map(|c| cell(c)));
     }
     b.build().with(Style::sharp()).to_string()
 }
@@ -31,9 +47,9 @@ pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
 pub fn table_within(header: &[String], rows: &[Vec<String>], width: usize) -> String {
     use tabled::settings::{peaker::PriorityMax, Width};
     let mut b = tabled::builder::Builder::default();
-    b.push_record(header.iter().cloned());
+    b.push_record(header.iter().map(|c| cell(c)));
     for r in rows {
-        b.push_record(r.iter().cloned());
+        b.push_record(r.iter().map(|c| cell(c)));
     }
     b.build()
         .with(Style::sharp())
@@ -85,9 +101,9 @@ pub fn wrap_text(text: &str, width: usize, indent: usize) -> String {
 /// A GitHub-flavoured Markdown table.
 pub fn markdown_table(header: &[String], rows: &[Vec<String>]) -> String {
     let mut b = tabled::builder::Builder::default();
-    b.push_record(header.iter().cloned());
+    b.push_record(header.iter().map(|c| cell(c)));
     for r in rows {
-        b.push_record(r.iter().cloned());
+        b.push_record(r.iter().map(|c| cell(c)));
     }
     b.build().with(Style::markdown()).to_string()
 }
@@ -123,5 +139,18 @@ mod tests {
             .lines()
             .all(|l| l.chars().count() <= 12));
         assert_eq!(wrap_text("short", 100, 2), "short");
+    }
+
+    #[test]
+    fn long_cells_are_cut_with_an_ellipsis() {
+        use super::{cell, CELL_MAX};
+        let exact = "é".repeat(CELL_MAX);
+        assert_eq!(cell(&exact), exact);
+        let long = "é".repeat(CELL_MAX + 1);
+        let c = cell(&long);
+        assert_eq!(c.chars().count(), CELL_MAX);
+        assert!(c.ends_with("é…"));
+        let t = super::table(&["name".into()], &[vec!["x".repeat(50_000)]]);
+        assert!(t.len() < 4 * CELL_MAX, "{}", t.len());
     }
 }

@@ -80,14 +80,62 @@ fn ron_options() -> ron::Options {
         .with_recursion_limit(64)
 }
 
-/// Decode bytes as UTF-8 (dropping a leading byte-order mark), or a diagnostic at the first
-/// invalid byte.
+/// The largest input file read (64 MiB): far above any architecture, workload, sweep or summary
+/// (the largest shipped file is under 100 kB), low enough that a wrong path such as a disk image
+/// fails at once instead of filling memory.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Whether a file of this kind and size may be read: only a regular file (not a directory, a
+/// FIFO, a device such as `/dev/zero`) of at most [`MAX_FILE_BYTES`]. `Err` is the reason, for
+/// the reader's error message. (The reader checks this before it opens the file, as opening a
+/// FIFO blocks.)
+pub fn admit(is_file: bool, is_dir: bool, len: u64) -> Result<(), String> {
+    if is_dir {
+        return Err("is a directory, not a file".into());
+    }
+    if !is_file {
+        return Err("not a regular file (a FIFO, socket or device): only files are read".into());
+    }
+    if len > MAX_FILE_BYTES {
+        return Err(format!(
+            "{:.1} MiB is over the {} MiB limit on an input file",
+            len as f64 / (1u64 << 20) as f64,
+            MAX_FILE_BYTES >> 20
+        ));
+    }
+    Ok(())
+}
+
+/// Lone carriage returns (classic Mac OS line endings) become line feeds, so that such a file
+/// reads as lines (a `//` comment ends at its line, locations count its lines). Same length, so
+/// byte offsets into the text stay valid; CR LF is left alone.
+fn lone_cr_to_lf(mut text: String) -> String {
+    if !text.contains('\r') {
+        return text;
+    }
+    let b = text.as_bytes();
+    let lone: Vec<usize> = (0..b.len())
+        .filter(|&i| b[i] == b'\r' && b.get(i + 1) != Some(&b'\n'))
+        .collect();
+    if lone.is_empty() {
+        return text;
+    }
+    let mut bytes = std::mem::take(&mut text).into_bytes();
+    for i in lone {
+        bytes[i] = b'\n';
+    }
+    // one ASCII byte for another: still UTF-8
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// Decode bytes as UTF-8 (dropping a leading byte-order mark; lone CRs read as line ends), or a
+/// diagnostic at the first invalid byte.
 pub fn decode(name: &str, bytes: Vec<u8>) -> Result<String, Diagnostic> {
     let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
         Some(rest) => rest.to_vec(),
         None => bytes,
     };
-    String::from_utf8(bytes).map_err(|e| {
+    String::from_utf8(bytes).map(lone_cr_to_lf).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
         let bytes = e.into_bytes();
         let prefix = String::from_utf8_lossy(&bytes[..valid]).into_owned();

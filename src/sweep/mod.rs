@@ -9,7 +9,7 @@
 //!   shards and batches give the answer one pass would.
 //! - [`run`] drives the backends; the GPU backend screens in f32 and re-evaluates its candidates
 //!   with `cpu::eval` in f64, so both backends report the same best points and front.
-//! - [`report`] holds the summary (what `sweep merge` joins) and the per-point CSV / JSON Lines;
+//! - [`merge`] verifies and joins shard summaries; [`report`] holds the summary (what `sweep merge` joins) and the per-point CSV / JSON Lines;
 //!   `arrow` (feature `arrow`) the per-point Arrow IPC and Parquet files.
 
 pub mod accumulate;
@@ -18,6 +18,7 @@ pub mod arrow;
 pub mod expr;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod merge;
 pub mod metric;
 mod outcome;
 pub mod overrides;

@@ -1,7 +1,6 @@
 //! What a sweep reports: the summary (counts, the best K points, the Pareto front), which is also
 //! the shard format `tessera sweep merge` joins, and the per-point rows (CSV, JSON Lines).
 
-use super::accumulate::{Front, TopK};
 use super::metric::Metric;
 use super::outcome::Outcome;
 use super::plan::{Constraints, Plan, Skipped};
@@ -119,6 +118,35 @@ pub struct Summary {
     /// asked for; the same stride in every shard.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sample: Vec<PointReport>,
+    /// Whether `shards` cover every point of the sweep (false for one shard of several, and for
+    /// a merge of an incomplete set under `--allow-partial`).
+    #[serde(default)]
+    pub complete: bool,
+    /// The point ranges no shard covers, in order (empty when `complete`).
+    #[serde(default)]
+    pub missing: Vec<PointRange>,
+    /// FNV-1a (64 bits, hex) of this summary's canonical JSON with `checksum` empty: `sweep merge`
+    /// refuses a summary whose figures were edited after it was written. It detects changes, it
+    /// does not authenticate (anyone can recompute it).
+    #[serde(default)]
+    pub checksum: String,
+}
+
+/// Point indices `start..end`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PointRange {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// FNV-1a, 64 bits: the hash of sweep fingerprints and summary checksums.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }
 
 /// Counts of points by reason.
@@ -195,132 +223,51 @@ impl Summary {
             top: top.iter().map(|o| PointReport::new(plan, o)).collect(),
             front: front.iter().map(|o| PointReport::new(plan, o)).collect(),
             sample: Vec::new(),
+            complete: false,
+            missing: Vec::new(),
+            checksum: String::new(),
         }
     }
 
-    /// Whether the shards cover every point exactly once.
-    pub fn complete(&self) -> bool {
+    /// The point ranges of `0..total_points` that no shard covers, in order.
+    pub fn gaps(&self) -> Vec<PointRange> {
         let mut s = self.shards.clone();
         s.sort();
+        let mut out = Vec::new();
         let mut at = 0;
         for x in &s {
-            if x.start != at {
-                return false;
+            if x.start > at {
+                out.push(PointRange {
+                    start: at,
+                    end: x.start,
+                });
             }
-            at = x.end;
+            at = at.max(x.end);
         }
-        at == self.total_points
+        if at < self.total_points {
+            out.push(PointRange {
+                start: at,
+                end: self.total_points,
+            });
+        }
+        out
     }
-}
 
-/// Join shard summaries into the summary one run over all their points gives. `top` keeps fewer
-/// best points than the shards did, never more. Returns warnings (missing shards) beside it.
-pub fn merge(parts: Vec<Summary>, top: Option<usize>) -> Result<(Summary, Vec<String>), String> {
-    let mut it = parts.into_iter();
-    let Some(first) = it.next() else {
-        return Err("nothing to merge".into());
-    };
-    let mut warnings = Vec::new();
-    let rest: Vec<Summary> = it.collect();
-    for s in &rest {
-        if s.format != FORMAT {
-            return Err(format!("not a sweep summary (format `{}`)", s.format));
-        }
-        if s.fingerprint != first.fingerprint {
-            return Err(format!(
-                "shards of different sweeps: fingerprint {} vs {} (`{}` vs `{}`)",
-                first.fingerprint, s.fingerprint, first.name, s.name
-            ));
-        }
-        if s.objective != first.objective || s.pareto != first.pareto {
-            return Err(format!(
-                "shards ranked differently: objective {} / pareto {}, {} vs {} / {}, {}",
-                first.objective,
-                first.pareto[0],
-                first.pareto[1],
-                s.objective,
-                s.pareto[0],
-                s.pareto[1]
-            ));
-        }
+    /// The checksum of this summary as it stands (its `checksum` field aside).
+    pub fn compute_checksum(&self) -> String {
+        let mut c = self.clone();
+        c.checksum = String::new();
+        let text = serde_json::to_string(&c).unwrap_or_default();
+        format!("{:016x}", fnv1a(text.as_bytes()))
     }
-    let mut shards: Vec<Shard> = first.shards.clone();
-    for s in &rest {
-        shards.extend(s.shards.iter().copied());
+
+    /// Settle the derived fields once the figures are final: `complete`, `missing` and the
+    /// `checksum` over everything else.
+    pub fn seal(&mut self) {
+        self.missing = self.gaps();
+        self.complete = self.missing.is_empty();
+        self.checksum = self.compute_checksum();
     }
-    shards.sort();
-    for w in shards.windows(2) {
-        if w[1].start < w[0].end {
-            return Err(format!(
-                "shards overlap: points {}..{} and {}..{} (shard {}/{} given twice?)",
-                w[0].start, w[0].end, w[1].start, w[1].end, w[1].index, w[1].count
-            ));
-        }
-    }
-    let min_k = rest.iter().map(|s| s.top_k).fold(first.top_k, usize::min);
-    let k = match top {
-        Some(t) if t > min_k => {
-            warnings.push(format!(
-                "the shards kept only their {min_k} best points; reporting {min_k}, not {t}"
-            ));
-            min_k
-        }
-        Some(t) => t,
-        None => min_k,
-    };
-    let mut best = TopK::new(k, first.objective);
-    let mut front = Front::new(first.pareto[0], first.pareto[1]);
-    let mut points: BTreeMap<u64, PointReport> = BTreeMap::new();
-    let mut out = first.clone();
-    let mut backends = vec![first.backend.clone()];
-    for s in std::iter::once(&first).chain(rest.iter()) {
-        for p in s.top.iter().chain(s.front.iter()) {
-            points.insert(p.index, p.clone());
-        }
-        for p in &s.top {
-            best.push(&p.outcome());
-        }
-        for p in &s.front {
-            front.push(&p.outcome());
-        }
-        if !backends.contains(&s.backend) {
-            backends.push(s.backend.clone());
-        }
-    }
-    for s in &rest {
-        out.sample.extend(s.sample.iter().cloned());
-        out.evaluated += s.evaluated;
-        out.feasible += s.feasible;
-        for (r, n) in &s.infeasible {
-            *out.infeasible.entry(r.clone()).or_default() += n;
-        }
-        for (r, n) in &s.infeasible_by_code {
-            *out.infeasible_by_code.entry(r.clone()).or_default() += n;
-        }
-    }
-    out.sample.sort_by_key(|p| p.index);
-    out.sample.dedup_by_key(|p| p.index);
-    out.shards = shards;
-    out.backend = backends.join(" + ");
-    out.top_k = k;
-    out.top = best
-        .into_sorted()
-        .iter()
-        .map(|o| points[&o.index].clone())
-        .collect();
-    out.front = front
-        .into_sorted()
-        .iter()
-        .map(|o| points[&o.index].clone())
-        .collect();
-    if !out.complete() {
-        let covered: u64 = out.shards.iter().map(|s| s.end - s.start).sum();
-        warnings.push(format!(
-            "the shards cover {covered} of {} points; the result is for those only",
-            out.total_points
-        ));
-    }
-    Ok((out, warnings))
 }
 
 /// Per-point output formats.

@@ -75,6 +75,11 @@ pub trait Progress: Sync {
     fn start(&self, _total: u64, _backend: &str) {}
     fn advance(&self, _points: u64) {}
     fn note(&self, _message: &str) {}
+    /// Whether the caller wants the sweep to stop (an interrupt): polled between chunks of
+    /// points, after which the run ends with [`Error::Interrupted`].
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// No progress reporting.
@@ -86,6 +91,10 @@ pub enum Error {
     Io(std::io::Error),
     Gpu(String),
     Usage(String),
+    /// [`Progress::cancelled`] asked the run to stop; `evaluated` points had been evaluated.
+    Interrupted {
+        evaluated: u64,
+    },
 }
 
 impl std::fmt::Display for Error {
@@ -93,6 +102,9 @@ impl std::fmt::Display for Error {
         match self {
             Error::Io(e) => write!(f, "{e}"),
             Error::Gpu(m) | Error::Usage(m) => f.write_str(m),
+            Error::Interrupted { evaluated } => {
+                write!(f, "interrupted after {evaluated} points")
+            }
         }
     }
 }
@@ -183,6 +195,7 @@ pub fn run_with(
             .map(|o| report::PointReport::new(plan, o))
             .collect();
     }
+    s.seal();
     Ok(s)
 }
 
@@ -279,6 +292,11 @@ pub fn cpu(
         }
         progress.advance(cend - at);
         at = cend;
+        if at < end && progress.cancelled() {
+            return Err(Error::Interrupted {
+                evaluated: at - start,
+            });
+        }
     }
     Ok((counts, top, front))
 }
@@ -350,6 +368,7 @@ fn gpu(
     let mut screen = Screen::new(k, k + 64, plan.objective, plan.pareto, margin);
     let mut boundary: Vec<u64> = Vec::new();
     let mut io_error: Option<std::io::Error> = None;
+    let mut done: u64 = 0;
     let naxes = plan.space.axes.len();
     let budget = plan.constraints.power_budget;
     let floor = plan.constraints.memory_floor;
@@ -393,6 +412,10 @@ fn gpu(
                 }
             }
             progress.advance(b.points as u64);
+            done += b.points as u64;
+            if progress.cancelled() {
+                return None;
+            }
             let (threshold, front) = screen.bounds();
             Some(Bounds { threshold, front })
         };
@@ -475,13 +498,17 @@ fn gpu(
                 }
             }
             progress.advance(n as u64);
-            true
+            done += n as u64;
+            !progress.cancelled()
         };
         g.evaluate(&design, start, end, None, &mut sink)
             .map_err(|e| Error::Gpu(e.to_string()))?;
     }
     if let Some(e) = io_error {
         return Err(Error::Io(e));
+    }
+    if done < end - start && progress.cancelled() {
+        return Err(Error::Interrupted { evaluated: done });
     }
     let mut cands = screen.candidates();
     cands.extend(boundary);
