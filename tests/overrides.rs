@@ -139,7 +139,8 @@ fn compare_and_scale_take_overrides() {
         "--set",
         "nodes=4",
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    // `--set nodes` against `--devices`: two arguments that contradict, a usage error (issue 44)
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--devices"));
 }
 
