@@ -66,6 +66,10 @@ pub struct Request {
     /// What the budget is held against: the rated power of what is deployed (default) or the
     /// run's modelled average power.
     pub budget_basis: budget::Basis,
+    /// A comparison's capital budget (USD): each system as many whole nodes as its deployed
+    /// capital ([`crate::engine::cost::deployed_capital`]) allows. A single estimate does not
+    /// read it.
+    pub cost_budget: Option<f64>,
     /// The software stack every run executes on.
     pub software: Option<Software>,
     /// Serving: the latency target.
@@ -117,6 +121,7 @@ impl Default for Request {
             power_boundary: PowerBoundary::Facility,
             power_budget: None,
             budget_basis: budget::Basis::Rated,
+            cost_budget: None,
             software: None,
             slo: None,
             min_user_rate: None,
@@ -241,6 +246,18 @@ pub fn power_budget(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A capital budget as `--budget` takes it (`"$10M"`, `"10 MUSD"`): US dollars, positive.
+pub fn cost_budget(s: &str) -> Result<f64, String> {
+    match crate::units::parse(s, crate::units::Dimension::Money) {
+        Ok(p) if p.value > 0.0 => Ok(p.value),
+        Ok(_) => Err("a capital budget is positive".into()),
+        Err(e) => Err(match e.hint {
+            Some(h) => format!("{}\nhint: {h}", e.message),
+            None => e.message,
+        }),
+    }
+}
+
 impl Request {
     /// The mapping an estimate (and a roofline) uses when none is named: the workload's
     /// published one, else the best.
@@ -320,8 +337,14 @@ impl Request {
         choice: &MappingChoice,
     ) -> Result<Estimate, Vec<Diagnostic>> {
         let run = self.run(sys, w, choice)?;
-        let mut e = match self.power_budget {
-            Some(b) => match budget::fit(
+        let mut e = match (self.cost_budget, self.power_budget) {
+            (Some(usd), _) => {
+                match budget::fit_capital(&run.system, &run.workload, &run.choice, usd) {
+                    Ok(e) => e,
+                    Err(why) => *why,
+                }
+            }
+            (None, Some(b)) => match budget::fit(
                 &run.system,
                 &run.workload,
                 &run.choice,
@@ -331,7 +354,7 @@ impl Request {
                 Ok(f) => f.estimate,
                 Err(why) => *why,
             },
-            None => match run.devices {
+            (None, None) => match run.devices {
                 Some(d) => crate::engine::estimate(
                     &run.system,
                     &run.workload,
@@ -355,6 +378,7 @@ impl Request {
             .power_budget
             .map(|_| crate::choice::Choice::name(self.budget_basis));
         c.software = self.software.as_ref().map(|sw| sw.name.clone());
+        c.budget_usd = self.cost_budget;
         (c.concurrency, c.slo) = crate::engine::serve::stated_load(w);
         c
     }

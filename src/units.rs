@@ -25,6 +25,18 @@ pub enum Dimension {
     Length,
     /// FLOPs (or operations) per cycle per unit.
     FlopsPerCycle,
+    /// Money, in US dollars (`"$30k"`, `"2.5 MUSD"`).
+    Money,
+    /// A price of energy, USD per joule (`"0.08 $/kWh"`).
+    MoneyPerEnergy,
+    /// A price per hour of use, USD per second (`"$2.99/h"`).
+    MoneyPerTime,
+    /// A capital cost per watt of power provisioned, USD per watt (`"$10M/MW"`).
+    MoneyPerPower,
+    /// A mass of CO2-equivalent, kg (`"1.3 t"`, `"150 kgCO2e"`).
+    Mass,
+    /// CO2-equivalent per energy, kg per joule (`"0.39 kg/kWh"`, `"57 gCO2e/kWh"`).
+    CarbonIntensity,
 }
 
 impl Dimension {
@@ -44,6 +56,12 @@ impl Dimension {
             Dimension::Area => "m2",
             Dimension::Length => "m",
             Dimension::FlopsPerCycle => "FLOP/cycle",
+            Dimension::Money => "USD",
+            Dimension::MoneyPerEnergy => "USD/J",
+            Dimension::MoneyPerTime => "USD/s",
+            Dimension::MoneyPerPower => "USD/W",
+            Dimension::Mass => "kg",
+            Dimension::CarbonIntensity => "kg/J",
         }
     }
     /// Units a user may write for this dimension, for messages and did-you-mean hints.
@@ -64,6 +82,12 @@ impl Dimension {
             Dimension::Area => &["mm2", "mm^2", "cm2", "m2"],
             Dimension::Length => &["nm", "um", "mm", "m"],
             Dimension::FlopsPerCycle => &["FLOP/cycle", "OP/cycle"],
+            Dimension::Money => &["$", "k$", "M$", "USD", "kUSD", "MUSD", "($10M)"],
+            Dimension::MoneyPerEnergy => &["$/kWh", "$/MWh", "USD/kWh"],
+            Dimension::MoneyPerTime => &["$/h", "$/hr", "USD/h"],
+            Dimension::MoneyPerPower => &["$/W", "$/kW", "$/MW", "M$/MW"],
+            Dimension::Mass => &["kg", "t", "g", "kgCO2e", "tCO2e"],
+            Dimension::CarbonIntensity => &["kg/kWh", "g/kWh", "gCO2e/kWh", "t/MWh"],
         }
     }
 
@@ -82,6 +106,12 @@ impl Dimension {
             Dimension::Area => "an area",
             Dimension::Length => "a length",
             Dimension::FlopsPerCycle => "operations per cycle",
+            Dimension::Money => "an amount of money",
+            Dimension::MoneyPerEnergy => "a price of energy",
+            Dimension::MoneyPerTime => "a price per hour",
+            Dimension::MoneyPerPower => "a cost per unit of power",
+            Dimension::Mass => "a mass (of CO2-equivalent)",
+            Dimension::CarbonIntensity => "a carbon intensity (CO2-equivalent per energy)",
         }
     }
 }
@@ -117,7 +147,17 @@ fn err(message: impl Into<String>, hint: Option<String>) -> UnitError {
 fn base_units(dim: Dimension) -> &'static [(&'static str, f64)] {
     match dim {
         Dimension::Ratio => &[("", 1.0), ("%", 0.01), ("x", 1.0)],
-        Dimension::Time => &[("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0)],
+        Dimension::Time => &[
+            ("s", 1.0),
+            ("min", 60.0),
+            ("h", 3600.0),
+            ("d", 86400.0),
+            // a Julian year, the unit amortisation periods are written in
+            ("years", YEAR),
+            ("year", YEAR),
+            ("yr", YEAR),
+            ("y", YEAR),
+        ],
         Dimension::Bytes => &[("B", 1.0), ("b", 0.125), ("bit", 0.125)],
         Dimension::Bandwidth => &[
             ("B/s", 1.0),
@@ -134,6 +174,60 @@ fn base_units(dim: Dimension) -> &'static [(&'static str, f64)] {
         Dimension::Area => &[("m2", 1.0), ("m^2", 1.0), ("m²", 1.0)],
         Dimension::Length => &[("m", 1.0)],
         Dimension::FlopsPerCycle => &[("FLOP/cycle", 1.0), ("OP/cycle", 1.0)],
+        // money units are matched after `USD` is spelt `$` (see `money_unit`)
+        Dimension::Money => &[("$", 1.0)],
+        Dimension::MoneyPerEnergy => &[
+            ("$/J", 1.0),
+            ("$/Wh", 1.0 / 3.6e3),
+            ("$/kWh", 1.0 / 3.6e6),
+            ("$/MWh", 1.0 / 3.6e9),
+        ],
+        Dimension::MoneyPerTime => &[("$/s", 1.0), ("$/h", 1.0 / 3600.0), ("$/hr", 1.0 / 3600.0)],
+        Dimension::MoneyPerPower => &[("$/W", 1.0), ("$/kW", 1e-3), ("$/MW", 1e-6)],
+        Dimension::Mass => &[("g", 1e-3), ("gCO2e", 1e-3), ("t", 1e3), ("tCO2e", 1e3)],
+        Dimension::CarbonIntensity => &[
+            ("g/kWh", 1e-3 / 3.6e6),
+            ("gCO2e/kWh", 1e-3 / 3.6e6),
+            ("g/MWh", 1e-3 / 3.6e9),
+            ("t/MWh", 1e3 / 3.6e9),
+            ("tCO2e/MWh", 1e3 / 3.6e9),
+        ],
+    }
+}
+
+/// Seconds in a Julian year (365.25 days).
+pub const YEAR: f64 = 365.25 * 86400.0;
+
+/// Whether `dim` measures money (its units are written with `$` or `USD`).
+fn is_money(dim: Dimension) -> bool {
+    matches!(
+        dim,
+        Dimension::Money
+            | Dimension::MoneyPerEnergy
+            | Dimension::MoneyPerTime
+            | Dimension::MoneyPerPower
+    )
+}
+
+/// A money quantity as written (`"$10M"`, `"$0.08/kWh"`, `"10 MUSD"`, `"2.99 USD/h"`) in the
+/// `<number> <prefix>$[/unit]` form the unit table holds: a leading `$` moves behind the
+/// number (before any `/`), and `USD` is spelt `$`.
+fn money_text(body: &str) -> String {
+    let body = body.trim().replace("USD", "$");
+    let Some(rest) = body.strip_prefix('$') else {
+        return body;
+    };
+    let rest = rest.trim_start();
+    let num_end = rest
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || matches!(c, '.' | '_' | 'e' | 'E' | '-' | '+')))
+        .map(|(i, _)| i)
+        .unwrap_or(rest.len());
+    let (num, unit) = rest.split_at(num_end);
+    let unit = unit.trim();
+    match unit.split_once('/') {
+        Some((prefix, per)) => format!("{num} {}$/{per}", prefix.trim()),
+        None => format!("{num} {unit}$"),
     }
 }
 
@@ -178,6 +272,12 @@ fn dimension_of_unit(unit: &str) -> Option<Dimension> {
         Time,
         Length,
         FlopsPerCycle,
+        Money,
+        MoneyPerEnergy,
+        MoneyPerTime,
+        MoneyPerPower,
+        CarbonIntensity,
+        Mass,
     ]
     .into_iter()
     .find(|d| unit_factor(*d, unit).is_some())
@@ -264,6 +364,13 @@ pub fn parse(text: &str, dim: Dimension) -> Result<Parsed, UnitError> {
             (b.trim(), Some(s.to_string()))
         }
         None => (text.trim(), None),
+    };
+    let money;
+    let body = if is_money(dim) {
+        money = money_text(body);
+        money.as_str()
+    } else {
+        body
     };
     if body.is_empty() {
         return Err(err(
@@ -382,6 +489,12 @@ pub fn example(dim: Dimension) -> &'static str {
         Dimension::Area => "814 mm2",
         Dimension::Length => "4 nm",
         Dimension::FlopsPerCycle => "1024 FLOP/cycle",
+        Dimension::Money => "$30k",
+        Dimension::MoneyPerEnergy => "0.08 $/kWh",
+        Dimension::MoneyPerTime => "$2.99/h",
+        Dimension::MoneyPerPower => "$10M/MW",
+        Dimension::Mass => "150 kg",
+        Dimension::CarbonIntensity => "0.37 kg/kWh",
     }
 }
 
@@ -423,6 +536,24 @@ pub fn fmt_si(value: f64, unit: &str) -> String {
         2
     };
     format!("{v:.digits$} {p}{unit}")
+}
+
+/// An amount of US dollars as a table shows it: `$1.23`, `$0.0123` below a dollar (three
+/// significant digits), `$12.3k`, `$4.56M` with a prefix from a thousand up.
+pub fn fmt_usd(usd: f64) -> String {
+    if !usd.is_finite() {
+        return format!("${usd}");
+    }
+    let a = usd.abs();
+    if a >= 1e3 {
+        let s = fmt_si(usd, "");
+        return format!("${}", s.replace(' ', ""));
+    }
+    if a >= 1.0 || a == 0.0 {
+        return format!("${usd:.2}");
+    }
+    let digits = (2 - a.log10().floor() as i32).max(2) as usize;
+    format!("${usd:.digits$}")
 }
 
 #[cfg(test)]

@@ -194,6 +194,7 @@ fn request(
             })
             .transpose()?,
         budget_basis: choice("budget_basis", budget_basis)?,
+        cost_budget: None,
         software: software
             .map(|p| loaded(tessera::model::system::load_software(p, &DiskFs)))
             .transpose()?,
@@ -264,7 +265,7 @@ fn estimate_json(
 /// baseline): the keywords make the library's `Request` the CLI's flags make, and the library
 /// runs it.
 #[pyfunction]
-#[pyo3(signature = (systems, workload, mapping = None, objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None, software = None, set = Vec::new(), power_budget = None, power_boundary = "facility", budget_basis = "rated"))]
+#[pyo3(signature = (systems, workload, mapping = None, objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None, software = None, set = Vec::new(), power_budget = None, power_boundary = "facility", budget_basis = "rated", budget = None))]
 #[allow(clippy::too_many_arguments)]
 fn compare_json(
     py: Python<'_>,
@@ -281,6 +282,7 @@ fn compare_json(
     power_budget: Option<String>,
     power_boundary: &str,
     budget_basis: &str,
+    budget: Option<String>,
 ) -> PyResult<String> {
     if systems.is_empty() {
         return Err(usage("compare needs at least one system"));
@@ -298,6 +300,10 @@ fn compare_json(
         concurrency.as_deref(),
         software.as_deref(),
     )?;
+    let mut req = req;
+    req.cost_budget = budget
+        .map(|b| tessera::request::cost_budget(&b).map_err(|m| usage(format!("budget `{b}`: {m}"))))
+        .transpose()?;
     let sys: Vec<_> = systems.iter().map(|s| s.inner.clone()).collect();
     let w = &workload.inner;
     let c = py.detach(|| req.compare(sys, w)).map_err(refused)?;

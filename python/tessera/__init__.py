@@ -123,6 +123,13 @@ def _power(v: Union[str, float, None]) -> Optional[str]:
     return f"{float(v)!r} W"
 
 
+def _money(v: Union[str, float, None]) -> Optional[str]:
+    """An amount as ``--budget`` takes it: a quantity ("$10M"), or a number of US dollars."""
+    if v is None or isinstance(v, str):
+        return v
+    return f"{float(v)!r} USD"
+
+
 def _pairs(
     fn: str, set: Optional[Mapping[str, Any]], keywords: Mapping[str, Any], options: Sequence[str]
 ) -> List[Tuple[str, str]]:
@@ -196,6 +203,7 @@ _COMPARE_OPTIONS = (
     "power_budget",
     "power_boundary",
     "budget_basis",
+    "budget",
 )
 
 
@@ -213,6 +221,7 @@ def compare(
     power_budget: Union[str, float, None] = None,
     power_boundary: str = "facility",
     budget_basis: str = "rated",
+    budget: Union[str, float, None] = None,
     **path_overrides: Any,
 ):
     """Compare systems on one workload, as ``tessera compare --format json``; a pandas DataFrame
@@ -227,10 +236,13 @@ def compare(
     ``--power-budget``) at ``power_boundary`` (as ``--power-boundary``, default
     ``"facility"``), held against ``budget_basis`` (as ``--budget-basis``: ``"rated"``, the
     rated power of what each system deploys, the default, or ``"average"``, the run's modelled
-    average power); ``set={path: value}`` or path keywords with ``__`` for the dots, as
+    average power); ``budget="$10M"`` (or US dollars as a number: a capital budget, each system
+    as many whole nodes as its deployed capital allows, as ``--budget``); ``set={path: value}`` or path keywords with ``__`` for the dots, as
     ``--set`` (applied to every system, each resolving its own paths). The load, target, stack,
     budget and boundary every system is put at are in ``df.attrs`` (``concurrency``, ``slo``,
-    ``software``, ``power_budget_w``, ``power_budget_basis``, ``power_boundary``)."""
+    ``software``, ``power_budget_w``, ``power_budget_basis``, ``budget_usd``,
+    ``power_boundary``). Every row carries ``cost_per_unit_usd``, ``carbon_kg_co2e`` and their
+    parts (``cost.*``; docs/cost.md)."""
     import pandas as pd
 
     pairs = _pairs("compare", set, path_overrides, _COMPARE_OPTIONS)
@@ -248,6 +260,7 @@ def compare(
         power_budget=_power(power_budget),
         power_boundary=power_boundary,
         budget_basis=budget_basis,
+        budget=_money(budget),
     )
     c = json.loads(text)
     df = pd.json_normalize(c["systems"])
@@ -257,6 +270,7 @@ def compare(
         "power_boundary",
         "power_budget_w",
         "power_budget_basis",
+        "budget_usd",
         "concurrency",
         "slo",
         "software",

@@ -113,6 +113,7 @@ def compare(
     power_budget: Union[str, float, None] = None,
     power_boundary: str = "facility",
     budget_basis: str = "rated",
+    budget: Union[str, float, None] = None,
     **path_overrides: Any,
 ) -> pandas.DataFrame:
     """Compare systems on one workload, as `tessera compare --format json`: one row per system.

@@ -54,6 +54,7 @@ def compare_json(
     power_budget: Optional[str] = None,
     power_boundary: str = "facility",
     budget_basis: str = "rated",
+    budget: Optional[str] = None,
 ) -> str: ...
 def run_sweep(
     file: Optional[str] = None,

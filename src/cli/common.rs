@@ -259,6 +259,7 @@ pub fn request(
         power_boundary: power.power_boundary,
         power_budget: power.power_budget,
         budget_basis: power.budget_basis,
+        cost_budget: None,
         software: None,
         slo: serve.slo,
         min_user_rate: serve.min_user_rate,

@@ -31,6 +31,10 @@ pub struct Args {
     pub software: common::SoftwareArgs,
     #[command(flatten)]
     pub power: common::PowerArgs,
+    /// A capital budget ("$10M", "10 MUSD"): each system as many whole nodes as its deployed
+    /// capital allows (the system file's `cost`; docs/cost.md), beside `--power-budget`.
+    #[arg(long, value_parser = cost_quantity)]
+    pub budget: Option<f64>,
     #[command(flatten)]
     pub set: common::SetArgs,
     /// Serving: every system at the same requests in flight (default: the workload's batch over
@@ -59,6 +63,8 @@ pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
         "energy (run, or per unit)",
         "×",
         "perf/W",
+        "×",
+        "cost (per run, or per 1M units)",
         "×",
         "bottleneck",
     ]
@@ -113,6 +119,9 @@ pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
                 },
                 format!("{:.3}", e.perf_per_watt.unwrap_or(0.0)),
                 ratio(r.ratio_to_baseline.perf_per_watt),
+                e.cost_per_unit_usd
+                    .map_or_else(|| "unknown".into(), tessera::report::money),
+                ratio(r.ratio_to_baseline.cost_per_unit),
                 e.bottleneck.clone().unwrap_or_default(),
             ]
         })
@@ -133,6 +142,10 @@ fn budget_line(b: f64, basis: Option<&str>) -> String {
         "power budget: {} per system, as many whole nodes as fit, held against {against}",
         si(Some(b), "W")
     )
+}
+
+fn cost_quantity(s: &str) -> Result<f64, String> {
+    tessera::request::cost_budget(s)
 }
 
 /// `--devices`: a count, or every device of each system.
@@ -163,6 +176,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     };
     let mut req = common::request(a.objective, count, &a.power, &a.serve, &a.set);
     req.all_devices = matches!(a.devices, Some(Devices::All));
+    req.cost_budget = a.budget;
     // one load for every system: the workload's batch is requests over the whole system here
     if let Err(m) = req.compare_load(&mut w) {
         return Ok(common::load_failed(m));
@@ -234,6 +248,12 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                                 format!("{x:.2}")
                             }
                         }
+                    ));
+                }
+                if let Some(b) = c.budget_usd {
+                    head.push(format!(
+                        "capital budget: {} per system, as many whole nodes as its deployed capital allows (docs/cost.md)",
+                        tessera::report::money(b)
                     ));
                 }
                 for l in head {

@@ -263,6 +263,36 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
     rows.push(row(c, "× baseline", |r| {
         ratio(r.ratio_to_baseline.perf_per_watt)
     }));
+    // what a unit of the work costs; a system without capital figures says why in a note
+    let per_cost = if trained {
+        "cost, whole run".to_string()
+    } else {
+        format!("cost (per 1M {unit})")
+    };
+    let mut cost = row(c, &per_cost, |r| {
+        r.estimate
+            .cost_per_unit_usd
+            .map_or_else(|| "—".into(), tessera::report::money)
+    });
+    for (cell, r) in cost[1..].iter_mut().zip(&c.systems) {
+        let why = r
+            .estimate
+            .cost
+            .as_ref()
+            .and_then(|x| x.unknown_reason.clone());
+        if let (true, Some(why)) = (r.estimate.cost_per_unit_usd.is_none(), why) {
+            *cell = format!("unknown {}", notes.mark(why));
+        }
+    }
+    rows.push(cost);
+    rows.push(row(c, "× baseline", |r| {
+        ratio(r.ratio_to_baseline.cost_per_unit)
+    }));
+    rows.push(row(c, "carbon (kg CO2e, same unit)", |r| {
+        r.estimate
+            .carbon_kg_co2e
+            .map_or_else(|| "—".into(), |v| format!("{v:.4}"))
+    }));
     rows.push(row(c, "bottleneck", |r| {
         r.estimate.bottleneck.clone().unwrap_or_else(|| "—".into())
     }));

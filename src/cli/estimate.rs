@@ -178,6 +178,7 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
                 e.energy_j.unwrap_or(0.0) / 3.6e9
             ),
         ));
+        r.extend(cost_rows(e));
         r.push((
             "perf per watt".into(),
             format!(
@@ -281,6 +282,45 @@ pub fn band_words(e: &tessera::engine::Estimate) -> String {
         ),
         None => "unvalidated (no check case covers this system's family for this task)".into(),
     }
+}
+
+/// The estimate's cost and carbon rows: per unit, with their parts (`docs/cost.md`).
+pub fn cost_rows(e: &Estimate) -> Vec<(String, String)> {
+    let Some(c) = &e.cost else {
+        return Vec::new();
+    };
+    let usd = |v: f64| tessera::report::money(v);
+    let cost = match e.cost_per_unit_usd {
+        Some(v) => format!(
+            "{} (capital {}, energy {} at {:.3} $/kWh){}",
+            usd(v),
+            usd(c.capital_usd.unwrap_or(0.0)),
+            usd(c.energy_usd),
+            c.energy_price_usd_per_kwh,
+            c.rented_usd
+                .map_or(String::new(), |r| format!("; rented {}", usd(r)))
+        ),
+        None => format!(
+            "unknown: {}{}",
+            c.unknown_reason.as_deref().unwrap_or("no capital figures"),
+            c.rented_usd
+                .map_or(String::new(), |r| format!("; rented {}", usd(r)))
+        ),
+    };
+    let carbon = format!(
+        "{:.4} kg CO2e (operational {:.4} at {:.3} kg/kWh{})",
+        e.carbon_kg_co2e.unwrap_or(0.0),
+        c.operational_kg_co2e,
+        c.grid_kg_co2e_per_kwh,
+        match c.embodied_kg_co2e {
+            Some(x) => format!(", embodied {x:.4}"),
+            None => ", no embodied figure".into(),
+        }
+    );
+    vec![
+        (format!("cost (per {})", c.per), cost),
+        (format!("carbon (per {})", c.per), carbon),
+    ]
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {

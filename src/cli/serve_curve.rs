@@ -40,6 +40,11 @@ pub struct Args {
     pub format: Format,
     #[command(flatten)]
     pub plot: PlotArgs,
+    /// `--plot` draws the curve in dollars: cost and carbon per million output tokens against
+    /// the time per output token (docs/cost.md), instead of throughput and energy against the
+    /// speed per user.
+    #[arg(long)]
+    pub dollars: bool,
 }
 
 pub fn table(c: &[Curve]) -> (Vec<String>, Vec<Vec<String>>) {
@@ -52,6 +57,7 @@ pub fn table(c: &[Curve]) -> (Vec<String>, Vec<Vec<String>>) {
         "tokens/s per user",
         "tokens/s (system)",
         "energy per token",
+        "cost per 1M tokens",
         "target",
     ]
     .iter()
@@ -88,6 +94,8 @@ pub fn table(c: &[Curve]) -> (Vec<String>, Vec<Vec<String>>) {
                 format!("{:.1}", e.user_tokens_per_s.unwrap_or(0.0)),
                 si(e.system_tokens_per_s, ""),
                 si(e.energy_per_unit_j, "J"),
+                e.cost_per_unit_usd
+                    .map_or_else(|| "unknown".into(), tessera::report::money),
                 match e.slo_met {
                     Some(true) => "met".into(),
                     Some(false) => "not met".into(),
@@ -143,8 +151,13 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             a.max_concurrency,
         ));
     }
-    a.plot
-        .draw(|size, o| tessera::plot::curve::curve(&curves, size, o))?;
+    a.plot.draw(|size, o| {
+        if a.dollars {
+            tessera::plot::cost::cost_curve(&curves, size, o)
+        } else {
+            tessera::plot::curve::curve(&curves, size, o)
+        }
+    })?;
     a.plot.output(out, |out| {
         match a.format {
             Format::Json => writeln!(

@@ -111,6 +111,8 @@ fn value(m: Metric, v: f64) -> String {
         Metric::TimeToTrain | Metric::StepTime if v >= 3600.0 => format!("{:.3} h", v / 3600.0),
         Metric::TimeToTrain | Metric::StepTime if v >= 60.0 => format!("{:.2} min", v / 60.0),
         Metric::TimeToTrain | Metric::StepTime if v >= 1.0 => format!("{v:.3} s"),
+        // carbon in grams with a prefix (kg with one reads as `kkg`)
+        Metric::RatedCarbon => fmt_si(v * 1e3, "g"),
         // below a second in SI prefixes (ms, us), three significant digits
         _ => fmt_si(v, m.unit()),
     }

@@ -3,7 +3,8 @@
 //! is deployed ([`Basis::Rated`], what a facility must provision: devices at TDP, node parts,
 //! switches, × PUE) or against the modelled average power of the run ([`Basis::Average`], from
 //! the same evaluation as every estimate: a system whose devices idle fits more of them). A
-//! system may grow past its file by whole nodes (scale-out switches in proportion).
+//! system may grow past its file by whole nodes (scale-out switches in proportion). A capital
+//! budget ([`fit_capital`]) sizes systems to an equal cost by the same search.
 
 use super::common::{unit_of, MappingChoice};
 use super::estimate::Estimate;
@@ -82,8 +83,16 @@ pub fn fit(
     budget: f64,
     basis: Basis,
 ) -> Result<BudgetFit, Box<Estimate>> {
-    match fit_nodes(sys, w, choice, budget, basis) {
-        Some(f) => Ok(f),
+    let measure = |e: &Estimate| basis.power(e);
+    match fit_nodes(sys, w, choice, budget, &measure) {
+        Some((nodes, tried, estimate)) => Ok(BudgetFit {
+            power_budget_w: budget,
+            power_budget_basis: basis,
+            nodes,
+            grown: nodes > sys.nodes,
+            tried,
+            estimate,
+        }),
         None => {
             let one = whole(&resized(sys, 1), w, choice);
             Err(Box::new(if one.feasible {
@@ -116,27 +125,76 @@ fn whole(sys: &System, w: &Workload, choice: &MappingChoice) -> Estimate {
     )
 }
 
+/// The capital-budget twin of [`fit`] (`compare --budget "$10M"`): the fastest whole-node
+/// deployment of `sys` whose deployed capital ([`super::cost::deployed_capital`]) is within
+/// `budget` USD, by the same search. `Err` carries the infeasible estimate that says why not:
+/// the system gives no capital cost, not even one node fits, or the workload's own reason.
+pub fn fit_capital(
+    sys: &System,
+    w: &Workload,
+    choice: &MappingChoice,
+    budget: f64,
+) -> Result<Estimate, Box<Estimate>> {
+    let why = |detail: String| {
+        Box::new(Estimate::infeasible(
+            sys,
+            w,
+            sys.node.devices as u64,
+            None,
+            &Reason::CostBudget { detail },
+            unit_of(w),
+        ))
+    };
+    if !sys.economics.has_capital() {
+        return Err(why(format!(
+            "`{}` gives no capital cost to hold to a budget (add `cost: (device: …)` to its file)",
+            sys.name
+        )));
+    }
+    let measure = |e: &Estimate| e.cost.as_ref().and_then(|c| c.deployed_capital_usd);
+    match fit_nodes(sys, w, choice, budget, &measure) {
+        Some((_, _, e)) => Ok(e),
+        None => {
+            let one = whole(&resized(sys, 1), w, choice);
+            Err(if one.feasible {
+                why(format!(
+                    "one node costs {}, over the capital budget of {}",
+                    crate::units::fmt_usd(
+                        super::cost::deployed_capital(sys, sys.node.devices as u64)
+                            .unwrap_or(f64::NAN)
+                    ),
+                    crate::units::fmt_usd(budget)
+                ))
+            } else {
+                Box::new(one)
+            })
+        }
+    }
+}
+
+/// The search both budgets share: the node count, the counts tried and the estimate of the
+/// fastest whole-node deployment whose `measure` (power, or capital) is within `budget`.
 fn fit_nodes(
     sys: &System,
     w: &Workload,
     choice: &MappingChoice,
     budget: f64,
-    basis: Basis,
-) -> Option<BudgetFit> {
+    measure: &dyn Fn(&Estimate) -> Option<f64>,
+) -> Option<(u64, usize, Estimate)> {
     let mut tried = 0;
     let mut at = |nodes: u64| -> Option<Estimate> {
         tried += 1;
         let s = resized(sys, nodes);
         let e = whole(&s, w, choice);
-        (e.feasible && basis.power(&e).is_some_and(|p| p <= budget)).then_some(e)
+        (e.feasible && measure(&e).is_some_and(|p| p <= budget)).then_some(e)
     };
-    // power per node, from the file's own size (or one node where that is infeasible)
+    // the measure per node, from the file's own size (or one node where that is infeasible)
     let probe = whole(sys, w, choice);
-    let per_node = match basis.power(&probe) {
+    let per_node = match measure(&probe) {
         Some(p) if probe.feasible => p / sys.nodes as f64,
         _ => {
             let one = whole(&resized(sys, 1), w, choice);
-            basis.power(&one).filter(|_| one.feasible)?
+            measure(&one).filter(|_| one.feasible)?
         }
     };
     let guess = ((budget / per_node).floor() as u64).max(1);
@@ -201,12 +259,5 @@ fn fit_nodes(
         }
     }
     let (nodes, estimate) = best?;
-    Some(BudgetFit {
-        power_budget_w: budget,
-        power_budget_basis: basis,
-        nodes,
-        grown: nodes > sys.nodes,
-        tried,
-        estimate,
-    })
+    Some((nodes, tried, estimate))
 }

@@ -250,6 +250,16 @@ pub struct Estimate {
     /// estimate's per-step figures are then the run's means (`step_time_s` = time to train /
     /// steps). Null without a schedule.
     pub precision_schedule: Option<Vec<PhaseReport>>,
+    /// What a unit of the work costs (USD): per training run with a training target, else per
+    /// million tokens (samples) served or trained (`cost.per` names it); capital share plus
+    /// energy share. Null where the system file gives no capital figures (`cost.unknown_reason`
+    /// says so) or the estimate is infeasible.
+    pub cost_per_unit_usd: Option<f64>,
+    /// Carbon of the same unit (kg CO2e): operational, plus embodied where the file gives it
+    /// (`cost.carbon_scope`).
+    pub carbon_kg_co2e: Option<f64>,
+    /// The parts of both ([`super::cost::CostReport`]).
+    pub cost: Option<super::cost::CostReport>,
 }
 
 /// A training workload's global batch as run, and the stated one where it was scaled.
@@ -337,6 +347,9 @@ impl Estimate {
             disaggregated: None,
             prefill_pool_devices: None,
             precision_schedule: None,
+            cost_per_unit_usd: None,
+            carbon_kg_co2e: None,
+            cost: None,
         }
     }
 }
@@ -478,7 +491,7 @@ pub fn finish(
     .map(|c| c.0.to_string());
     let steps = p.steps;
     let tier = |t: program::Tier| format!("{t:?}").to_lowercase();
-    Estimate {
+    let mut est = Estimate {
         system: sys.name.clone(),
         workload: w.name.clone(),
         software: sys.software.as_ref().map(|s| s.name.clone()),
@@ -563,5 +576,10 @@ pub fn finish(
                 })
                 .collect()
         }),
-    }
+        cost_per_unit_usd: None,
+        carbon_kg_co2e: None,
+        cost: None,
+    };
+    super::cost::price(sys, &mut est);
+    est
 }

@@ -14,6 +14,7 @@ pub mod budget;
 pub mod candidates;
 pub mod coeffs;
 mod common;
+pub mod cost;
 pub mod cpu;
 pub mod curve;
 mod estimate;

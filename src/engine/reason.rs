@@ -38,6 +38,9 @@ pub enum Reason {
     PowerBudget,
     /// A sweep point with less free memory per device than the floor.
     MemoryFloor,
+    /// A capital budget (`compare --budget`) holds not even one node, or the system gives no
+    /// capital cost to hold it to.
+    CostBudget { detail: String },
     /// The device's power limit does not cover its static power (W per device): no clock, however
     /// low, runs the step within it.
     PowerCap { needed: f64, cap: f64 },
@@ -147,6 +150,7 @@ impl Reason {
             Reason::PowerCap { .. } => point::code(point::POWER_CAP),
             Reason::NonFinite => point::code(point::NON_FINITE),
             Reason::Region { .. } => "region",
+            Reason::CostBudget { .. } => "cost_budget",
         }
     }
 
@@ -227,6 +231,7 @@ impl std::fmt::Display for Reason {
             ),
             Reason::PowerBudget => f.write_str(point::name(point::POWER)),
             Reason::MemoryFloor => f.write_str(point::name(point::MEMORY_FLOOR)),
+            Reason::CostBudget { detail } => f.write_str(detail),
             Reason::PowerCap { needed, cap } => write!(
                 f,
                 "the power limit of {} per device does not cover the device's static power of {}",
@@ -285,6 +290,7 @@ mod tests {
             Reason::NoCompute,
             Reason::PowerBudget,
             Reason::MemoryFloor,
+            Reason::CostBudget { detail: "x".into() },
             Reason::PowerCap {
                 needed: 2.0,
                 cap: 1.0,

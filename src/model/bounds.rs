@@ -108,6 +108,12 @@ fn upper_bound(dim: Dimension) -> f64 {
         Dimension::Length => 1.0,
         Dimension::FlopsPerCycle => 1e9,
         Dimension::Ratio => 1e9,
+        Dimension::Money => 1e13,
+        Dimension::MoneyPerEnergy => 1e-3,
+        Dimension::MoneyPerTime => 1e3,
+        Dimension::MoneyPerPower => 1e3,
+        Dimension::Mass => 1e9,
+        Dimension::CarbonIntensity => 1e-5,
     }
 }
 

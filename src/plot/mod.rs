@@ -12,6 +12,7 @@
 mod axis;
 mod base;
 pub mod compare;
+pub mod cost;
 pub mod curve;
 pub mod placement;
 pub mod roofline;

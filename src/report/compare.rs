@@ -14,6 +14,10 @@ pub struct Ratios {
     pub energy: Option<f64>,
     pub energy_per_unit: Option<f64>,
     pub perf_per_watt: Option<f64>,
+    /// Cost per unit of work (`cost_per_unit_usd`) over the baseline's.
+    pub cost_per_unit: Option<f64>,
+    /// Carbon per unit of work (`carbon_kg_co2e`) over the baseline's.
+    pub carbon: Option<f64>,
     /// Whether the two throughputs' error bands overlap (`error_band`): `true`, the ratio is
     /// within what the model's validation can tell apart; null where either is unvalidated or
     /// infeasible.
@@ -38,6 +42,9 @@ pub struct Comparison {
     /// With `--power-budget`: what it was held against, `rated` (the rated power of what each
     /// system deploys, at the boundary) or `average` (the run's modelled average power).
     pub power_budget_basis: Option<&'static str>,
+    /// With `--budget`: the capital budget (USD) each system was sized to, as many whole nodes
+    /// as its deployed capital allows.
+    pub budget_usd: Option<f64>,
     /// Serving: the requests in flight every system serves (`"64"`, or `"max"`: as many as fit).
     pub concurrency: Option<String>,
     /// Serving: the latency target every system is held to (`ttft<=2 s,tpot<=40 ms`).
@@ -104,6 +111,8 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
                     energy: ratio(e.energy_j, b.energy_j),
                     energy_per_unit: ratio(e.energy_per_unit_j, b.energy_per_unit_j),
                     perf_per_watt: ratio(e.perf_per_watt, b.perf_per_watt),
+                    cost_per_unit: ratio(e.cost_per_unit_usd, b.cost_per_unit_usd),
+                    carbon: ratio(e.carbon_kg_co2e, b.carbon_kg_co2e),
                     throughput_bands_overlap: overlap(&e, b),
                 },
                 None => Ratios::default(),
@@ -120,6 +129,7 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
         power_boundary,
         power_budget_w: None,
         power_budget_basis: None,
+        budget_usd: None,
         concurrency: None,
         slo: None,
         software: None,

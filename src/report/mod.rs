@@ -7,6 +7,8 @@ pub mod system;
 use tabled::settings::Style;
 
 /// A two-column (quantity, value) table.
+pub use crate::units::fmt_usd as money;
+
 pub fn kv_table(rows: &[(String, String)]) -> String {
     let mut b = tabled::builder::Builder::default();
     b.push_record(["quantity", "value"]);
@@ -129,6 +131,15 @@ pub mod compare;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn money_reads_at_every_scale() {
+        assert_eq!(super::money(2.5e6), "$2.50M");
+        assert_eq!(super::money(30e3), "$30.0k");
+        assert_eq!(super::money(12.345), "$12.35");
+        assert_eq!(super::money(0.01234), "$0.0123");
+        assert_eq!(super::money(0.0), "$0.00");
+    }
+
     use super::wrap_text;
 
     #[test]

@@ -41,6 +41,9 @@ pub struct SystemSpec {
     /// placement stay inside it unless the run asks for `--execution free`.
     #[serde(default)]
     pub execution: Option<ExecutionSpec>,
+    /// What the system costs and emits ([`super::cost::CostSpec`]).
+    #[serde(default)]
+    pub cost: Option<super::cost::CostSpec>,
 }
 
 /// A system's execution modes, as its vendor's software runs it.

@@ -4,6 +4,7 @@
 //! text it read in [`Files`] so later errors (from lowering) can point at `file:line:col`.
 
 pub mod arch;
+pub mod cost;
 mod describe;
 mod format;
 mod load;

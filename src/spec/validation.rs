@@ -175,6 +175,10 @@ pub enum MetricSpec {
     AveragePower,
     /// Energy of the whole run.
     Energy,
+    /// Operational carbon of the whole run (kg CO2e) as model cards count it: the rated power
+    /// of what the run deploys at the case's boundary (`Devices`: each GPU at its TDP) over the
+    /// run's time, at the system's grid intensity (`cost.grid_intensity`, set per case).
+    RatedCarbon,
 }
 
 #[derive(Debug, Clone, Deserialize)]

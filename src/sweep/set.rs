@@ -1,7 +1,8 @@
 //! `--set PATH=VALUE`: one-off overrides of a single run by the sweep's paths (`tessera sweep
 //! --list-paths`): a figure of the architecture as its file writes it (`device.tdp=400 W`), the
 //! workload (`workload.global_batch=1024`), the mapping (`mapping.tp=8`) and the device count
-//! (`devices=64`, `nodes=512`). One path vocabulary with the sweep (`paths::classify`); the CLI
+//! (`devices=64`, `nodes=512`), and the system's economics (`cost.energy_price=0.12 $/kWh`,
+//! priced after the estimate: `model::system::cost`). One path vocabulary with the sweep (`paths::classify`); the CLI
 //! (estimate, compare, scale, roofline) and the Python package apply overrides through here.
 
 use super::paths::{self, PathKind};
@@ -92,6 +93,15 @@ impl Overrides {
                 continue;
             };
             let (p, v) = (p.as_str(), v.as_str());
+            // the system's economics: priced after the estimate, never a machine figure
+            if let Some(field) = p.strip_prefix("cost.") {
+                if let Err((m, h)) =
+                    crate::model::system::cost::set_field(&mut sys.economics, field, v)
+                {
+                    diags.push(set_error(arg, m, h));
+                }
+                continue;
+            }
             let kind = match paths::classify(p, &base) {
                 Ok(k) => k,
                 Err((m, h)) => {

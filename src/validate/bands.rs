@@ -25,7 +25,8 @@ pub fn figure_of(m: Metric) -> Option<Figure> {
         }
         Metric::AveragePower => Some(Figure::Power),
         Metric::Energy => Some(Figure::Energy),
-        Metric::ScalingEfficiency => None,
+        // a ratio of two runs; carbon prices the time band's figure at rated power
+        Metric::ScalingEfficiency | Metric::RatedCarbon => None,
     }
 }
 

@@ -23,6 +23,7 @@ pub enum Metric {
     ScalingEfficiency,
     AveragePower,
     Energy,
+    RatedCarbon,
 }
 
 impl Metric {
@@ -35,6 +36,7 @@ impl Metric {
             Metric::ScalingEfficiency => "scaling efficiency",
             Metric::AveragePower => "average power",
             Metric::Energy => "energy",
+            Metric::RatedCarbon => "carbon (rated power)",
         }
     }
     /// SI unit of the metric's values, for display.
@@ -45,6 +47,7 @@ impl Metric {
             Metric::Mfu | Metric::ScalingEfficiency => "",
             Metric::AveragePower => "W",
             Metric::Energy => "J",
+            Metric::RatedCarbon => "kg",
         }
     }
 }
@@ -434,6 +437,7 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         MetricSpec::ScalingEfficiency(b) => (Metric::ScalingEfficiency, Some(b.baseline)),
         MetricSpec::AveragePower => (Metric::AveragePower, None),
         MetricSpec::Energy => (Metric::Energy, None),
+        MetricSpec::RatedCarbon => (Metric::RatedCarbon, None),
     };
     cx.enter_part(cx.file(), crate::diag::Path::root(), Some(&s.source));
     let published = match metric {
@@ -453,6 +457,7 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         }
         Metric::AveragePower => cx.positive("published", &s.published, Dimension::Power),
         Metric::Energy => cx.positive("published", &s.published, Dimension::Energy),
+        Metric::RatedCarbon => cx.positive("published", &s.published, Dimension::Mass),
         Metric::Throughput => match parse_throughput(&s.published.0) {
             Ok(v) => {
                 // check the source tag like any quantity

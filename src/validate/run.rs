@@ -146,6 +146,10 @@ pub fn predict(c: &Case) -> Result<(f64, String), String> {
         Metric::TimeToTrain => run_time()?,
         Metric::AveragePower => power,
         Metric::Energy => power * run_time()?,
+        Metric::RatedCarbon => {
+            let rated = e.rated_power_w.ok_or("the estimate gives no rated power")?;
+            rated * run_time()? * sys.economics.grid_intensity
+        }
         Metric::ScalingEfficiency => {
             let b = c.baseline.unwrap_or(1);
             let mut wb = c.workload.clone();

@@ -111,6 +111,7 @@ pub(super) fn lower(
         }
         None => (1.0, None),
     };
+    let economics = super::cost::lower_cost(cx, spec.cost.as_ref());
     // Sizes are checked even when the device has errors, so all of them show at once.
     let (nodes, node_spec, node) = (nodes?, node?, nd?);
     let Some(devices) = nodes.checked_mul(node.devices as u64) else {
@@ -183,6 +184,7 @@ pub(super) fn lower(
         software: None,
         pue,
         power_limit,
+        economics,
         power_boundary: crate::vocab::PowerBoundary::Facility,
         fitted: cx.fitted.iter().cloned().collect(),
         fitted_sources: cx.fitted_sources.clone(),

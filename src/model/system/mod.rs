@@ -1,6 +1,7 @@
 //! The validated system: one accelerator type in nodes, a scale-up domain, a scale-out network,
 //! with power for each part, all in SI units. [`load_system`] reads, resolves and lowers a file.
 
+pub mod cost;
 mod device;
 mod execution;
 mod lower;

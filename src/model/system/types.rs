@@ -27,6 +27,8 @@ pub struct System {
     pub software: Option<Software>,
     pub pue: f64,
     pub power_limit: Option<f64>,
+    /// What the system costs and emits ([`super::cost::Economics`]; defaults where no `cost`).
+    pub economics: super::cost::Economics,
     /// Which parts a power or energy figure counts (default `Facility`): a choice of the report,
     /// set by the front end (`--power-boundary`) or a validation case, not a figure of the file.
     pub power_boundary: crate::vocab::PowerBoundary,
