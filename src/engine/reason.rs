@@ -315,6 +315,7 @@ mod tests {
                 "no_compute",
                 "power_budget",
                 "memory_floor",
+                "cost_budget",
                 "power_cap",
                 "non_finite",
                 "region"
