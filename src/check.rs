@@ -6,7 +6,17 @@ use crate::spec::{decode, Files, Fs};
 
 /// The kinds of file tessera reads, by their top-level struct name.
 pub const KINDS: &[&str] = &[
-    "System", "Device", "Die", "Node", "Software", "Workload", "Mapping", "Case", "Claim", "Sweep",
+    "System",
+    "Device",
+    "Die",
+    "Node",
+    "Software",
+    "Reliability",
+    "Workload",
+    "Mapping",
+    "Case",
+    "Claim",
+    "Sweep",
 ];
 
 /// The first identifier of the document (after comments and `#![enable(..)]` attributes).
@@ -167,6 +177,10 @@ pub fn check_file_with(name: &str, fs: &dyn Fs, cases: &CaseDevices) -> (Files, 
         }
         Some("Software") => {
             let l = crate::model::system::load_software(name, fs);
+            (l.files, l.diagnostics)
+        }
+        Some("Reliability") => {
+            let l = crate::model::reliability::load_reliability(name, fs);
             (l.files, l.diagnostics)
         }
         Some("Workload") => {

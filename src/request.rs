@@ -82,6 +82,8 @@ pub struct Request {
     pub set: Overrides,
     /// Whether each system's execution mode (its file's `execution`) binds the runs.
     pub execution: Execution,
+    /// Training goodput: the checkpoint interval and the stragglers' slowdown.
+    pub goodput: crate::model::reliability::GoodputOptions,
 }
 
 /// How a system's execution mode (the vendor's parallel dimensions, weight streaming, serving
@@ -128,6 +130,7 @@ impl Default for Request {
             concurrency: None,
             set: Overrides::default(),
             execution: Execution::Vendor,
+            goodput: Default::default(),
         }
     }
 }
@@ -292,6 +295,7 @@ impl Request {
         if self.execution == Execution::Free {
             sys.execution = Default::default();
         }
+        sys.goodput = self.goodput;
         if let Some(sw) = &self.software {
             sys.with_software(sw.clone());
         }

@@ -201,6 +201,32 @@ fn estimate_feasible() {
     insta::assert_snapshot!("estimate_feasible", shape.render());
 }
 
+/// Training on a system that states its reliability and checkpoint storage: the `goodput`
+/// object (`engine::goodput`), at the optimal interval and at a stated one with stragglers.
+#[test]
+fn estimate_goodput() {
+    let mut shape = Shape::new(ESTIMATE_MAPS);
+    for extra in [
+        &[][..],
+        &["--checkpoint-interval", "1h", "--straggler", "5%"][..],
+    ] {
+        let mut args = vec![
+            "estimate",
+            "--arch",
+            "architectures/llama3-h100-16k.ron",
+            "--workload",
+            "workloads/llama3.1-405b-pretrain.ron",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let v = tessera(&args);
+        assert!(v["goodput"].is_object(), "expected a goodput: {v}");
+        shape.add(&v["goodput"]);
+    }
+    insta::assert_snapshot!("estimate_goodput", shape.render());
+}
+
 #[test]
 fn estimate_infeasible() {
     let mut shape = Shape::new(ESTIMATE_MAPS);

@@ -219,11 +219,17 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // 4.74 % over 110. Then Cerebras' August 2024 stack got its per-element relay time, fitted
     // on the 8B launch rate (a calibration case), and its three other published rates joined as
     // checks: 70B +6.5 %, Artificial Analysis' 8B -2.0 % and 70B +7.7 %: 4.75 % over 113.
-    let (n, mape, max) = stats(cases, |c| c["fitted"] == false);
+    // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
+    // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
+    // with tolerances of their own, and stay out of it (they are gated like every case above).
+    let (n, mape, max) = stats(cases, |c| {
+        c["fitted"] == false && c["metric"] != "goodput" && c["metric"] != "mtbf"
+    });
     assert!(n >= 30);
     assert!(mape <= 0.0478, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.145, "largest unfitted error {max} (target 0.20)");
-    assert!((mape - f(&s["unfitted"], "mape")).abs() < 1e-12);
+    let (_, all, _) = stats(cases, |c| c["fitted"] == false);
+    assert!((all - f(&s["unfitted"], "mape")).abs() < 1e-12);
 
     // The Megatron-LM / Selene table of Korthikanti et al. 2022 (iteration time and MFU, fitted
     // rows included): ≤ 3 % MAPE. Calculon: 3.65 % mean, 8.87 % largest on the eight times.

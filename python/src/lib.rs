@@ -204,6 +204,7 @@ fn request(
             .map(Concurrency::parse)
             .transpose()
             .map_err(err)?,
+        goodput: Default::default(),
         mapping: mapping_arg(mapping)?,
         devices,
         all_devices: false,
@@ -227,7 +228,7 @@ fn refused(r: Refused) -> PyErr {
 /// The estimate's JSON, as `tessera estimate --format json` prints it: the keywords make the
 /// library's `Request` the CLI's flags make, and the library runs it.
 #[pyfunction]
-#[pyo3(signature = (system, workload, mapping = None, objective = "time", devices = None, set = Vec::new(), power_boundary = "facility", slo = None, min_user_rate = None, concurrency = None, software = None))]
+#[pyo3(signature = (system, workload, mapping = None, objective = "time", devices = None, set = Vec::new(), power_boundary = "facility", slo = None, min_user_rate = None, concurrency = None, software = None, checkpoint_interval = "auto", straggler = None))]
 #[allow(clippy::too_many_arguments)]
 fn estimate_json(
     py: Python<'_>,
@@ -242,8 +243,10 @@ fn estimate_json(
     min_user_rate: Option<String>,
     concurrency: Option<String>,
     software: Option<String>,
+    checkpoint_interval: &str,
+    straggler: Option<String>,
 ) -> PyResult<String> {
-    let req = request(
+    let mut req = request(
         mapping.as_deref(),
         objective,
         devices,
@@ -256,6 +259,17 @@ fn estimate_json(
         concurrency.as_deref(),
         software.as_deref(),
     )?;
+    use tessera::model::reliability::{GoodputOptions, Interval};
+    req.goodput = GoodputOptions {
+        interval: Interval::parse(checkpoint_interval).map_err(usage)?,
+        straggler: straggler
+            .as_deref()
+            .map(GoodputOptions::parse_straggler)
+            .transpose()
+            .map_err(usage)?
+            .unwrap_or(0.0),
+        no_failures: false,
+    };
     let (sys, w) = (system.inner.clone(), &workload.inner);
     let e = py.detach(|| req.estimate(sys, w)).map_err(refused)?;
     serde_json::to_string(&e).map_err(usage)

@@ -105,6 +105,8 @@ _ESTIMATE_OPTIONS = (
     "min_user_rate",
     "concurrency",
     "software",
+    "checkpoint_interval",
+    "straggler",
 )
 
 
@@ -172,7 +174,9 @@ def estimate(
     ``software="architectures/software/nemo-24.04.ron"`` (the stack the run executes on, as
     ``--software``: its per-step time joins each training step). Overrides by sweep path, as
     ``--set PATH=VALUE``: ``set={"device.tdp": "400 W", "workload.global_batch": 1024}``, or as
-    keywords with ``__`` for the dots: ``device__tdp="400 W"``, ``mapping__tp=8``.
+    keywords with ``__`` for the dots: ``device__tdp="400 W"``, ``mapping__tp=8``. Training
+    goodput, as ``--checkpoint-interval`` and ``--straggler``: ``checkpoint_interval="auto"`` (the
+    default) or ``"30min"``, ``straggler="5%"``; the estimate's ``goodput`` carries the figures.
     """
     pairs = _pairs("estimate", set, overrides, _ESTIMATE_OPTIONS)
     text = _tessera.estimate_json(
@@ -187,6 +191,8 @@ def estimate(
         min_user_rate=_opt(overrides.get("min_user_rate")),
         concurrency=_opt(overrides.get("concurrency")),
         software=_path(overrides.get("software")),
+        checkpoint_interval=str(overrides.get("checkpoint_interval", "auto")),
+        straggler=_opt(overrides.get("straggler")),
     )
     return Estimate(json.loads(text))
 

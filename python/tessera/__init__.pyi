@@ -72,6 +72,12 @@ class Estimate:
     # training with a precision schedule: [{share, compute, scaling, step_time_s,
     # energy_per_step_j}], the run's own precision last; null without one
     precision_schedule: Optional[List[Dict[str, Any]]]
+    # training on a system with reliability and storage figures: {fraction,
+    # expected_time_to_train_s, effective_throughput_per_s, checkpoint_interval_s,
+    # checkpoint_interval_auto, young_daly_interval_s, mtbf_s, expected_interruptions,
+    # checkpoint_bytes, checkpoint_write_s, checkpoint_read_s, restart_s, straggler_slowdown,
+    # failures_included, reliability, failure_classes}; null otherwise (serving included)
+    goodput: Optional[Dict[str, Any]]
     def __init__(self, d: Dict[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
 
@@ -90,6 +96,8 @@ def estimate(
     min_user_rate: Optional[str] = None,
     concurrency: Union[int, str, None] = None,
     software: Optional[PathLike] = None,
+    checkpoint_interval: str = "auto",
+    straggler: Optional[str] = None,
     **path_overrides: Any,
 ) -> Estimate:
     """Estimate `workload` on `system`, as `tessera estimate --format json`.

@@ -39,6 +39,8 @@ def estimate_json(
     min_user_rate: Optional[str] = None,
     concurrency: Optional[str] = None,
     software: Optional[str] = None,
+    checkpoint_interval: str = "auto",
+    straggler: Optional[str] = None,
 ) -> str: ...
 def compare_json(
     systems: Sequence[System],

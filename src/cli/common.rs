@@ -104,6 +104,30 @@ pub struct RunArgs {
     pub set: SetArgs,
     #[command(flatten)]
     pub serve: ServeArgs,
+    #[command(flatten)]
+    pub goodput: GoodputArgs,
+}
+
+/// Goodput choices of a training estimate on a system that states its reliability.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct GoodputArgs {
+    /// Training time between checkpoints: `auto` (the interval that minimises the expected time
+    /// to train, near Young/Daly's √(2·write·MTBF)) or a time (`30min`).
+    #[arg(long, value_parser = tessera::model::reliability::Interval::parse, default_value = "auto")]
+    pub checkpoint_interval: tessera::model::reliability::Interval,
+    /// Stragglers' slowdown of every step, as a fraction (`5%`, `0.05`).
+    #[arg(long, value_parser = tessera::model::reliability::GoodputOptions::parse_straggler, default_value = "0")]
+    pub straggler: f64,
+}
+
+impl GoodputArgs {
+    pub fn options(&self) -> tessera::model::reliability::GoodputOptions {
+        tessera::model::reliability::GoodputOptions {
+            interval: self.checkpoint_interval,
+            straggler: self.straggler,
+            no_failures: false,
+        }
+    }
 }
 
 /// The serving load and latency target of a transformer inference workload.
@@ -266,6 +290,7 @@ pub fn request(
         concurrency: serve.concurrency,
         set: set.overrides(),
         execution: Default::default(),
+        goodput: Default::default(),
     }
 }
 
@@ -287,6 +312,7 @@ impl RunArgs {
         );
         req.software = self.software.load()?;
         req.execution = self.software.execution;
+        req.goodput = self.goodput.options();
         req.load(&mut w).map_err(load_failed)?;
         req.mapping = mapping_arg(self.mapping.as_deref())?;
         let choice = req.choice(&w, Request::ESTIMATE_DEFAULT);

@@ -20,6 +20,64 @@ pub struct Args {
     pub placement_size: tessera::plot::Size,
 }
 
+/// The goodput lines: the fraction and expected time to train, then what makes them.
+fn goodput_rows(g: &tessera::engine::goodput::Goodput) -> Vec<(String, String)> {
+    let interval = match g.checkpoint_interval_s {
+        Some(t) => format!(
+            "every {}{}",
+            duration(Some(t)),
+            if g.checkpoint_interval_auto {
+                format!(
+                    " (optimal; Young/Daly √(2δM) {})",
+                    duration(g.young_daly_interval_s)
+                )
+            } else {
+                String::new()
+            }
+        ),
+        None => "none (no failures)".into(),
+    };
+    vec![
+        (
+            "goodput".into(),
+            format!(
+                "{:.1} % ({}): expected time to train {}",
+                100.0 * g.fraction,
+                if g.failures_included {
+                    "failures, checkpoints, stragglers"
+                } else {
+                    "checkpoints and stragglers; failures left out"
+                },
+                duration(g.expected_time_to_train_s)
+            ),
+        ),
+        (
+            "failures".into(),
+            match g.mtbf_s {
+                Some(m) => format!(
+                    "job MTBF {}{} ({})",
+                    duration(Some(m)),
+                    g.expected_interruptions.map_or(String::new(), |n| format!(
+                        ", {n:.1} interruptions expected"
+                    )),
+                    g.reliability
+                ),
+                None => "left out".into(),
+            },
+        ),
+        (
+            "checkpoints".into(),
+            format!(
+                "{} each, written in {}, read in {}; restart {}; {interval}",
+                si(Some(g.checkpoint_bytes), "B"),
+                duration(Some(g.checkpoint_write_s)),
+                duration(Some(g.checkpoint_read_s)),
+                duration(Some(g.restart_s)),
+            ),
+        ),
+    ]
+}
+
 pub fn rows(e: &Estimate) -> Vec<(String, String)> {
     let mut r = vec![
         ("system".to_string(), e.system.clone()),
@@ -96,6 +154,9 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
             ),
         ));
         r.push(("time to train".into(), duration(e.time_to_train_s)));
+        if let Some(g) = &e.goodput {
+            r.extend(goodput_rows(g));
+        }
         r.push(("error band (validated)".into(), band_words(e)));
         if let Some(l) = e.latency_per_token_s {
             r.push((

@@ -31,14 +31,42 @@ pub struct Args {
     /// Overrides by sweep path (`devices` and `nodes` are the scale's own axis here).
     #[command(flatten)]
     pub set: common::SetArgs,
+    /// Training on systems that state their reliability: add the time to train with failures,
+    /// checkpoints and restarts beside the failure-free one, and draw both against the device
+    /// count (`--plot`).
+    #[arg(long)]
+    pub goodput: bool,
+    #[command(flatten)]
+    pub goodput_options: common::GoodputArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
     pub plot: PlotArgs,
 }
 
-pub fn table(s: &Scaling) -> (Vec<String>, Vec<Vec<String>>) {
-    let (h, r) = rows(s);
+/// The time to train, failure-free and with failures, and the goodput, of each point.
+fn goodput_columns(s: &Scaling, header: &mut Vec<String>, rows: &mut [Vec<String>]) {
+    header.extend(
+        ["time to train", "with failures", "goodput", "job MTBF"]
+            .iter()
+            .map(|x| x.to_string()),
+    );
+    for (p, row) in s.points.iter().zip(rows.iter_mut()) {
+        let g = p.estimate.goodput.as_ref();
+        row.extend([
+            common::duration(p.estimate.time_to_train_s),
+            common::duration(g.and_then(|g| g.expected_time_to_train_s)),
+            g.map_or("—".into(), |g| format!("{:.1}%", 100.0 * g.fraction)),
+            common::duration(g.and_then(|g| g.mtbf_s)),
+        ]);
+    }
+}
+
+pub fn table(s: &Scaling, goodput: bool) -> (Vec<String>, Vec<Vec<String>>) {
+    let (mut h, mut r) = rows(s);
+    if goodput {
+        goodput_columns(s, &mut h, &mut r);
+    }
     if s.power_budget_w.is_none() {
         return (h, r);
     }
@@ -120,10 +148,13 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut systems = Vec::new();
     for path in &a.arch {
         match common::system(path) {
-            Ok(s) => systems.push(
-                a.software
-                    .lift(common::SoftwareArgs::apply(&software, a.power.apply(s))),
-            ),
+            Ok(mut s) => {
+                s.goodput = a.goodput_options.options();
+                systems.push(
+                    a.software
+                        .lift(common::SoftwareArgs::apply(&software, a.power.apply(s))),
+                )
+            }
             Err(e) => return Ok(e),
         }
     }
@@ -180,6 +211,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         })
         .collect();
     a.plot.draw(|size, o| match a.power.power_budget {
+        _ if a.goodput => tessera::plot::goodput::time_to_train(&series, size, o),
         Some(_) => tessera::plot::scale::power(&series, size, o),
         None => tessera::plot::scale::scale(&series, size, o),
     })?;
@@ -199,7 +231,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             )?,
             Format::Csv => {
                 for (i, s) in series.iter().enumerate() {
-                    let (mut h, mut r) = table(s);
+                    let (mut h, mut r) = table(s, a.goodput);
                     if several {
                         h.insert(0, "system".into());
                         for row in &mut r {
@@ -218,7 +250,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             }
             Format::Table => {
                 for s in &series {
-                    let (h, r) = table(s);
+                    let (h, r) = table(s, a.goodput);
                     writeln!(out, "{}", title(s))?;
                     if let Some(p) = s.points.first() {
                         writeln!(out, "{}", common::boundary_line(p.estimate.power_boundary))?;
@@ -240,7 +272,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             Format::Markdown => {
                 writeln!(out, "# Scaling: {}\n", w.name)?;
                 for s in &series {
-                    let (h, r) = table(s);
+                    let (h, r) = table(s, a.goodput);
                     if several {
                         writeln!(out, "## {}\n", s.system)?;
                     }

@@ -260,6 +260,10 @@ pub struct Estimate {
     pub carbon_kg_co2e: Option<f64>,
     /// The parts of both ([`super::cost::CostReport`]).
     pub cost: Option<super::cost::CostReport>,
+    /// Training on a system that states its reliability and checkpoint storage: the goodput
+    /// with failures, checkpoints and stragglers (`engine::goodput`); null otherwise (serving
+    /// included: a serving system's availability is not modelled).
+    pub goodput: Option<super::goodput::Goodput>,
 }
 
 /// A training workload's global batch as run, and the stated one where it was scaled.
@@ -350,6 +354,7 @@ impl Estimate {
             cost_per_unit_usd: None,
             carbon_kg_co2e: None,
             cost: None,
+            goodput: None,
         }
     }
 }
@@ -491,6 +496,7 @@ pub fn finish(
     .map(|c| c.0.to_string());
     let steps = p.steps;
     let tier = |t: program::Tier| format!("{t:?}").to_lowercase();
+    let time_to_train_s = steps.map(|s| s * e.step_time);
     let mut est = Estimate {
         system: sys.name.clone(),
         workload: w.name.clone(),
@@ -504,7 +510,7 @@ pub fn finish(
         step_time_s: Some(e.step_time),
         throughput_per_s: Some(e.throughput),
         throughput_unit: p.unit,
-        time_to_train_s: steps.map(|s| s * e.step_time),
+        time_to_train_s,
         mfu: Some(e.mfu),
         average_power_w: Some(e.average_power),
         rated_power_w: Some(super::rated::rated_power_of(sys, devices)),
@@ -579,6 +585,7 @@ pub fn finish(
         cost_per_unit_usd: None,
         carbon_kg_co2e: None,
         cost: None,
+        goodput: super::goodput::assess(sys, w, devices, time_to_train_s, e.throughput),
     };
     super::cost::price(sys, &mut est);
     est

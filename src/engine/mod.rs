@@ -18,6 +18,7 @@ pub mod cost;
 pub mod cpu;
 pub mod curve;
 mod estimate;
+pub mod goodput;
 pub mod lower;
 pub mod machine;
 mod prepare;

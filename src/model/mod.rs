@@ -6,6 +6,7 @@ pub mod band;
 pub mod bounds;
 pub mod mapping;
 pub mod precision;
+pub mod reliability;
 pub mod rules;
 pub mod serving;
 pub mod system;

@@ -14,6 +14,7 @@ mod base;
 pub mod compare;
 pub mod cost;
 pub mod curve;
+pub mod goodput;
 pub mod placement;
 pub mod roofline;
 pub mod scale;

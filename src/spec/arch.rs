@@ -44,6 +44,13 @@ pub struct SystemSpec {
     /// What the system costs and emits ([`super::cost::CostSpec`]).
     #[serde(default)]
     pub cost: Option<super::cost::CostSpec>,
+    /// Failure rates and restart cost (`spec::reliability`): with them a training estimate
+    /// carries its goodput.
+    #[serde(default)]
+    pub reliability: Option<super::reliability::ReliabilityRef>,
+    /// The storage checkpoints cross.
+    #[serde(default)]
+    pub storage: Option<super::reliability::StorageSpec>,
 }
 
 /// A system's execution modes, as its vendor's software runs it.

@@ -9,6 +9,7 @@ mod describe;
 mod format;
 mod load;
 pub mod mapping;
+pub mod reliability;
 mod resolve;
 pub mod sweep;
 pub mod validation;

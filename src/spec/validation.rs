@@ -179,6 +179,12 @@ pub enum MetricSpec {
     /// of what the run deploys at the case's boundary (`Devices`: each GPU at its TDP) over the
     /// run's time, at the system's grid intensity (`cost.grid_intensity`, set per case).
     RatedCarbon,
+    /// Goodput: failure-free training time over expected wall time with failures, checkpoints
+    /// and restarts (`engine::goodput`; published as an effective-training-time ratio).
+    Goodput,
+    /// The job's mean time between unexpected interruptions (a published interruption count
+    /// over a run's length).
+    Mtbf,
 }
 
 #[derive(Debug, Clone, Deserialize)]

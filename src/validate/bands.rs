@@ -17,7 +17,7 @@ use crate::model::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The figure a case's metric checks (`None`: scaling efficiency, a ratio of two runs).
+/// The figure a case's metric checks (`None`: scaling efficiency, a ratio of two runs; goodput).
 pub fn figure_of(m: Metric) -> Option<Figure> {
     match m {
         Metric::TimeToTrain | Metric::StepTime | Metric::Throughput | Metric::Mfu => {
@@ -25,8 +25,9 @@ pub fn figure_of(m: Metric) -> Option<Figure> {
         }
         Metric::AveragePower => Some(Figure::Power),
         Metric::Energy => Some(Figure::Energy),
-        // a ratio of two runs; carbon prices the time band's figure at rated power
-        Metric::ScalingEfficiency | Metric::RatedCarbon => None,
+        // a ratio of two runs; carbon prices the time band's figure at rated power; goodput's
+        // figures come from reliability data, not the roofline
+        Metric::ScalingEfficiency | Metric::RatedCarbon | Metric::Goodput | Metric::Mtbf => None,
     }
 }
 

@@ -24,6 +24,8 @@ pub enum Metric {
     AveragePower,
     Energy,
     RatedCarbon,
+    Goodput,
+    Mtbf,
 }
 
 impl Metric {
@@ -37,14 +39,16 @@ impl Metric {
             Metric::AveragePower => "average power",
             Metric::Energy => "energy",
             Metric::RatedCarbon => "carbon (rated power)",
+            Metric::Goodput => "goodput",
+            Metric::Mtbf => "job MTBF",
         }
     }
     /// SI unit of the metric's values, for display.
     pub fn unit(self) -> &'static str {
         match self {
-            Metric::TimeToTrain | Metric::StepTime => "s",
+            Metric::TimeToTrain | Metric::StepTime | Metric::Mtbf => "s",
             Metric::Throughput => "/s",
-            Metric::Mfu | Metric::ScalingEfficiency => "",
+            Metric::Mfu | Metric::ScalingEfficiency | Metric::Goodput => "",
             Metric::AveragePower => "W",
             Metric::Energy => "J",
             Metric::RatedCarbon => "kg",
@@ -438,13 +442,15 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         MetricSpec::AveragePower => (Metric::AveragePower, None),
         MetricSpec::Energy => (Metric::Energy, None),
         MetricSpec::RatedCarbon => (Metric::RatedCarbon, None),
+        MetricSpec::Goodput => (Metric::Goodput, None),
+        MetricSpec::Mtbf => (Metric::Mtbf, None),
     };
     cx.enter_part(cx.file(), crate::diag::Path::root(), Some(&s.source));
     let published = match metric {
-        Metric::TimeToTrain | Metric::StepTime => {
+        Metric::TimeToTrain | Metric::StepTime | Metric::Mtbf => {
             cx.positive("published", &s.published, Dimension::Time)
         }
-        Metric::Mfu | Metric::ScalingEfficiency => {
+        Metric::Mfu | Metric::ScalingEfficiency | Metric::Goodput => {
             let v = cx.positive("published", &s.published, Dimension::Ratio);
             if v.is_some_and(|v| v > 1.0) {
                 cx.error(

@@ -150,6 +150,15 @@ pub fn predict(c: &Case) -> Result<(f64, String), String> {
             let rated = e.rated_power_w.ok_or("the estimate gives no rated power")?;
             rated * run_time()? * sys.economics.grid_intensity
         }
+        Metric::Goodput | Metric::Mtbf => {
+            let g = e.goodput.as_ref().ok_or(
+                "the system states no reliability and storage (or the task is not training): no goodput",
+            )?;
+            match c.metric {
+                Metric::Goodput => g.fraction,
+                _ => g.mtbf_s.unwrap_or(f64::NAN),
+            }
+        }
         Metric::ScalingEfficiency => {
             let b = c.baseline.unwrap_or(1);
             let mut wb = c.workload.clone();

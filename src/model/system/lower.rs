@@ -16,6 +16,7 @@ pub(super) fn lower(
     device: Option<&Located<DeviceSpec>>,
     die: Option<&Located<DieSpec>>,
     node: Option<&Located<NodeSpec>>,
+    reliability: Option<&Located<crate::spec::reliability::ReliabilitySpec>>,
 ) -> Option<System> {
     cx.declare_sources(&spec.sources);
     let sys_file = cx.file();
@@ -112,6 +113,11 @@ pub(super) fn lower(
         None => (1.0, None),
     };
     let economics = super::cost::lower_cost(cx, spec.cost.as_ref());
+    let reliability = reliability.and_then(|r| crate::model::reliability::lower_reliability(cx, r));
+    let storage = spec
+        .storage
+        .as_ref()
+        .and_then(|s| crate::model::reliability::lower_storage(cx, s));
     // Sizes are checked even when the device has errors, so all of them show at once.
     let (nodes, node_spec, node) = (nodes?, node?, nd?);
     let Some(devices) = nodes.checked_mul(node.devices as u64) else {
@@ -185,6 +191,9 @@ pub(super) fn lower(
         pue,
         power_limit,
         economics,
+        reliability,
+        storage,
+        goodput: Default::default(),
         power_boundary: crate::vocab::PowerBoundary::Facility,
         fitted: cx.fitted.iter().cloned().collect(),
         fitted_sources: cx.fitted_sources.clone(),

@@ -93,11 +93,22 @@ pub fn load_system(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<System> {
         r.resolve(dr, d.file, d.path.field("die"))
     });
     let node = r.resolve(spec.node.clone(), id, root.field("node"));
+    let reliability = spec
+        .reliability
+        .clone()
+        .and_then(|rel| r.resolve(rel, id, root.field("reliability")));
     let mut diags = std::mem::take(&mut r.diagnostics);
     let files = r.files;
     let value = {
         let mut cx = Ctx::new(&files, id);
-        let v = lower(&mut cx, &spec, device.as_ref(), die.as_ref(), node.as_ref());
+        let v = lower(
+            &mut cx,
+            &spec,
+            device.as_ref(),
+            die.as_ref(),
+            node.as_ref(),
+            reliability.as_ref(),
+        );
         diags.extend(cx.diags);
         v
     };

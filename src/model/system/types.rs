@@ -29,6 +29,14 @@ pub struct System {
     pub power_limit: Option<f64>,
     /// What the system costs and emits ([`super::cost::Economics`]; defaults where no `cost`).
     pub economics: super::cost::Economics,
+    /// Failure rates and restart cost (`model::reliability`): with them a training estimate
+    /// carries its goodput.
+    pub reliability: Option<crate::model::reliability::Reliability>,
+    /// The storage checkpoints are written to and read from.
+    pub storage: Option<crate::model::reliability::Storage>,
+    /// The goodput choices of the report (checkpoint interval, stragglers): set by the front end,
+    /// not figures of the file.
+    pub goodput: crate::model::reliability::GoodputOptions,
     /// Which parts a power or energy figure counts (default `Facility`): a choice of the report,
     /// set by the front end (`--power-boundary`) or a validation case, not a figure of the file.
     pub power_boundary: crate::vocab::PowerBoundary,
