@@ -2,6 +2,8 @@
 //! checkpoint interval against a brute-force scan, and the shipped H100 cluster's goodput by
 //! hand through the CLI's JSON.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a test: may use the disk
+
 mod common;
 
 use common::tessera;
