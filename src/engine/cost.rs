@@ -51,9 +51,29 @@ pub struct CostReport {
     pub carbon_scope: String,
 }
 
+/// What pricing reads of an estimate (its figures, not the estimate: the estimate imports this
+/// module for its report, and the import graph stays a tree).
+pub struct Work<'a> {
+    pub feasible: bool,
+    pub time_to_train_s: Option<f64>,
+    pub energy_j: Option<f64>,
+    pub throughput_per_s: Option<f64>,
+    pub energy_per_unit_j: Option<f64>,
+    pub throughput_unit: &'a str,
+    pub devices: u64,
+}
+
+/// What pricing gives back: the estimate's `cost_per_unit_usd`, `carbon_kg_co2e` and `cost`.
+#[derive(Default)]
+pub struct Priced {
+    pub cost_per_unit_usd: Option<f64>,
+    pub carbon_kg_co2e: Option<f64>,
+    pub cost: Option<CostReport>,
+}
+
 /// The unit an estimate is priced per, its time (s) and energy (J); `None` for an infeasible
 /// estimate or one without throughput.
-fn unit_of(e: &super::Estimate) -> Option<(String, f64, f64)> {
+fn unit_of(e: &Work) -> Option<(String, f64, f64)> {
     if !e.feasible {
         return None;
     }
@@ -117,11 +137,11 @@ fn deployed_embodied(sys: &System, devices: u64) -> Option<f64> {
     )
 }
 
-/// Price the estimate `e` of a run on `sys`: its `cost_per_unit_usd`, `carbon_kg_co2e` and
-/// `cost` (nothing for an infeasible estimate).
-pub fn price(sys: &System, e: &mut super::Estimate) {
+/// Price the work `e` of a run on `sys`: its `cost_per_unit_usd`, `carbon_kg_co2e` and `cost`
+/// (nothing for an infeasible estimate).
+pub fn price(sys: &System, e: &Work) -> Priced {
     let Some((per, time, energy)) = unit_of(e) else {
-        return;
+        return Priced::default();
     };
     let ec = &sys.economics;
     let kwh = energy / 3.6e6;
@@ -176,7 +196,9 @@ pub fn price(sys: &System, e: &mut super::Estimate) {
             "operational only (no embodied figure in the system file)".into()
         },
     };
-    e.cost_per_unit_usd = capital.map(|c| c + energy_usd);
-    e.carbon_kg_co2e = Some(operational + embodied.unwrap_or(0.0));
-    e.cost = Some(report);
+    Priced {
+        cost_per_unit_usd: capital.map(|c| c + energy_usd),
+        carbon_kg_co2e: Some(operational + embodied.unwrap_or(0.0)),
+        cost: Some(report),
+    }
 }

@@ -587,6 +587,20 @@ pub fn finish(
         cost: None,
         goodput: super::goodput::assess(sys, w, devices, time_to_train_s, e.throughput),
     };
-    super::cost::price(sys, &mut est);
+    let priced = super::cost::price(
+        sys,
+        &super::cost::Work {
+            feasible: est.feasible,
+            time_to_train_s: est.time_to_train_s,
+            energy_j: est.energy_j,
+            throughput_per_s: est.throughput_per_s,
+            energy_per_unit_j: est.energy_per_unit_j,
+            throughput_unit: est.throughput_unit,
+            devices: est.devices,
+        },
+    );
+    est.cost_per_unit_usd = priced.cost_per_unit_usd;
+    est.carbon_kg_co2e = priced.carbon_kg_co2e;
+    est.cost = priced.cost;
     est
 }

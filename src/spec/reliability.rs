@@ -8,7 +8,6 @@
 //! system built of the same parts.
 
 use super::format::Q;
-use super::resolve::PartRef;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -17,16 +16,6 @@ use std::collections::BTreeMap;
 pub enum ReliabilityRef {
     Use(String),
     Reliability(ReliabilitySpec),
-}
-
-impl PartRef for ReliabilityRef {
-    type Spec = ReliabilitySpec;
-    fn split(self) -> Result<Self::Spec, String> {
-        match self {
-            ReliabilityRef::Reliability(r) => Ok(r),
-            ReliabilityRef::Use(p) => Err(p),
-        }
-    }
 }
 
 /// Failure rates by component class and the cost of a restart.

@@ -20,6 +20,15 @@ pub trait PartRef: DeserializeOwned {
     fn split(self) -> Result<Self::Spec, String>;
 }
 
+impl PartRef for super::reliability::ReliabilityRef {
+    type Spec = super::reliability::ReliabilitySpec;
+    fn split(self) -> Result<Self::Spec, String> {
+        match self {
+            super::reliability::ReliabilityRef::Reliability(r) => Ok(r),
+            super::reliability::ReliabilityRef::Use(p) => Err(p),
+        }
+    }
+}
 impl PartRef for arch::DeviceRef {
     type Spec = arch::DeviceSpec;
     fn split(self) -> Result<Self::Spec, String> {
