@@ -615,6 +615,7 @@ fn two_stage_program(micro_batches: f64) -> Program {
                 devices: 1.0,
                 footprint: fp(3.35e9),
                 pool: false,
+                hands_on: 0.0,
             },
             Stage {
                 name: "head".into(),
@@ -624,6 +625,7 @@ fn two_stage_program(micro_batches: f64) -> Program {
                 devices: 2.0,
                 footprint: fp(90e9),
                 pool: false,
+                hands_on: 0.0,
             },
         ],
         micro_batches,
@@ -1172,6 +1174,7 @@ fn pooled_program(micro_batches: f64, pool_bytes: f64, kv_bytes: f64) -> Program
             ..Footprint::default()
         },
         pool: true,
+        hands_on: 0.0,
     });
     p.devices = 7.0;
     p

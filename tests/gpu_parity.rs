@@ -293,6 +293,8 @@ fn plans() -> Vec<Plan> {
                 ("scale_up.latency", "\"0.5 us .. 50 us log\""),
                 ("device.efficiency.kernel_overhead", "\"0 us .. 20 us\""),
                 ("device.mesh.hop_latency", "\"1 ns .. 100 ns log\""),
+                // the stack's hand-off of each micro-batch a stage passes on
+                ("software.pipeline_stage_time", "\"0 us .. 80 us\""),
                 ("device.tdp", "\"5 W .. 60 W\""),
             ],
             "Random(points: 400, seed: 21)",

@@ -957,6 +957,7 @@ fn a_stacks_memory_reserve_shrinks_the_kv_cache() {
         name: "test stack".into(),
         step_overhead: 0.0,
         mesh_relay_time: 0.0,
+        pipeline_stage_time: 0.0,
         memory_reserve: 8e9,
         fitted: Vec::new(),
     });

@@ -377,3 +377,27 @@ impl Overrides {
         Ok(())
     }
 }
+
+/// A software stack's name and its figures that are not zero (`Software::figures`), as
+/// `estimate` and `compare` print it: `IBM NorthPole LLM stack, 2024 (pipeline_stage_time 15.0 µs)`.
+pub fn software_line(
+    name: &str,
+    figures: Option<&std::collections::BTreeMap<String, f64>>,
+) -> String {
+    let shown: Vec<String> = figures
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| match k.strip_suffix("_s") {
+            Some(f) => format!("{f} {}", tessera::units::fmt_si(*v, "s")),
+            None => match k.strip_suffix("_bytes") {
+                Some(f) => format!("{f} {}", tessera::units::fmt_si(*v, "B")),
+                None => format!("{k} {v}"),
+            },
+        })
+        .collect();
+    if shown.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} ({})", shown.join(", "))
+    }
+}

@@ -224,7 +224,14 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 let mut head = vec![format!("{} — baseline: {}", c.workload, c.baseline)];
                 head.push(common::boundary_line(c.power_boundary));
                 if let Some(sw) = &c.software {
-                    head.push(format!("software: {sw} (every system)"));
+                    let figures = c
+                        .systems
+                        .first()
+                        .and_then(|r| r.estimate.software_figures.as_ref());
+                    head.push(format!(
+                        "software: {} (every system)",
+                        common::software_line(sw, figures)
+                    ));
                 }
                 if let Some(l) = &c.concurrency {
                     head.push(format!(

@@ -84,7 +84,10 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         ("workload".into(), e.workload.clone()),
     ];
     if let Some(sw) = &e.software {
-        r.push(("software".into(), sw.clone()));
+        r.push((
+            "software".into(),
+            common::software_line(sw, e.software_figures.as_ref()),
+        ));
     }
     r.extend([
         (

@@ -836,6 +836,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             devices: p.devices,
             footprint: p.footprint,
             pool: false,
+            hands_on: 0.0,
         }];
         &implicit
     } else {
@@ -921,6 +922,11 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
             flop_energy += mult * op.count * op.flops * m[t::ENERGY_PER_FLOP + op.precision];
             dyn_energy += mult * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
+        // The software stack's hand-off of each micro-batch a pipeline stage passes on: part of
+        // the stage's micro-batch, at no clock.
+        let hand_off = st.hands_on * m[t::PIPELINE_STAGE_TIME];
+        br[0].other += hand_off;
+        busy[0] += hand_off;
         // What the overlapped collectives take from the compute they hide behind
         // (`collective_tax`): it lengthens that compute before the link timelines measure what
         // they expose.

@@ -149,6 +149,10 @@ pub struct Estimate {
     /// Training: the batch the workload states, where the run's was scaled from it (null: not
     /// scaled).
     pub global_batch_scaled_from: Option<u64>,
+    /// That stack's figures that are not zero, keyed with their units (`pipeline_stage_time_s`,
+    /// `mesh_relay_time_s`, `step_overhead_s`, `memory_reserve_bytes`; `Software::figures`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub software_figures: Option<std::collections::BTreeMap<String, f64>>,
     pub feasible: bool,
     pub reason: Option<String>,
     /// The stable code of `reason` (see [`Reason::code`]).
@@ -300,6 +304,7 @@ impl Estimate {
             execution_mode: sys.execution.line(w),
             global_batch: batch(w).0,
             global_batch_scaled_from: batch(w).1,
+            software_figures: sys.software.as_ref().map(|s| s.figures()),
             feasible: false,
             reason: Some(reason.to_string()),
             reason_code: Some(reason.code()),
@@ -504,6 +509,7 @@ pub fn finish(
         execution_mode: sys.execution.line(w),
         global_batch: batch(w).0,
         global_batch_scaled_from: batch(w).1,
+        software_figures: sys.software.as_ref().map(|s| s.figures()),
         feasible: true,
         reason: None,
         reason_code: None,

@@ -97,6 +97,7 @@ pub fn machine(sys: &System, devices: u64) -> Machine {
     m[t::KERNEL_OVERHEAD] = e.kernel_overhead;
     m[t::STEP_OVERHEAD] = sys.software.as_ref().map_or(0.0, |s| s.step_overhead);
     m[t::MESH_RELAY_TIME] = sys.software.as_ref().map_or(0.0, |s| s.mesh_relay_time);
+    m[t::PIPELINE_STAGE_TIME] = sys.software.as_ref().map_or(0.0, |s| s.pipeline_stage_time);
     m[t::MEMORY_RESERVE] = sys.software.as_ref().map_or(0.0, |s| s.memory_reserve);
     m[t::TDP] = d.tdp;
     m[t::RATED_TDP] = d.rated_tdp;

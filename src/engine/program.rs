@@ -264,6 +264,11 @@ pub struct Stage {
     pub footprint: Footprint,
     /// A concurrent pool outside the pipeline's chain (see above).
     pub pool: bool,
+    /// Micro-batches each stage of the class passes on per micro-batch it runs: 1 for a stage of
+    /// an inference pipeline over more than one stage (÷ the tokens a round gains under
+    /// speculative decoding), 0 otherwise. Each costs the software stack's
+    /// `pipeline_stage_time`, added to the stage's micro-batch.
+    pub hands_on: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -310,6 +315,7 @@ impl Program {
                 devices: self.devices,
                 footprint: self.footprint,
                 pool: false,
+                hands_on: 0.0,
             }])
         } else {
             Cow::Borrowed(&self.stages)

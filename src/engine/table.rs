@@ -208,6 +208,8 @@ machine_table! {
         "Bandwidth of one mesh link, per direction (B/s).";
     MESH_HOP_LATENCY [1] "mesh_hop_latency", Time, Model, true, ["device.mesh.hop_latency"],
         "Latency of one mesh hop (s).";
+    PIPELINE_STAGE_TIME [1] "pipeline_stage_time", Time, Model, true, ["software.pipeline_stage_time"],
+        "The software stack's time each stage of a multi-device pipeline adds per micro-batch it passes on (s; 0 = no stack named): added to the stage's micro-batch as `Stage::hands_on` times this.";
     MESH_RELAY_TIME [1] "mesh_relay_time", Time, Model, true, ["software.mesh_relay_time"],
         "The software stack's time per 32-bit element a core of a streamed chain on the mesh relays (receives, adds, sends on) (s; 0 = no stack named): a mesh collective streams at the slower of its link and its `relayed` elements at this time each.";
     MESH_ENERGY [1] "mesh_energy_per_byte_hop", EnergyPerByte, Model, false,

@@ -571,6 +571,12 @@ pub struct SoftwareSpec {
     /// and its link: `"12 ns"`. Default 0.
     #[serde(default)]
     pub mesh_relay_time: Option<Q>,
+    /// Time each stage of a pipeline spread over several devices adds for every micro-batch (a
+    /// decode round's tokens) it passes on to the next stage or out, beyond its modelled work
+    /// and its send (the stack's hand-off: scheduling the micro-batch, packing and posting the
+    /// activations, the receiver's wake-up): `"15 us"`. Default 0.
+    #[serde(default)]
+    pub pipeline_stage_time: Option<Q>,
     /// Device memory the stack keeps for itself on every device (its runtime's context, kernel
     /// and communication workspaces, allocator slack), taken from the device's main memory
     /// before the run's weights, state and activations: `"2 GiB"`. Default 0.

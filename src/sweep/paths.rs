@@ -464,6 +464,7 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
         }
         ["software", "step_overhead"] => knob(D::Time, vec![set(f::STEP_OVERHEAD)]),
         ["software", "mesh_relay_time"] => knob(D::Time, vec![set(f::MESH_RELAY_TIME)]),
+        ["software", "pipeline_stage_time"] => knob(D::Time, vec![set(f::PIPELINE_STAGE_TIME)]),
         ["software", "memory_reserve"] => knob(D::Bytes, vec![set(f::MEMORY_RESERVE)]),
         ["facility", "pue"] => knob(D::Ratio, vec![set(f::PUE)]).with(Bound::Pue),
         // Every non-device part of a node and the network as one lump per device, as this path
@@ -745,19 +746,22 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
         }
         ["facility", "pue"] => sys.pue = v,
         // a system named with no stack runs on an unnamed one with that cost
-        ["software", field @ ("step_overhead" | "mesh_relay_time" | "memory_reserve")] => {
+        ["software", field
+        @ ("step_overhead" | "mesh_relay_time" | "pipeline_stage_time" | "memory_reserve")] => {
             let sw = sys
                 .software
                 .get_or_insert_with(|| crate::model::system::Software {
                     name: "(set)".into(),
                     step_overhead: 0.0,
                     mesh_relay_time: 0.0,
+                    pipeline_stage_time: 0.0,
                     memory_reserve: 0.0,
                     fitted: Vec::new(),
                 });
             match *field {
                 "step_overhead" => sw.step_overhead = v,
                 "mesh_relay_time" => sw.mesh_relay_time = v,
+                "pipeline_stage_time" => sw.pipeline_stage_time = v,
                 _ => sw.memory_reserve = v,
             }
         }

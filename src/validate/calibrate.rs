@@ -515,7 +515,9 @@ fn part_field(path: &str) -> Option<crate::diag::Path> {
         ["device", "efficiency", e] => Some(root.field("efficiency").field(e)),
         ["device", f @ ("tdp" | "idle_power")] => Some(root.field(f)),
         // a `Software` file's own figure
-        ["software", f @ ("step_overhead" | "mesh_relay_time")] => Some(root.field(f)),
+        ["software", f @ ("step_overhead" | "mesh_relay_time" | "pipeline_stage_time")] => {
+            Some(root.field(f))
+        }
         _ => None,
     }
 }
@@ -551,7 +553,7 @@ pub fn write_part(
         let field = part_field(&f.path).ok_or_else(|| {
             fail(
                 format!("a calibrated part file writes device or software-stack figures; `{}` is not one", f.path),
-                Some("fit `device.efficiency.*`, `device.tdp`, `device.idle_power` or `software.step_overhead` / `software.mesh_relay_time` to write a part file; print the fit without `-o` otherwise"),
+                Some("fit `device.efficiency.*`, `device.tdp`, `device.idle_power` or `software.step_overhead` / `mesh_relay_time` / `pipeline_stage_time` to write a part file; print the fit without `-o` otherwise"),
             )
         })?;
         let last = match field.0.last() {

@@ -120,7 +120,8 @@ pub fn unfitted(path: &str, sys: Option<&System>) -> Option<(f64, &'static str)>
         "device.efficiency.kernel_overhead"
         | "device.efficiency.collective_compute_share"
         | "software.step_overhead"
-        | "software.mesh_relay_time" => (0.0, "the loader's default when the file gives none"),
+        | "software.mesh_relay_time"
+        | "software.pipeline_stage_time" => (0.0, "the loader's default when the file gives none"),
         "device.idle_power" => (
             0.25 * sys?.device.tdp,
             "the loader's default (a quarter of TDP)",

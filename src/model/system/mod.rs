@@ -56,6 +56,7 @@ pub fn load_software(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<Software> {
         let time = crate::units::Dimension::Time;
         let step = optional("step_overhead", &spec.step_overhead, time);
         let relay = optional("mesh_relay_time", &spec.mesh_relay_time, time);
+        let stage = optional("pipeline_stage_time", &spec.pipeline_stage_time, time);
         let reserve = optional(
             "memory_reserve",
             &spec.memory_reserve,
@@ -66,6 +67,7 @@ pub fn load_software(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<Software> {
             name: spec.name.clone(),
             step_overhead: step?,
             mesh_relay_time: relay?,
+            pipeline_stage_time: stage?,
             memory_reserve: reserve?,
             fitted: cx.fitted.iter().cloned().collect(),
         })

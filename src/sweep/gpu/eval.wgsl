@@ -458,6 +458,10 @@ fn evaluate(li: u32) -> Point {
             flop_energy += mult[s] * op.count * op.flops * X[op.epf];
             dyn_energy += mult[s] * op.count * (op.weight_bytes * e_w + op.act_bytes * e_a);
         }
+        // the stack's hand-off of each micro-batch the stage passes on (`cpu::eval_traced`)
+        let hand_off = st.hands_on * X[F_PIPELINE_STAGE_TIME];
+        oth[0] += hand_off;
+        busy[0] += hand_off;
         // what the overlapped collectives take from the compute beside them (`cpu::collective_tax`)
         let tax = collective_tax(st, vec4<f32>(fwd_mb, bwd_mb, busy[0], busy[1]));
         comp[0] += tax.x;

@@ -215,7 +215,8 @@ gpu_record! {
         total: f32,
         /// Activations offloaded to host memory (`Footprint::offloaded`).
         offloaded: f32,
-        pad1: f32,
+        /// `Stage::hands_on`.
+        hands_on: f32,
         pad2: f32,
         /// 1: a concurrent pool outside the pipeline's chain (`Stage::pool`).
         pool: u32,

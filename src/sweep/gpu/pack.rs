@@ -97,6 +97,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 offloaded: f(fp.offloaded),
                 pool: u32::from(st.pool),
                 streamed: u32::from(fp.streamed),
+                hands_on: f(st.hands_on),
                 ..StageRec::default()
             };
             recs.extend_from_slice(rec.words());

@@ -143,6 +143,12 @@ fn build(
         }
         out_stages.push(st);
     }
+    // a stage hands its micro-batch on only where the pipeline has more than one
+    if out_stages.iter().map(|st| st.repeat).sum::<f64>() <= 1.0 {
+        for st in &mut out_stages {
+            st.hands_on = 0.0;
+        }
+    }
     if s.pooled {
         let st = prefill::pool_stage(sys, t, inf, m, s.batch, &mut b)?;
         if out_stages.len() >= MAX_STAGES {
@@ -220,5 +226,7 @@ fn stage(b: &mut Builder, s: &Shape, r: &Round, c: &Piece) -> Stage {
         devices: at.d * s.dp,
         footprint: footprint::of(s, r, c, &at),
         pool: false,
+        // the pipeline's hand-offs are set once all its stages are known (`lower`)
+        hands_on: 1.0 / s.gain,
     }
 }

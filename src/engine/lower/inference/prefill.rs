@@ -201,5 +201,6 @@ pub(super) fn pool_stage(
         devices: m.pool.devices() as f64,
         footprint: one.footprint,
         pool: true,
+        hands_on: 0.0,
     })
 }

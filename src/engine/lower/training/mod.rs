@@ -442,6 +442,7 @@ pub(super) fn transformer_training(
             devices: per_stage,
             footprint: fp,
             pool: false,
+            hands_on: 0.0,
         });
     }
     if classes.len() == 1 {
