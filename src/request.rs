@@ -273,11 +273,31 @@ impl Request {
         crate::engine::serve::set_load(w, self.slo, self.min_user_rate, self.concurrency)
     }
 
-    /// The load a comparison puts on every system: the one asked for, else a serving workload's
-    /// batch over the whole system ([`crate::engine::serve::one_load`]).
-    pub fn compare_load(&self, w: &mut Workload) -> Result<(), String> {
+    /// The load a comparison puts on every system, by the one load rule of `estimate`,
+    /// `compare`, `scale` and `serve-curve`: the requests in flight asked for (`--concurrency`,
+    /// or a target's users); else the requests `tessera estimate` runs on the first system — the
+    /// workload's `batch` on each model instance of its mapping there — held on every system, so
+    /// that each serves the same users and the baseline's row runs the estimate's load.
+    /// ([`crate::engine::serve::one_load`], the batch over the whole system, where that
+    /// estimate does not run.)
+    pub fn compare_load(&self, w: &mut Workload, baseline: &System) -> Result<(), String> {
+        use crate::model::serving::Concurrency;
+        use crate::model::workload::Task;
         self.load(w)?;
-        crate::engine::serve::one_load(w);
+        let open =
+            matches!(&w.task, Task::Inference(i) if i.load.concurrency == Concurrency::Workload);
+        if !open {
+            return Ok(());
+        }
+        let choice = self.choice(w, Request::ESTIMATE_DEFAULT);
+        let requests = self.run(baseline.clone(), w, &choice).ok().and_then(|r| {
+            let devices = r.devices.map(|d| d.min(r.system.devices));
+            crate::engine::estimate(&r.system, &r.workload, &r.choice, devices).concurrency
+        });
+        match (requests, &mut w.task) {
+            (Some(n), Task::Inference(i)) if n > 0 => i.load.concurrency = Concurrency::Total(n),
+            _ => crate::engine::serve::one_load(w),
+        }
         Ok(())
     }
 
@@ -400,7 +420,11 @@ impl Request {
     /// --format json` computes it. `Err`: every system's override errors.
     pub fn compare(&self, systems: Vec<System>, w: &Workload) -> Result<Comparison, Refused> {
         let mut w = w.clone();
-        self.compare_load(&mut w).map_err(Refused::Load)?;
+        match systems.first() {
+            Some(first) => self.compare_load(&mut w, first),
+            None => self.load(&mut w),
+        }
+        .map_err(Refused::Load)?;
         let choice = self.choice(&w, Request::COMPARE_DEFAULT);
         self.compare_at_load(&systems, &w, &choice)
     }

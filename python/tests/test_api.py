@@ -362,3 +362,21 @@ def test_sweep_releases_the_gil():
     th.join()
     # with the GIL held for the whole sweep this loop could not run during it (a tick or two)
     assert ticks >= 20, (ticks, elapsed)
+
+
+def test_compare_csv_is_numeric_data(cli):
+    # issue 45 item 2: `--format csv` is data: one row per system, the JSON keys as columns,
+    # numbers in SI units that pandas reads as numbers (never "8.51 M tokens/s")
+    import io
+
+    text = cli("compare", *THREE, "--workload", SMALL, "--format", "csv").stdout
+    df = pd.read_csv(io.StringIO(text))
+    want = json.loads(cli("compare", *THREE, "--workload", SMALL, "--format", "json").stdout)
+    assert len(df) == len(want["systems"])
+    assert list(df["system"]) == [r["system"] for r in want["systems"]]
+    for col in ["throughput_per_s", "step_time_s", "average_power_w", "ratio_to_baseline.throughput"]:
+        assert pd.api.types.is_numeric_dtype(df[col]), (col, df[col].dtype)
+    for i, r in enumerate(want["systems"]):
+        if r["feasible"]:
+            assert df["throughput_per_s"][i] == pytest.approx(r["throughput_per_s"], rel=1e-12)
+    assert len(set(df.columns)) == len(df.columns)

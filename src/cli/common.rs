@@ -144,8 +144,10 @@ pub struct ServeArgs {
     #[arg(long, value_parser = rate_arg)]
     pub min_user_rate: Option<f64>,
     /// Serving: requests in flight over the whole system ("64"), or "max" (as many as the KV
-    /// cache holds; with a target, as many as still meet it). Default: the workload's batch on
-    /// each model instance.
+    /// cache holds; with a target, as many as still meet it). Default, the one load rule: the
+    /// workload's batch on each model instance of the mapping `estimate` runs (with a target
+    /// alone: the batch over the whole system); `compare` holds every system at the requests
+    /// that gives on the first.
     #[arg(long, value_parser = concurrency_arg)]
     pub concurrency: Option<Concurrency>,
 }

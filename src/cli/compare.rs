@@ -1,12 +1,11 @@
 //! `tessera compare A.ron B.ron ... --workload W`: systems side by side, with ratios to the first.
 
-use super::common::{self, duration, si};
+use super::common::{self, si};
 use super::compare_table::{self, Defaults};
 use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::{MappingChoice, Objective};
-use tessera::report::compare::Comparison;
 use tessera::request::Request;
 
 #[derive(clap::Args, Debug)]
@@ -37,96 +36,14 @@ pub struct Args {
     pub budget: Option<f64>,
     #[command(flatten)]
     pub set: common::SetArgs,
-    /// Serving: every system at the same requests in flight (default: the workload's batch over
-    /// the whole system) and the same latency target.
+    /// Serving: every system at the same requests in flight (default: those `estimate` runs on
+    /// the first system) and the same latency target.
     #[command(flatten)]
     pub serve: common::ServeArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
     pub plot: PlotArgs,
-}
-
-fn ratio(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "—".into())
-}
-
-pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
-    let header: Vec<String> = [
-        "system",
-        "devices",
-        "throughput",
-        "×",
-        "time to train (or per token)",
-        "MFU",
-        "avg power",
-        "energy (run, or per unit)",
-        "×",
-        "perf/W",
-        "×",
-        "cost (per run, or per 1M units)",
-        "×",
-        "bottleneck",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let rows = c
-        .systems
-        .iter()
-        .map(|r| {
-            let e = &r.estimate;
-            if !e.feasible {
-                let mut v = vec![
-                    e.system.clone(),
-                    e.devices.to_string(),
-                    format!("infeasible: {}", e.reason.clone().unwrap_or_default()),
-                ];
-                v.resize(header.len(), "—".into());
-                return v;
-            }
-            vec![
-                e.system.clone(),
-                if e.idle_devices > 0 {
-                    format!("{} (+{} idle)", e.devices, e.idle_devices)
-                } else {
-                    e.devices.to_string()
-                },
-                format!("{} {}/s", si(e.throughput_per_s, ""), e.throughput_unit),
-                ratio(r.ratio_to_baseline.throughput),
-                match (e.latency_per_token_s, e.ttft_s) {
-                    (Some(l), Some(t)) => {
-                        format!("{}/token, TTFT {}", si(Some(l), "s"), si(Some(t), "s"))
-                    }
-                    (Some(l), None) => format!("{}/token", si(Some(l), "s")),
-                    _ => duration(e.time_to_train_s),
-                },
-                e.mfu
-                    .map(|m| format!("{:.1}%", m * 100.0))
-                    .unwrap_or_default(),
-                si(e.average_power_w, "W"),
-                match e.time_to_train_s {
-                    Some(_) => si(e.energy_j, "J"),
-                    None => format!(
-                        "{}/{}",
-                        si(e.energy_per_unit_j, "J"),
-                        e.throughput_unit.trim_end_matches('s')
-                    ),
-                },
-                match e.time_to_train_s {
-                    Some(_) => ratio(r.ratio_to_baseline.energy),
-                    None => ratio(r.ratio_to_baseline.energy_per_unit),
-                },
-                format!("{:.3}", e.perf_per_watt.unwrap_or(0.0)),
-                ratio(r.ratio_to_baseline.perf_per_watt),
-                e.cost_per_unit_usd
-                    .map_or_else(|| "unknown".into(), tessera::report::money),
-                ratio(r.ratio_to_baseline.cost_per_unit),
-                e.bottleneck.clone().unwrap_or_default(),
-            ]
-        })
-        .collect();
-    (header, rows)
 }
 
 /// The line stating the budget and what it is held against.
@@ -177,15 +94,10 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut req = common::request(a.objective, count, &a.power, &a.serve, &a.set);
     req.all_devices = matches!(a.devices, Some(Devices::All));
     req.cost_budget = a.budget;
-    // one load for every system: the workload's batch is requests over the whole system here
-    if let Err(m) = req.compare_load(&mut w) {
-        return Ok(common::load_failed(m));
-    }
     req.mapping = match common::mapping_arg(a.mapping.as_deref()) {
         Ok(m) => m,
         Err(e) => return Ok(e),
     };
-    let choice = req.choice(&w, Request::COMPARE_DEFAULT);
     req.software = match a.software.load() {
         Ok(s) => s,
         Err(e) => return Ok(e),
@@ -208,6 +120,13 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     if failed {
         return Ok(Exit::Failed);
     }
+    // one load for every system: the requests `estimate` runs on the first (`compare_load`)
+    if let Some(first) = systems.first() {
+        if let Err(m) = req.compare_load(&mut w, first) {
+            return Ok(common::load_failed(m));
+        }
+    }
+    let choice = req.choice(&w, Request::COMPARE_DEFAULT);
     // each system with the same overrides (its own paths resolved against it)
     let c = match req.compare_at_load(&systems, &w, &choice) {
         Ok(c) => c,
@@ -286,10 +205,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                     writeln!(out, "\n{img}")?;
                 }
             }
-            Format::Csv => {
-                let (h, r) = table(&c);
-                write!(out, "{}", tessera::report::csv(&h, &r))?
-            }
+            Format::Csv => write!(out, "{}", tessera::report::records::csv_of(&c.systems))?,
         }
         Ok(())
     })?;

@@ -495,14 +495,15 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 writeln!(out, "{}", tessera::report::table(&header, &rows))?;
             }
         }
-        Format::Csv | Format::Markdown => {
+        Format::Csv => write!(
+            out,
+            "{}",
+            tessera::report::records::csv_of(std::slice::from_ref(&e))
+        )?,
+        Format::Markdown => {
             let rows: Vec<Vec<String>> = rows(&e).into_iter().map(|(k, v)| vec![k, v]).collect();
             let h = ["quantity".to_string(), "value".to_string()];
-            if a.format == Format::Csv {
-                write!(out, "{}", tessera::report::csv(&h, &rows))?;
-            } else {
-                writeln!(out, "{}", tessera::report::markdown_table(&h, &rows))?;
-            }
+            writeln!(out, "{}", tessera::report::markdown_table(&h, &rows))?;
         }
     }
     Ok(Exit::Ok)

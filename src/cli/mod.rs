@@ -13,6 +13,7 @@ mod common;
 mod compare;
 mod compare_table;
 mod estimate;
+mod list;
 mod new;
 pub mod output;
 mod plot;

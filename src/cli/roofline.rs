@@ -177,10 +177,8 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     a.plot.output(out, |out| {
         match a.format {
             Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&r).expect("json"))?,
-            Format::Csv => {
-                let (h, rows) = table(&r);
-                write!(out, "{}", tessera::report::csv(&h, &rows))?
-            }
+            // One row per operator, its JSON keys as columns.
+            Format::Csv => write!(out, "{}", tessera::report::records::csv_of(&r.ops))?,
             Format::Table => {
                 writeln!(out, "{}", heading(&r))?;
                 if let Some(reason) = &r.reason {

@@ -230,23 +230,13 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 serde_json::to_string_pretty(&series[0]).expect("json")
             )?,
             Format::Csv => {
-                for (i, s) in series.iter().enumerate() {
-                    let (mut h, mut r) = table(s, a.goodput);
-                    if several {
-                        h.insert(0, "system".into());
-                        for row in &mut r {
-                            row.insert(0, s.system.clone());
-                        }
-                    }
-                    let text = tessera::report::csv(&h, &r);
-                    // One header for all systems.
-                    let body = if i > 0 {
-                        text.split_once('\n').map(|x| x.1).unwrap_or("")
-                    } else {
-                        &text
-                    };
-                    write!(out, "{body}")?;
-                }
+                // One row per (system, device count), the points' JSON keys as columns.
+                use tessera::report::records::{csv_of, led};
+                let rows: Vec<serde_json::Value> = series
+                    .iter()
+                    .flat_map(|s| s.points.iter().map(|p| led(&[("system", &s.system)], p)))
+                    .collect();
+                write!(out, "{}", csv_of(&rows))?
             }
             Format::Table => {
                 for s in &series {

@@ -200,7 +200,15 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                             writeln!(out, "\n{img}")?;
                         }
                     }
-                    _ => write!(out, "{}", tessera::report::csv(&h, &r))?,
+                    _ => {
+                        // One row per (system, concurrency), the estimates' JSON keys as columns.
+                        use tessera::report::records::{csv_of, led};
+                        let rows: Vec<serde_json::Value> = curves
+                            .iter()
+                            .flat_map(|c| c.points.iter().map(|p| led(&[("curve", &c.system)], p)))
+                            .collect();
+                        write!(out, "{}", csv_of(&rows))?
+                    }
                 }
             }
         }

@@ -35,17 +35,11 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 tessera::report::markdown_table(&["quantity".into(), "value".into()], &rows)
             )?
         }
-        Format::Csv => {
-            let rows: Vec<Vec<String>> = system::rows(&s)
-                .into_iter()
-                .map(|(k, v)| vec![k, v])
-                .collect();
-            write!(
-                out,
-                "{}",
-                tessera::report::csv(&["quantity".into(), "value".into()], &rows)
-            )?
-        }
+        Format::Csv => write!(
+            out,
+            "{}",
+            tessera::report::records::csv_of(std::slice::from_ref(&s))
+        )?,
         Format::Table => writeln!(out, "{}", kv_table(&system::rows(&s)))?,
     }
     Ok(Exit::Ok)

@@ -67,6 +67,9 @@ pub fn print(s: &Summary, format: Format, out: &mut dyn Write) -> std::io::Resul
             serde_json::to_string_pretty(s).expect("summary serialises")
         );
     }
+    if format == Format::Csv {
+        return write!(out, "{}", tessera::sweep::report::csv_points(s));
+    }
     let render = |h: &[String], r: &[Vec<String>]| match format {
         Format::Csv => tessera::report::csv(h, r),
         Format::Markdown => tessera::report::markdown_table(h, r) + "\n",

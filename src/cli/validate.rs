@@ -328,7 +328,12 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
             }
             writeln!(out, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
         }
-        Format::Table | Format::Markdown | Format::Csv => {
+        Format::Csv => {
+            // One row per case (`known_gap` true for the ones reported, not gated), the cases'
+            // JSON keys as columns.
+            write!(out, "{}", tessera::report::records::csv_of(&results))?;
+        }
+        Format::Table | Format::Markdown => {
             let header: Vec<String> = [
                 "case",
                 "family",
@@ -348,7 +353,6 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
             let gap_rows: Vec<Vec<String>> = gaps.iter().map(|r| row(r)).collect();
             let render = |h: &[String], r: &[Vec<String>]| match a.format {
                 Format::Markdown => tessera::report::markdown_table(h, r),
-                Format::Csv => tessera::report::csv(h, r),
                 _ => tessera::report::table(h, r),
             };
             writeln!(out, "{}", render(&header, &rows))?;

@@ -1,6 +1,8 @@
 //! Reports as data, and renderers that write them as tables, JSON, CSV or Markdown to any writer.
 
+pub mod catalogue;
 pub mod placement;
+pub mod records;
 pub mod roofline;
 pub mod system;
 

@@ -550,3 +550,53 @@ impl Rows<'_> {
         }
     }
 }
+
+/// `--format csv`: the best points and the Pareto front as data, one row each (`set`: `top` or
+/// `front`, `rank` from 1), the axes by their paths with the SI unit (as `--out x.csv` names
+/// them), the figures by their JSON keys.
+pub fn csv_points(s: &Summary) -> String {
+    use serde_json::Value;
+    let record = |set: &str, rank: usize, p: &PointReport| {
+        let mut m = serde_json::Map::new();
+        m.insert("set".into(), Value::from(set));
+        m.insert("rank".into(), Value::from(rank as u64));
+        m.insert("index".into(), Value::from(p.index));
+        m.insert(
+            "mapping".into(),
+            Value::from(s.programs.get(p.program).cloned().unwrap_or_default()),
+        );
+        for (a, v) in s.axes.iter().zip(&p.values) {
+            let name = if a.unit.is_empty() {
+                a.path.clone()
+            } else {
+                format!("{} ({})", a.path, a.unit)
+            };
+            m.insert(name, Value::from(*v));
+        }
+        for (k, v) in [
+            ("step_time_s", p.step_time_s),
+            ("throughput_per_s", p.throughput_per_s),
+            ("average_power_w", p.average_power_w),
+            ("energy_per_step_j", p.energy_per_step_j),
+            ("energy_per_unit_j", p.energy_per_unit_j),
+            ("mfu", p.mfu),
+            ("memory_headroom_bytes", p.memory_headroom_bytes),
+        ] {
+            m.insert(k.into(), Value::from(v));
+        }
+        Value::Object(m)
+    };
+    let records: Vec<Value> = (s
+        .top
+        .iter()
+        .enumerate()
+        .map(|(i, p)| record("top", i + 1, p)))
+    .chain(
+        s.front
+            .iter()
+            .enumerate()
+            .map(|(i, p)| record("front", i + 1, p)),
+    )
+    .collect();
+    crate::report::records::csv_of(&records)
+}

@@ -9,7 +9,7 @@ mod parts;
 mod types;
 
 pub use execution::Execution;
-pub use parts::{check_part, check_part_fitted, source_of, MemFs};
+pub use parts::{check_part, check_part_fitted, load_part, source_of, MemFs, Part};
 pub use types::{
     data_energy_per_byte, unset_energy_warnings, Device, Dvfs, Efficiency, HostLink, MemLevel,
     Mesh, Node, PowerParts, ScaleOut, ScaleUp, Software, System, UnsetEnergy, VectorSource,

@@ -94,3 +94,49 @@ pub fn check_part_fitted(
     diags.append(&mut r.diagnostics);
     (r.files, diags, fitted)
 }
+
+/// A part file's lowered figures, for the catalogue (`tessera list`).
+pub enum Part {
+    Device(Box<super::types::Device>),
+    Node(Box<super::types::Node>),
+}
+
+/// Lower a `Device` or `Node` part file on its own (`None` for a die, another kind, or a part
+/// with errors: `tessera check` says why).
+pub fn load_part(name: &str, kind: &str, fs: &dyn Fs) -> Option<Part> {
+    let mut r = Resolver::new(fs);
+    let part = match kind {
+        "Device" => {
+            let (d, id) = r.load_file::<DeviceRef>(name)?;
+            let dev = r.resolve(d, id, Path::root())?;
+            let die = r.resolve(dev.spec.die.clone(), dev.file, dev.path.field("die"))?;
+            let mut cx = Ctx::new(&r.files, id);
+            let lowered = lower_device(&mut cx, &dev, &die);
+            (!has_error(&cx.diags))
+                .then_some(())
+                .and(lowered)
+                .map(|d| Part::Device(Box::new(d)))
+        }
+        "Node" => {
+            let (n, id) = r.load_file::<NodeRef>(name)?;
+            let n = r.resolve(n, id, Path::root())?;
+            let mut cx = Ctx::new(&r.files, id);
+            let lowered = lower_node(&mut cx, &n);
+            (!has_error(&cx.diags))
+                .then_some(())
+                .and(lowered)
+                .map(|n| Part::Node(Box::new(n)))
+        }
+        _ => None,
+    };
+    if has_error(&r.diagnostics) {
+        return None;
+    }
+    part
+}
+
+fn has_error(diags: &[Diagnostic]) -> bool {
+    diags
+        .iter()
+        .any(|d| d.severity == crate::diag::Severity::Error)
+}
