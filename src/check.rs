@@ -260,3 +260,91 @@ pub fn check_file_with(name: &str, fs: &dyn Fs, cases: &CaseDevices) -> (Files, 
         }
     }
 }
+
+/// Figures a device may leave out for the model to take a default (`Device::defaulted`) that a
+/// shipped device may give instead: what `tessera check` compares a new part with.
+pub const DEFAULTABLE: [(&str, &str); 3] = [
+    (
+        "efficiency.low_precision_matmul",
+        "its fp8/fp4 GEMMs then run at the bf16 efficiency (1.0 × `matmul`)",
+    ),
+    (
+        "efficiency.vector",
+        "its vector work then runs at the `memory` efficiency",
+    ),
+    (
+        "dvfs",
+        "a power limit then throttles it by an assumed clock-voltage curve",
+    ),
+];
+
+/// For each figure of [`DEFAULTABLE`], the shipped devices (files) that give it.
+pub type ShippedFigures = std::collections::BTreeMap<&'static str, Vec<String>>;
+
+/// The figures of [`DEFAULTABLE`] the device parts `parts` give (parts that do not load are
+/// skipped: checking them says why).
+pub fn shipped_figures(parts: &[String], fs: &dyn Fs) -> ShippedFigures {
+    let mut out = ShippedFigures::new();
+    for p in parts {
+        let Some(crate::model::system::Part::Device(d)) =
+            crate::model::system::load_part(p, "Device", fs)
+        else {
+            continue;
+        };
+        for (k, _) in DEFAULTABLE {
+            if !d.defaulted.contains(&k) {
+                out.entry(k).or_default().push(p.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Warnings where the device of `file` (its text `text`) leaves a figure at the model's default
+/// (`defaulted`) that shipped devices give (`shipped`, its own file left out): a new part written
+/// from a template otherwise runs at 100 % of a peak the shipped parts never reach, silently.
+pub fn defaults_left(
+    file: &str,
+    text: &str,
+    defaulted: &[&str],
+    shipped: &ShippedFigures,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (k, effect) in DEFAULTABLE {
+        if !defaulted.contains(&k) {
+            continue;
+        }
+        let same = |f: &String| {
+            f.trim_start_matches("./") == file.trim_start_matches("./")
+                || f.ends_with(&format!("/{file}"))
+                || file.ends_with(&format!("/{f}"))
+        };
+        let givers: Vec<&String> = shipped
+            .get(k)
+            .map(|v| v.iter().filter(|f| !same(f)).collect())
+            .unwrap_or_default();
+        if givers.is_empty() {
+            continue;
+        }
+        let field = k.split('.').next().unwrap_or(k);
+        let off = text
+            .find(&format!("{field}:"))
+            .unwrap_or_else(|| value_start(text));
+        let eg: Vec<&str> = givers.iter().take(2).map(|s| s.as_str()).collect();
+        out.push(
+            Diagnostic::warning(
+                file,
+                Some(crate::diag::pos_of_offset(text, off)),
+                format!(
+                    "`{k}` is left out, so the model takes a default: {effect}; {} shipped device(s) give it (e.g. {})",
+                    givers.len(),
+                    eg.join(", ")
+                ),
+            )
+            .with_hint(Some(format!(
+                "add `{k}` with its source (a measured or fitted figure, as those parts do), or mark a guess `@assumed`"
+            ))),
+        );
+    }
+    out
+}

@@ -78,6 +78,8 @@ class Estimate:
     # checkpoint_bytes, checkpoint_write_s, checkpoint_read_s, restart_s, straggler_slowdown,
     # failures_included, reliability, failure_classes}; null otherwise (serving included)
     goodput: Optional[Dict[str, Any]]
+    # the system's figures by where they come from: sourced, assumed, fitted, defaulted.
+    figures: Dict[str, int]
     def __init__(self, d: Dict[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
 

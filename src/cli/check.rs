@@ -43,12 +43,70 @@ fn case_devices(files: &[String]) -> tessera::check::CaseDevices {
     map
 }
 
+/// The shipped device parts (`architectures/parts/` above the working directory, else above the
+/// checked files) and the figures each gives that a part may leave to a default.
+// Looks for the project's parts folder.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn shipped_figures(files: &[String]) -> tessera::check::ShippedFigures {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let dir = std::iter::once(cwd)
+        .chain(files.iter().filter_map(|f| std::fs::canonicalize(f).ok()))
+        .find_map(|p| {
+            p.ancestors()
+                .map(|a| a.join("architectures").join("parts"))
+                .find(|v| v.is_dir())
+        });
+    let Some(dir) = dir else {
+        return Default::default();
+    };
+    let dir = match dir.strip_prefix(std::env::current_dir().unwrap_or_default()) {
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => dir,
+    };
+    let Ok(parts) = super::validate::collect(&[dir.to_string_lossy().into_owned()]) else {
+        return Default::default();
+    };
+    tessera::check::shipped_figures(&parts, &DiskFs)
+}
+
+/// Warnings where the device of `f` (a `Device` or `System` file) leaves a figure at a default
+/// that shipped devices give.
+// Reads the file's text to place the warning.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn defaults_left(
+    f: &str,
+    shipped: &tessera::check::ShippedFigures,
+) -> Vec<tessera::diag::Diagnostic> {
+    let Ok(text) = std::fs::read_to_string(f) else {
+        return Vec::new();
+    };
+    let defaulted = match tessera::check::kind_of(&text).as_deref() {
+        Some("Device") => match tessera::model::system::load_part(f, "Device", &DiskFs) {
+            Some(tessera::model::system::Part::Device(d)) => d.defaulted,
+            _ => return Vec::new(),
+        },
+        Some("System") => match tessera::model::system::load_system(f, &DiskFs).value {
+            Some(s) => s.device.defaulted,
+            None => return Vec::new(),
+        },
+        _ => return Vec::new(),
+    };
+    tessera::check::defaults_left(f, &text, &defaulted, shipped)
+}
+
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut failed = false;
     let mut warned = false;
     let cases = case_devices(&a.files);
+    let shipped = shipped_figures(&a.files);
     for f in &a.files {
-        let (files, diags) = tessera::check::check_file_with(f, &DiskFs, &cases);
+        let (files, mut diags) = tessera::check::check_file_with(f, &DiskFs, &cases);
+        if !diags
+            .iter()
+            .any(|d| d.severity == tessera::diag::Severity::Error)
+        {
+            diags.extend(defaults_left(f, &shipped));
+        }
         warned |= !diags.is_empty();
         if report(&diags, &files) {
             failed = true;

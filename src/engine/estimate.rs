@@ -268,6 +268,11 @@ pub struct Estimate {
     /// with failures, checkpoints and stragglers (`engine::goodput`); null otherwise (serving
     /// included: a serving system's availability is not modelled).
     pub goodput: Option<super::goodput::Goodput>,
+    /// The system's figures by where they come from: `sourced` (a datasheet, paper or result
+    /// named in its file), `assumed` (marked `@assumed`, copied from another part's fit, or
+    /// unsourced), `fitted` (to validation cases) and `defaulted` (left out of the file, taken
+    /// at the model's default): how much of this estimate rests on guesses.
+    pub figures: crate::model::Figures,
 }
 
 /// A training workload's global batch as run, and the stated one where it was scaled.
@@ -333,6 +338,7 @@ impl Estimate {
             latency_per_token_s: None,
             energy_per_unit_j: None,
             power_boundary: crate::choice::Choice::name(sys.power_boundary),
+            figures: sys.figures,
             power_limited: None,
             throttle: None,
             device_power_w: None,
@@ -555,6 +561,7 @@ pub fn finish(
         energy_per_unit_j: Some(e.average_power / e.throughput),
         latency_per_token_s: matches!(w.task, Task::Inference(_)).then_some(e.step_time),
         power_boundary: crate::choice::Choice::name(sys.power_boundary),
+        figures: sys.figures,
         power_limited: Some(e.throttle < 1.0),
         throttle: Some(e.throttle),
         device_power_w: Some(e.device_power),

@@ -124,6 +124,21 @@ pub struct Ctx<'a> {
     /// Where each file's `sources` map was declared.
     sources_at: BTreeMap<usize, Path>,
     pub assumed: usize,
+    /// Figures read so far by where they come from (`Figures`), for the estimate's `figures`.
+    pub figures: Figures,
+}
+
+/// How many of a system's figures name a source, are marked assumed, were fitted to validation
+/// cases (a fit copied to another part counts as assumed), or were left out of the file so that
+/// the model takes a default (an efficiency, idle power or energy figure): what an estimate rests
+/// on (`figures` in its JSON).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Figures {
+    pub sourced: usize,
+    /// Marked `@assumed`, copied from a fit, or written with no source at all (a warning).
+    pub assumed: usize,
+    pub fitted: usize,
+    pub defaulted: usize,
 }
 
 impl<'a> Ctx<'a> {
@@ -139,6 +154,7 @@ impl<'a> Ctx<'a> {
             copied_sources: Vec::new(),
             sources_at: BTreeMap::new(),
             assumed: 0,
+            figures: Figures::default(),
         }
     }
 
@@ -304,6 +320,19 @@ impl<'a> Ctx<'a> {
         false
     }
 
+    /// Count a figure by its source tag (`None`: the file's or part's default source, if any).
+    fn count_figure(&mut self, tag: Option<&str>) {
+        let key = tag
+            .map(str::to_string)
+            .or_else(|| self.default_source().cloned());
+        match key.as_deref() {
+            Some(k) if k.starts_with("fitted") => self.figures.fitted += 1,
+            Some(k) if k == ASSUMED || k.starts_with("copied-") => self.figures.assumed += 1,
+            Some(_) => self.figures.sourced += 1,
+            None => self.figures.assumed += 1,
+        }
+    }
+
     /// Parse a quantity at `field`, check its source, and return its SI value.
     pub fn q(&mut self, field: &str, q: &Q, dim: Dimension) -> Option<f64> {
         self.q_at(&self.path().field(field), field, q, dim)
@@ -318,6 +347,7 @@ impl<'a> Ctx<'a> {
     fn q_at(&mut self, path: &Path, field: &str, q: &Q, dim: Dimension) -> Option<f64> {
         match units::parse(&q.0, dim) {
             Ok(parsed) => {
+                self.count_figure(parsed.source.as_deref());
                 match &parsed.source {
                     Some(tag) => {
                         if tag != ASSUMED {

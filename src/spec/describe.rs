@@ -233,6 +233,45 @@ fn lower_first(s: &str) -> String {
     }
 }
 
+/// A file of one top-level kind given where another is expected (an architecture as
+/// `--workload`, a workload as `--arch`): the message names both kinds, the hint the option or
+/// command that takes the file.
+fn wrong_file_kind(expected: &str, found: &str) -> Option<(String, Option<String>)> {
+    let top = |k: &str| -> Option<&'static str> {
+        Some(match k.strip_suffix("Spec").unwrap_or(k) {
+            "System" => "System",
+            "Workload" => "Workload",
+            "Mapping" => "Mapping",
+            "Software" => "Software",
+            "Sweep" => "Sweep",
+            "Case" => "Case",
+            "Claim" => "Claim",
+            _ => return None,
+        })
+    };
+    let (want, have) = (top(expected)?, top(found)?);
+    if want == have {
+        return None;
+    }
+    let takes = |k: &str| match k {
+        "System" => {
+            "an architecture: give it as `--arch FILE` (or as a system of `tessera compare`)"
+        }
+        "Workload" => "a workload: give it as `--workload FILE`",
+        "Mapping" => "a mapping: give it as `--mapping FILE`",
+        "Software" => "a software stack: give it as `--software FILE`",
+        "Sweep" => "a sweep: run it with `tessera sweep FILE`",
+        _ => "a validation file: run it with `tessera validate FILE` (claims: `tessera audit`)",
+    };
+    Some((
+        format!("expected a `{want}` file, found a `{have}`"),
+        Some(format!(
+            "this file holds {}; a `{want}(...)` file goes here (`tessera list` names the shipped ones)",
+            takes(have)
+        )),
+    ))
+}
+
 fn describe(code: &ron::Error) -> (String, Option<String>) {
     use ron::Error as E;
     let s = |x: &str| Some(x.to_string());
@@ -274,6 +313,9 @@ fn describe(code: &ron::Error) -> (String, Option<String>) {
             if let Some(part) = outer.as_deref().filter(|o| o.ends_with("Ref")) {
                 // `device: Node(...)`: a part of the wrong kind, inline or in a referenced file.
                 let kind = user_name(part);
+                if let Some(d) = wrong_file_kind(&kind, found) {
+                    return d;
+                }
                 let hint = match close {
                     Some(s) if s != "Use" => format!("did you mean `{s}`?"),
                     _ => format!(
@@ -293,6 +335,9 @@ fn describe(code: &ron::Error) -> (String, Option<String>) {
             (format!("unknown variant `{found}`{within}"), Some(hint))
         }
         E::ExpectedDifferentStructName { expected, found } => {
+            if let Some(d) = wrong_file_kind(expected, found) {
+                return d;
+            }
             let name = user_name(expected);
             if matches!(name.as_str(), "System" | "Device" | "Die" | "Node") {
                 (

@@ -195,6 +195,87 @@ pub fn parse_ron<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, Diagn
     })
 }
 
+/// [`parse_ron`], reporting every unknown and duplicate field of the file at once: each such
+/// error is recorded, its `name: value` blanked out (spaces, so every later line and column stays
+/// where it was) and the text parsed again. Sound because such a field is rejected whatever it
+/// holds, so removing it changes nothing else the parser sees. A syntax error or a value of the
+/// wrong shape stops there: what follows it cannot be read reliably (RON has no resynchronising
+/// points), and a missing field is only known once the struct is closed.
+pub fn parse_ron_all<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, Vec<Diagnostic>> {
+    /// Past this many, the file is not the one meant (the first errors tell).
+    const MAX: usize = 32;
+    let mut work = text.to_string();
+    let mut diags = Vec::new();
+    loop {
+        match parse_ron::<T>(name, &work) {
+            Ok(v) if diags.is_empty() => return Ok(v),
+            Ok(_) => return Err(diags),
+            Err(d) => {
+                let removable = d.message.starts_with("unknown field `")
+                    || (d.message.starts_with("field `") && d.message.contains("appears twice"));
+                let span = d
+                    .pos
+                    .filter(|_| removable && diags.len() < MAX)
+                    .and_then(|p| field_span(&work, offset_of_pos(&work, p)));
+                // The diagnostic shows the file as written, not the blanked copy.
+                diags.push(d);
+                match span {
+                    Some((a, b)) => {
+                        let blank: String = work[a..b]
+                            .chars()
+                            .map(|c| if c == '\n' { c } else { ' ' })
+                            .collect();
+                        work.replace_range(a..b, &blank);
+                    }
+                    None => return Err(diags),
+                }
+            }
+        }
+    }
+}
+
+/// The byte span of the field `name: value,` whose name starts at `at` (the trailing comma
+/// included), or `None` when the text there is not one.
+fn field_span(text: &str, at: usize) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = at;
+    if !b.get(i).copied().is_some_and(ident) {
+        return None;
+    }
+    while b.get(i).copied().is_some_and(ident) {
+        i += 1;
+    }
+    i = crate::diag::skip_trivia(text, i);
+    if b.get(i) != Some(&b':') {
+        return None;
+    }
+    i += 1;
+    // The value: up to a `,` or a closing bracket at depth 0, over strings and comments.
+    let mut depth = 0i64;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if matches!(b.get(i + 1), Some(b'/') | Some(b'*')) => {
+                i = crate::diag::skip_trivia(text, i);
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' if depth == 0 => return Some((at, i)),
+            b')' | b']' | b'}' => depth -= 1,
+            b',' if depth == 0 => return Some((at, i + 1)),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// The outcome of loading: the value (absent when a file did not parse), the texts read, and the
 /// diagnostics found so far.
 pub struct Loaded<T> {

@@ -18,6 +18,7 @@ pub mod workload;
 pub use describe::user_name;
 pub use format::{FORMAT_VERSION, Q};
 pub use load::{
-    admit, decode, join, lossy_text, parse_ron, Files, Fs, Loaded, Located, MAX_FILE_BYTES,
+    admit, decode, join, lossy_text, parse_ron, parse_ron_all, Files, Fs, Loaded, Located,
+    MAX_FILE_BYTES,
 };
 pub use resolve::{PartRef, Resolver};

@@ -2,7 +2,7 @@
 //! names, relative to the file that names it, and reporting missing and circular references.
 
 use super::arch;
-use super::load::{decode, join, lossy_text, parse_ron, Files, Fs, Located};
+use super::load::{decode, join, lossy_text, parse_ron_all, Files, Fs, Located};
 use crate::diag::{Diagnostic, Path};
 use serde::de::DeserializeOwned;
 
@@ -91,10 +91,10 @@ impl<'a> Resolver<'a> {
             }
         };
         let id = self.files.add(name, text);
-        match parse_ron::<T>(name, self.files.text(id)) {
+        match parse_ron_all::<T>(name, self.files.text(id)) {
             Ok(v) => Some((v, id)),
             Err(d) => {
-                self.diagnostics.push(d);
+                self.diagnostics.extend(d);
                 None
             }
         }
@@ -177,10 +177,10 @@ impl<'a> Resolver<'a> {
                     }
                 };
                 let id = self.files.add(&target, text);
-                let parsed = match parse_ron::<R>(&target, self.files.text(id)) {
+                let parsed = match parse_ron_all::<R>(&target, self.files.text(id)) {
                     Ok(v) => v,
                     Err(d) => {
-                        self.diagnostics.push(with_use(d));
+                        self.diagnostics.extend(d.into_iter().map(&with_use));
                         return None;
                     }
                 };

@@ -190,7 +190,27 @@ pub(super) fn lower_device(
             "add `energy_per_byte` (e.g. \"3.9 pJ/bit\" for HBM2, O'Connor et al. MICRO'17) with its source, or mark a guess `@assumed`",
         );
     }
+    // Figures the file leaves out, each taken at a default (`Figures::defaulted`, and
+    // `tessera check`'s comparison with the shipped parts).
+    let mut defaulted: Vec<&'static str> = Vec::new();
+    if s.idle_power.is_none() {
+        defaulted.push("idle_power");
+    }
+    let low_precision_peak = (0..matrix_peak.len())
+        .any(|p| crate::model::rules::low_precision(p) && matrix_peak[p] > 0.0);
+    if s.efficiency.low_precision_matmul.is_none() && low_precision_peak {
+        defaulted.push("efficiency.low_precision_matmul");
+    }
+    if s.efficiency.vector.is_none() {
+        defaulted.push("efficiency.vector");
+    }
+    if s.dvfs.is_none() {
+        defaulted.push("dvfs");
+    }
+    let energy = unset_energy.len() - usize::from(s.idle_power.is_none());
+    defaulted.extend(std::iter::repeat_n("energy", energy));
     Some(Device {
+        defaulted,
         unset_energy,
         name: s.name.clone(),
         dies,

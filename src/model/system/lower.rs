@@ -199,11 +199,14 @@ pub(super) fn lower(
         fitted_sources: cx.fitted_sources.clone(),
         copied_sources: cx.copied_sources.clone(),
         assumed: cx.assumed,
+        figures: cx.figures,
         unset_energy: unset_link_energy(sys_file, spec)
             .into_iter()
             .chain(unset_host)
             .collect(),
     };
+    let mut sys = sys;
+    sys.figures.defaulted += sys.device.defaulted.len() + sys.unset_energy.len();
     // Budgets: devices over their share of a limit are throttled (a value of the estimate);
     // only parts that leave the devices nothing are an error.
     let fmt = crate::units::fmt_si;
@@ -525,6 +528,7 @@ fn lower_scale_up(cx: &mut Ctx, s: &ScaleUpSpec) -> Option<ScaleUp> {
         }
     }
     let (sc, sp, sr) = switches(cx, s.switches.as_ref());
+    fabric_contradictions(cx, s.topology, sc, s.in_network_reduction);
     let power_limit = s
         .power_limit
         .as_ref()
@@ -623,4 +627,31 @@ fn running(
         }
     }
     Some(r)
+}
+
+/// Warnings for a scale-up fabric whose topology contradicts its parts: switches on a fabric of
+/// direct links (a full mesh, cube-mesh, ring, mesh or wafer: their power counted for nothing),
+/// or reduction in the network where no switch sits to do it. A torus may ride optical circuit
+/// switches (TPU v4) and a PCIe tree its PCIe switches.
+fn fabric_contradictions(cx: &mut Ctx, t: ScaleUpTopology, switches: u64, in_network: bool) {
+    use ScaleUpTopology as T;
+    let direct = matches!(
+        t,
+        T::FullMesh | T::HybridCubeMesh | T::Ring | T::Mesh | T::Wafer
+    );
+    let name = format!("{t:?}");
+    if direct && switches > 0 {
+        cx.warn(
+            "switches",
+            format!("{switches} switches on a `{name}` fabric of direct links: their power is counted, but nothing routes through them"),
+            Some("drop `switches`, or make the topology `Switched` if the devices talk through them".into()),
+        );
+    }
+    if in_network && t != T::Switched {
+        cx.warn(
+            "in_network_reduction",
+            format!("`in_network_reduction` on a `{name}` fabric: reduction in the network needs switches that reduce (NVLink SHARP)"),
+            Some("set `in_network_reduction: false`, or make the topology `Switched`".into()),
+        );
+    }
 }

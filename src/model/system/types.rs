@@ -50,6 +50,8 @@ pub struct System {
     pub copied_sources: Vec<crate::model::FittedSource>,
     /// Number of figures marked `@assumed`.
     pub assumed: usize,
+    /// Its figures by where they come from: sourced, assumed, fitted, left at a default.
+    pub figures: crate::model::Figures,
     /// Link energy figures the file leaves unset (that link's traffic then costs no energy),
     /// with where each link is written: `tessera check` warns about each, as it does for the
     /// device's (`Device::unset_energy`).
@@ -134,6 +136,11 @@ pub struct Device {
     /// the device is written: `tessera check` warns about each.
     #[serde(skip)]
     pub unset_energy: Vec<UnsetEnergy>,
+    /// Figures the file leaves out, each taken at a default: `idle_power`,
+    /// `efficiency.low_precision_matmul`, `efficiency.vector`, `dvfs`, and `energy` once per
+    /// energy figure left unset.
+    #[serde(skip)]
+    pub defaulted: Vec<&'static str>,
     pub mesh: Option<Mesh>,
     pub die_to_die_bandwidth: Option<f64>,
     pub area: Option<f64>,
