@@ -266,7 +266,7 @@ pub fn check_file_with(name: &str, fs: &dyn Fs, cases: &CaseDevices) -> (Files, 
 pub const DEFAULTABLE: [(&str, &str); 3] = [
     (
         "efficiency.low_precision_matmul",
-        "its fp8/fp4 GEMMs then run at the bf16 efficiency (1.0 × `matmul`)",
+        "its fp8, fp6, fp4 and integer GEMMs then run at the bf16 efficiency (1.0 × `matmul`)",
     ),
     (
         "efficiency.vector",
@@ -291,8 +291,12 @@ pub fn shipped_figures(parts: &[String], fs: &dyn Fs) -> ShippedFigures {
         else {
             continue;
         };
+        // a device with no fp8-or-lower matrix peak has no use for the low-precision figure
+        let low = (0..d.matrix_peak.len())
+            .any(|i| crate::model::rules::low_precision(i) && d.matrix_peak[i] > 0.0);
         for (k, _) in DEFAULTABLE {
-            if !d.defaulted.contains(&k) {
+            let applies = low || k != "efficiency.low_precision_matmul";
+            if applies && !d.defaulted.contains(&k) {
                 out.entry(k).or_default().push(p.clone());
             }
         }

@@ -44,10 +44,14 @@ fn case_devices(files: &[String]) -> tessera::check::CaseDevices {
 }
 
 /// The shipped device parts (`architectures/parts/` above the working directory, else above the
-/// checked files) and the figures each gives that a part may leave to a default.
+/// checked files) and the figures each gives that a part may leave to a default, with the
+/// shipped `architectures/` folder (its files are not compared with themselves: the comparison
+/// is for new parts).
 // Looks for the project's parts folder.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-fn shipped_figures(files: &[String]) -> tessera::check::ShippedFigures {
+fn shipped_figures(
+    files: &[String],
+) -> (tessera::check::ShippedFigures, Option<std::path::PathBuf>) {
     let cwd = std::env::current_dir().unwrap_or_default();
     let dir = std::iter::once(cwd)
         .chain(files.iter().filter_map(|f| std::fs::canonicalize(f).ok()))
@@ -59,6 +63,7 @@ fn shipped_figures(files: &[String]) -> tessera::check::ShippedFigures {
     let Some(dir) = dir else {
         return Default::default();
     };
+    let shipped = dir.parent().map(|p| p.to_path_buf());
     let dir = match dir.strip_prefix(std::env::current_dir().unwrap_or_default()) {
         Ok(rel) => rel.to_path_buf(),
         Err(_) => dir,
@@ -66,7 +71,7 @@ fn shipped_figures(files: &[String]) -> tessera::check::ShippedFigures {
     let Ok(parts) = super::validate::collect(&[dir.to_string_lossy().into_owned()]) else {
         return Default::default();
     };
-    tessera::check::shipped_figures(&parts, &DiskFs)
+    (tessera::check::shipped_figures(&parts, &DiskFs), shipped)
 }
 
 /// Warnings where the device of `f` (a `Device` or `System` file) leaves a figure at a default
@@ -75,8 +80,14 @@ fn shipped_figures(files: &[String]) -> tessera::check::ShippedFigures {
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 fn defaults_left(
     f: &str,
-    shipped: &tessera::check::ShippedFigures,
+    (shipped, dir): &(tessera::check::ShippedFigures, Option<std::path::PathBuf>),
 ) -> Vec<tessera::diag::Diagnostic> {
+    let canonical = std::fs::canonicalize(f).ok();
+    if let (Some(c), Some(d)) = (&canonical, dir) {
+        if c.starts_with(d) {
+            return Vec::new();
+        }
+    }
     let Ok(text) = std::fs::read_to_string(f) else {
         return Vec::new();
     };
