@@ -198,7 +198,8 @@ pub fn parse_ron<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, Diagn
 /// [`parse_ron`], reporting every unknown and duplicate field of the file at once: each such
 /// error is recorded, its `name: value` blanked out (spaces, so every later line and column stays
 /// where it was) and the text parsed again. Sound because such a field is rejected whatever it
-/// holds, so removing it changes nothing else the parser sees. A syntax error or a value of the
+/// holds, so removing it changes nothing else the parser sees (a field then missing from a struct
+/// where an unknown field was blanked is taken for that field misnamed, not reported again). A syntax error or a value of the
 /// wrong shape stops there: what follows it cannot be read reliably (RON has no resynchronising
 /// points), and a missing field is only known once the struct is closed.
 pub fn parse_ron_all<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, Vec<Diagnostic>> {
@@ -217,6 +218,17 @@ pub fn parse_ron_all<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, V
                     .pos
                     .filter(|_| removable && diags.len() < MAX)
                     .and_then(|p| field_span(&work, offset_of_pos(&work, p)));
+                // A field missing from a struct where an unknown field was blanked is most likely
+                // that field misnamed (`node_count` for `nodes`): the earlier error's fix.
+                let within = |m: &str| m.splitn(3, '`').nth(2).map(str::to_string);
+                let cascade = d.message.starts_with("missing field `")
+                    && diags.iter().any(|e: &Diagnostic| {
+                        e.message.starts_with("unknown field `")
+                            && within(&e.message) == within(&d.message)
+                    });
+                if cascade {
+                    return Err(diags);
+                }
                 // The diagnostic shows the file as written, not the blanked copy.
                 diags.push(d);
                 match span {
