@@ -42,7 +42,7 @@ pub fn csv_of<T: Serialize>(records: &[T]) -> String {
     let mut index = std::collections::HashMap::new();
     let mut rows = Vec::new();
     for r in records {
-        let v = serde_json::to_value(r).expect("a report serializes");
+        let v = serde_json::to_value(r).unwrap_or(Value::Null);
         let mut cells = Vec::new();
         flatten(if v.is_object() { "" } else { "value" }, &v, &mut cells);
         for (k, _) in &cells {
@@ -73,7 +73,7 @@ pub fn led<T: Serialize>(lead: &[(&str, &str)], record: &T) -> Value {
     for (k, v) in lead {
         m.insert((*k).to_string(), Value::String((*v).to_string()));
     }
-    match serde_json::to_value(record).expect("a report serializes") {
+    match serde_json::to_value(record).unwrap_or(Value::Null) {
         Value::Object(o) => {
             for (k, v) in o {
                 m.entry(k).or_insert(v);
