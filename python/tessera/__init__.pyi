@@ -80,6 +80,17 @@ class Estimate:
     goodput: Optional[Dict[str, Any]]
     # the system's figures by where they come from: sourced, assumed, fitted, defaulted.
     figures: Dict[str, int]
+    # the system's vendor execution mode the run kept (one line), null where none or lifted
+    execution_mode: Optional[str]
+    # training: samples per step as run, and the stated batch where a comparison scaled it
+    global_batch: Optional[int]
+    global_batch_scaled_from: Optional[int]
+    # what a unit costs (USD: per run with a training target, else per 1M units) and emits
+    # (kg CO2e), and their parts ({per, time_s, energy_kwh, capital_usd, energy_usd, ...});
+    # null where the system gives no capital figures or the estimate is infeasible
+    cost_per_unit_usd: Optional[float]
+    carbon_kg_co2e: Optional[float]
+    cost: Optional[Dict[str, Any]]
     def __init__(self, d: Dict[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
 
