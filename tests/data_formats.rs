@@ -3,6 +3,8 @@
 //! units, never the table's display strings), and `estimate` and `compare` put a serving
 //! workload at one load.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;

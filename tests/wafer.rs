@@ -140,7 +140,7 @@ fn sweep_vary_mesh_figures_change_decode_time() {
         let head: Vec<&str> = lines.next().unwrap().split(',').collect();
         let col = head
             .iter()
-            .position(|h| *h == "step time")
+            .position(|h| *h == "step_time_s")
             .unwrap_or_else(|| panic!("{head:?}"));
         let times: Vec<String> = lines
             .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
