@@ -349,21 +349,16 @@ pub fn derive(d: Derive, x: &mut [f64]) {
             x[EFF_VECTOR]
         };
         if d.rederive & bit != 0 {
-            let peak = x[RAW_MATRIX + i].max(x[RAW_VECTOR + i]);
-            if peak > 0.0 {
-                let rate = if d.divide & bit != 0 && eff > 0.0 {
-                    peak * eff
-                } else {
-                    peak
-                };
-                let mem = crate::model::rules::reference_memory_power(data_energy(x), rate, i);
-                e = crate::model::rules::energy_per_flop_from_tdp(
-                    x[RATED_TDP],
-                    x[IDLE_POWER],
-                    peak,
-                    mem,
-                );
-            }
+            let rule = crate::model::rules::TdpRule {
+                tdp: x[RATED_TDP],
+                idle: x[IDLE_POWER],
+                matrix_peak: x[RAW_MATRIX + i],
+                vector_peak: x[RAW_VECTOR + i],
+                efficiency: eff,
+                at_achievable: d.divide & bit != 0,
+                data_energy: data_energy(x),
+            };
+            e = rule.energy_per_flop(i).unwrap_or(e);
         }
         if d.divide & bit != 0 && eff > 0.0 {
             e /= eff;

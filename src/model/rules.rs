@@ -40,11 +40,63 @@ pub fn matrix_efficiency_of(matmul: f64, low_precision_f: f64, p: usize) -> f64 
 /// out at a precision draws its TDP. What it draws then is static power, the FLOPs' energy and the
 /// energy of the memory traffic the work needs; the FLOPs get what is left, so
 /// (TDP − idle − `memory_power`) / peak, where `memory_power` is [`reference_memory_power`] at the
-/// rate the rule assumes (so memory energy the cost program counts is not counted twice). The one
-/// statement of the rule: the loader, the sweep's per-point re-derivation (`engine::table::derive`)
-/// and its reference in `sweep::paths` call it (the WGSL kernel has its port).
+/// rate the rule assumes (so memory energy the cost program counts is not counted twice).
 pub fn energy_per_flop_from_tdp(tdp: f64, idle: f64, peak: f64, memory_power: f64) -> f64 {
     (tdp - idle - memory_power).max(0.0) / peak
+}
+
+/// What the TDP rule ([`energy_per_flop_from_tdp`]) reads of a device at one precision. The one
+/// statement of the rule with its rate and its fallbacks: the loader, the sweep's per-point
+/// re-derivation (`engine::table::derive`) and its test reference (`sweep::paths::derive_energy`)
+/// fill it from their own shape of the device and call [`TdpRule::energy_per_flop`]; the WGSL
+/// kernel (`sample.wgsl`) is its port.
+#[derive(Clone, Copy, Debug)]
+pub struct TdpRule {
+    pub tdp: f64,
+    pub idle: f64,
+    pub matrix_peak: f64,
+    pub vector_peak: f64,
+    /// The efficiency of the engines that run the precision ([`engine_efficiency`]).
+    pub efficiency: f64,
+    /// Every energy figure of the device is derived: it draws its TDP at the achievable rate
+    /// (peak × efficiency), not at its peak.
+    pub at_achievable: bool,
+    /// Energy per byte of the tier the device's data lives in (J/B).
+    pub data_energy: f64,
+}
+
+impl TdpRule {
+    /// Energy per FLOP at precision index `p` (J), or `None` where the device has no peak at it.
+    pub fn energy_per_flop(&self, p: usize) -> Option<f64> {
+        let peak = self.matrix_peak.max(self.vector_peak);
+        if peak <= 0.0 {
+            return None;
+        }
+        let rate = if self.at_achievable && self.efficiency > 0.0 {
+            peak * self.efficiency
+        } else {
+            peak
+        };
+        let mem = reference_memory_power(self.data_energy, rate, p);
+        Some(energy_per_flop_from_tdp(self.tdp, self.idle, peak, mem))
+    }
+}
+
+/// The efficiency of the engines that run precision index `p`: the matrix engines' (with the
+/// low-precision factor) where the device has a matrix peak at it, else the vector engines'.
+#[inline]
+pub fn engine_efficiency(
+    matrix: bool,
+    matmul: f64,
+    low_precision_f: f64,
+    vector: f64,
+    p: usize,
+) -> f64 {
+    if matrix {
+        matrix_efficiency_of(matmul, low_precision_f, p)
+    } else {
+        vector
+    }
 }
 
 /// Order of the square GEMM whose draw a TDP-derived energy per FLOP follows (an assumption: the

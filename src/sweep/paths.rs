@@ -266,7 +266,10 @@ pub fn resolve(path: &str, sys: &System) -> Result<Knob, (String, Option<String>
             let mut t = vec![set(f::MATRIX_PEAK + i), set(f::RAW_MATRIX + i)];
             for q in Precision::ALL {
                 if vector_source(sys, q) == Some((false, i)) {
-                    t.push(scaled(f::VECTOR_PEAK + q.index(), 1.0 / 16.0));
+                    t.push(scaled(
+                        f::VECTOR_PEAK + q.index(),
+                        1.0 / crate::model::system::VECTOR_FROM_MATRIX,
+                    ));
                 }
             }
             Knob {
@@ -775,37 +778,27 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
 /// for tests: sweeps apply `engine::table::derive` to the machine vector).
 pub fn derive_energy(sys: &mut System, mask: u32) {
     let d = &mut sys.device;
+    let data_energy = crate::model::system::data_energy_per_byte(&d.memory);
     for i in 0..NPREC {
         if mask & (1 << i) != 0 {
-            let peak = d.matrix_peak[i].max(d.vector_peak[i]);
-            if peak > 0.0 {
-                let rate = if d.energy_per_flop_derived {
-                    let eff = if d.matrix_peak[i] > 0.0 {
-                        let e = &d.efficiency;
-                        crate::model::rules::matrix_efficiency_of(
-                            e.matmul,
-                            e.low_precision_matmul,
-                            i,
-                        )
-                    } else {
-                        d.efficiency.vector
-                    };
-                    if eff > 0.0 {
-                        peak * eff
-                    } else {
-                        peak
-                    }
-                } else {
-                    peak
-                };
-                let e = crate::model::system::data_energy_per_byte(&d.memory);
-                let mem = crate::model::rules::reference_memory_power(e, rate, i);
-                d.energy_per_flop[i] = crate::model::rules::energy_per_flop_from_tdp(
-                    d.rated_tdp,
-                    d.idle_power,
-                    peak,
-                    mem,
-                );
+            let e = &d.efficiency;
+            let rule = crate::model::rules::TdpRule {
+                tdp: d.rated_tdp,
+                idle: d.idle_power,
+                matrix_peak: d.matrix_peak[i],
+                vector_peak: d.vector_peak[i],
+                efficiency: crate::model::rules::engine_efficiency(
+                    d.matrix_peak[i] > 0.0,
+                    e.matmul,
+                    e.low_precision_matmul,
+                    e.vector,
+                    i,
+                ),
+                at_achievable: d.energy_per_flop_derived,
+                data_energy,
+            };
+            if let Some(v) = rule.energy_per_flop(i) {
+                d.energy_per_flop[i] = v;
             }
         }
     }

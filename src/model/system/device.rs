@@ -3,7 +3,7 @@
 
 use super::types::{data_energy_per_byte, Device, Dvfs, Efficiency, MemLevel, Mesh, UnsetEnergy};
 use crate::model::precision::{Precision, NPREC};
-use crate::model::rules::{energy_per_flop_from_tdp, matrix_efficiency_of, reference_memory_power};
+use crate::model::rules::{engine_efficiency, TdpRule};
 use crate::model::Ctx;
 use crate::spec::arch::*;
 use crate::spec::{Located, FORMAT_VERSION};
@@ -137,24 +137,26 @@ pub(super) fn lower_device(
     for p in Precision::ALL {
         let i = p.index();
         if energy_per_flop[i] == 0.0 {
-            let peak = matrix_peak[i].max(vector_peak[i]);
-            if peak > 0.0 {
-                // Assumption: a device running its matrix engines flat out at `p` draws its TDP:
-                // at its peak, or, where every figure is derived, at its achievable rate (the
-                // machine divides by the efficiency; see `engine::machine::energy_rules`).
-                let rate = if derived {
-                    peak * reference_efficiency(
-                        matrix_peak[i] > 0.0,
-                        p,
-                        [matmul, lowp],
-                        vector,
-                        memory_eff,
-                    )
-                } else {
-                    peak
-                };
-                let mem = reference_memory_power(data_energy, rate, i);
-                energy_per_flop[i] = energy_per_flop_from_tdp(tdp, idle, peak, mem);
+            // Assumption: a device running its matrix engines flat out at `p` draws its TDP:
+            // at its peak, or, where every figure is derived, at its achievable rate (the
+            // machine divides by the efficiency; see `engine::table::derive`).
+            let rule = TdpRule {
+                tdp,
+                idle,
+                matrix_peak: matrix_peak[i],
+                vector_peak: vector_peak[i],
+                efficiency: reference_efficiency(
+                    matrix_peak[i] > 0.0,
+                    p,
+                    [matmul, lowp],
+                    vector,
+                    memory_eff,
+                ),
+                at_achievable: derived,
+                data_energy,
+            };
+            if let Some(e) = rule.energy_per_flop(i) {
+                energy_per_flop[i] = e;
                 from_tdp[i] = true;
             }
         }
@@ -253,16 +255,13 @@ fn reference_efficiency(
     vector: Option<f64>,
     memory: Option<f64>,
 ) -> f64 {
-    let f = if matrix {
-        matrix_efficiency_of(matmul.unwrap_or(1.0), lowp.unwrap_or(1.0), p.index())
-    } else {
-        vector.or(memory).unwrap_or(1.0)
-    };
-    if f > 0.0 {
-        f
-    } else {
-        1.0
-    }
+    engine_efficiency(
+        matrix,
+        matmul.unwrap_or(1.0),
+        lowp.unwrap_or(1.0),
+        vector.or(memory).unwrap_or(1.0),
+        p.index(),
+    )
 }
 
 type DieOut = (

@@ -110,7 +110,7 @@ fn apply() {
         let divide = (P.divide & bit) != 0u && eff > 0.0;
         if ((P.rederive & bit) != 0u && peak > 0.0) {
             // (rated TDP - idle - the reference GEMM's memory power) / peak, at the rate the
-            // rule assumes (`model::system::energy_per_flop_from_tdp`)
+            // rule assumes (`model::rules::TdpRule`, of which this is the port)
             var rate = peak;
             if (divide) {
                 rate = peak * eff;
