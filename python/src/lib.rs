@@ -396,12 +396,14 @@ fn run_sweep<'py>(
     }
     use tessera::sweep::arrow::{FileFormat, FileSink, MemorySink};
     type W = std::io::BufWriter<std::fs::File>;
+    let mut pending = Pending::default();
     let mut file_sink: Option<FileSink<W>> = match &out {
         Some(p) => {
             let fmt = FileFormat::from_path(p)
                 .ok_or_else(|| usage(format!("out `{p}`: name a `.parquet` or `.arrow` file")))?;
-            let f =
-                std::fs::File::create(p).map_err(|e| usage(format!("cannot create `{p}`: {e}")))?;
+            let f = pending
+                .create(p)
+                .map_err(|e| usage(format!("cannot create `{p}`: {e}")))?;
             Some(
                 FileSink::new(&plan, fmt, std::io::BufWriter::with_capacity(1 << 20, f))
                     .map_err(|e| usage(format!("cannot write `{p}`: {e}")))?,
@@ -426,6 +428,9 @@ fn run_sweep<'py>(
         f.finish(Some(&summary))
             .and_then(|mut w| w.flush())
             .map_err(|e| usage(format!("cannot write `{p}`: {e}")))?;
+        pending
+            .commit()
+            .map_err(|e| usage(format!("cannot write `{p}`: {e}")))?;
     }
     let text = serde_json::to_string(&summary).map_err(usage)?;
     let table = match mem {
@@ -433,6 +438,43 @@ fn run_sweep<'py>(
         None => None,
     };
     Ok((text, table))
+}
+
+/// A points file written under a temporary name beside it (`.NAME.tmp-PID`) and renamed when
+/// complete, as the CLI writes its outputs: a sweep that fails or is interrupted leaves no file
+/// under the final name (dropped without [`Pending::commit`], the temporary file is removed).
+#[derive(Default)]
+struct Pending {
+    names: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+impl Pending {
+    fn create(&mut self, dest: &str) -> std::io::Result<std::fs::File> {
+        let dest = std::path::Path::new(dest);
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
+        let tmp = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let f = std::fs::File::create(&tmp)?;
+        self.names = Some((tmp, dest.to_path_buf()));
+        Ok(f)
+    }
+
+    fn commit(&mut self) -> std::io::Result<()> {
+        if let Some((tmp, dest)) = self.names.take() {
+            std::fs::rename(tmp, dest)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some((tmp, _)) = &self.names {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
 }
 
 /// Points to both sinks.

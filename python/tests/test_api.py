@@ -303,6 +303,17 @@ def test_parquet_and_arrow_files_read_back(cli, tmp_path):
     assert tessera.summary(a)["top"] == s["top"]
 
 
+def test_points_files_appear_only_when_complete(tmp_path):
+    # written under a temporary name and renamed when complete, as the CLI does (issue 44)
+    p = tmp_path / "points.parquet"
+    s = tessera.sweep_summary(GRID, backend="cpu", out=p)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["points.parquet"]
+    assert len(pd.read_parquet(p)) == s["total_points"]
+    with pytest.raises(tessera.TesseraError, match="cannot create"):
+        tessera.sweep_summary(GRID, backend="cpu", out=tmp_path / "no-such-dir" / "p.parquet")
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["points.parquet"]
+
+
 def test_dict_spec_and_options(cli):
     spec = {
         "arch": "architectures/gb200-nvl72.ron",
