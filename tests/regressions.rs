@@ -443,6 +443,25 @@ fn more_devices_never_train_slower() {
     assert_eq!((e.devices, e.idle_devices), (128, 88));
 }
 
+/// Issue 44, item 6: `--mapping auto` trained AutoModel's Llama 3.1 8B LoRA 2.6 % slower on 512
+/// Eos H100 than on 256 (and Llama 3.3 70B LoRA 0.9 %): the extra devices went into pipeline
+/// bubble, because fewer devices were searched only when the count factorised badly. Every
+/// subset a smaller request searches is now searched, down to where a step at peak could not win.
+#[test]
+fn doubling_the_devices_never_trains_a_lora_slower() {
+    let sys = system("architectures/eos-h100.ron", &Disk);
+    let w = workload("workloads/automodel-llama3.1-8b-lora.ron");
+    let auto = MappingChoice::Auto(Objective::Time);
+    let half = engine::estimate(&sys, &w, &auto, Some(256));
+    let all = engine::estimate(&sys, &w, &auto, Some(512));
+    let (a, b) = (
+        half.throughput_per_s.unwrap(),
+        all.throughput_per_s.unwrap(),
+    );
+    assert!(b >= a * (1.0 - 1e-12), "256 → 512 devices: {a} → {b}");
+    assert_eq!(all.devices + all.idle_devices, 512);
+}
+
 /// Issue 12: a rack's power limit (the scale-up domain's `power_limit`) throttles its devices
 /// as a node's does. An NVL72 rack held to 90 kW instead of its 132 kW of power shelves: its
 /// devices are limited to their share of what the trays' hosts and switches leave, the loader

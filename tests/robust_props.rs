@@ -337,3 +337,39 @@ proptest! {
         prop_assert!(merge(named(&set), MergeOptions::default()).is_err());
     }
 }
+
+// ---------------------------------------------------------------- monotone search
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases(12)))]
+
+    /// Issue 44, item 6: with `--mapping auto`, doubling a training request's devices never
+    /// lowers its throughput; the search may leave some idle and says how many.
+    #[test]
+    fn doubling_the_devices_never_trains_slower(
+        sys in prop::sample::select(vec![
+            "architectures/eos-h100.ron",
+            "architectures/selene-a100.ron",
+            "architectures/gb200-cluster.ron",
+        ]),
+        wl in prop::sample::select(vec![
+            "workloads/automodel-llama3.1-8b-lora.ron",
+            "workloads/llama2-70b-lora.ron",
+            "workloads/megatron-22b.ron",
+            "workloads/llama3.1-8b-pretrain.ron",
+        ]),
+        n in prop::sample::select(vec![8u64, 16, 32, 64, 128, 256]),
+    ) {
+        let s = load_system(sys, &common::CrateFs).value.expect("system loads");
+        let w = load_workload(wl, &common::CrateFs).value.expect("workload loads");
+        prop_assume!(2 * n <= s.devices);
+        let auto = MappingChoice::Auto(engine::Objective::Time);
+        let few = engine::estimate(&s, &w, &auto, Some(n));
+        let more = engine::estimate(&s, &w, &auto, Some(2 * n));
+        prop_assume!(few.feasible);
+        prop_assert!(more.feasible, "{:?}", more.reason);
+        let (a, b) = (few.throughput_per_s.unwrap(), more.throughput_per_s.unwrap());
+        prop_assert!(b >= a * (1.0 - 1e-12), "{n} → {}: {a} → {b}", 2 * n);
+        prop_assert_eq!(more.devices + more.idle_devices, 2 * n);
+    }
+}

@@ -11,7 +11,7 @@ use super::reason::Reason;
 use super::search::{self, SearchResult};
 use crate::model::mapping::Mapping;
 use crate::model::system::System;
-use crate::model::workload::{Task, Workload};
+use crate::model::workload::Workload;
 
 /// A workload ready to evaluate on a system.
 pub struct Prepared {
@@ -85,37 +85,26 @@ pub(crate) fn prepare_with(
         },
         MappingChoice::Auto(obj) => {
             let mut res = search::search(sys, w, n, *obj);
-            // More devices never make a step slower: where the count factorises badly for the
-            // workload, the job runs on fewer of them if that is faster (ties keep them all).
+            // More devices never make a result worse: a training job may run on a subset of
+            // them (the rest idle, counted in `idle_devices`) where that is better, so every
+            // subset a smaller request would consider is searched too (search::subsets), down
+            // to the point where even a perfect step on fewer devices cannot win.
             if may_idle {
-                for k in search::fewer_devices(sys, w, n) {
+                for k in search::subsets(sys, w, n) {
+                    if search::cannot_win(&res, *obj, k) {
+                        break;
+                    }
                     let r = search::search(sys, w, k, *obj);
                     let tried = res.tried + r.tried;
-                    let faster = match (r.best(), res.best()) {
+                    let better = match (r.best(), res.best()) {
                         (Some(a), Some(b)) => search::cost(&a.1, *obj) < search::cost(&b.1, *obj),
                         (Some(_), None) => true,
                         _ => false,
                     };
-                    if faster {
+                    if better {
                         res = r;
                     }
                     res.tried = tried;
-                }
-            }
-            // Nothing runs on all of them (a global batch of 16 cannot spread data-parallel
-            // over 64 wafers): the most of them, halving, that run it.
-            if may_idle && res.best().is_none() && matches!(w.task, Task::Training(_)) {
-                let mut k = n / 2;
-                while k >= 1 {
-                    let r = search::search(sys, w, k, *obj);
-                    let tried = res.tried + r.tried;
-                    if r.best().is_some() {
-                        res = r;
-                        res.tried = tried;
-                        break;
-                    }
-                    res.tried = tried;
-                    k /= 2;
                 }
             }
             match res.best() {

@@ -283,7 +283,6 @@ pub fn fewer_devices(sys: &System, w: &Workload, n: u64) -> Vec<u64> {
     if !matches!(w.task, Task::Training(_)) || n.is_power_of_two() {
         return Vec::new();
     }
-    let node = (sys.node.devices as u64).max(1);
     let p2 = 1u64 << (63 - n.leading_zeros());
     let mut out = vec![p2];
     let dom = sys.scale_up_size().max(1);
@@ -296,9 +295,56 @@ pub fn fewer_devices(sys: &System, w: &Workload, n: u64) -> Vec<u64> {
             out.push(k);
         }
     }
-    // whole nodes (or part of one, for a request smaller than a node)
-    out.retain(|&k| k < n && (k % node == 0 || k < node));
+    whole_nodes(sys, n, out)
+}
+
+/// Keep the counts below `n` that are whole nodes (or part of one, for a request smaller than
+/// a node), ascending and without repeats.
+fn whole_nodes(sys: &System, n: u64, mut out: Vec<u64>) -> Vec<u64> {
+    let node = (sys.node.devices as u64).max(1);
+    out.retain(|&k| k >= 1 && k < n && (k % node == 0 || k < node));
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// Every smaller device count a training request for `n` devices searches besides `n` itself,
+/// largest first: half of `n` and the counts [`fewer_devices`] gives, and, closed under the same
+/// rule, theirs. The set for `n` holds the set for `n / 2` and for each of those counts, so with
+/// the search deterministic a request never does worse than any smaller request it contains
+/// (doubling the devices never lowers the best objective). Empty for inference.
+pub fn subsets(sys: &System, w: &Workload, n: u64) -> Vec<u64> {
+    if !matches!(w.task, Task::Training(_)) {
+        return Vec::new();
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec![n];
+    while let Some(k) = todo.pop() {
+        let mut next = fewer_devices(sys, w, k);
+        if k % 2 == 0 {
+            next.extend(whole_nodes(sys, k, vec![k / 2]));
+        }
+        for m in next {
+            if seen.insert(m) {
+                todo.push(m);
+            }
+        }
+    }
+    seen.into_iter().rev().collect()
+}
+
+/// Whether no mapping on `k` devices can beat the best of `res` under `obj`: for time, a step
+/// can be no shorter than the model's work at full peak on `k` devices, which the best point's
+/// own MFU gives (cost × MFU × devices is the work per unit at peak, the same for every point
+/// of one workload). Energy has no such bound; it and a point without an MFU never stop early.
+pub fn cannot_win(res: &SearchResult, obj: Objective, k: u64) -> bool {
+    let Some((m, e)) = res.best() else {
+        return false;
+    };
+    if obj != Objective::Time || !(e.mfu > 0.0 && e.mfu <= 1.0) {
+        return false;
+    }
+    let best = cost(e, obj);
+    let at_peak = best * e.mfu * m.devices() as f64;
+    at_peak / k as f64 >= best
 }
