@@ -337,8 +337,10 @@ impl Request {
             choice: choice.clone(),
             devices: self.devices,
         };
-        // the system's serving precision first, so that a `--set` on the workload lifts it
+        // the system's serving precision and the vendor's stack for the task first, so that a
+        // `--set` on the workload or the stack lifts them
         run.system.execution.serve_at(&mut run.workload);
+        run.system.on_vendor_software(&run.workload);
         let diags = self.set.apply(
             &mut run.system,
             &mut run.workload,

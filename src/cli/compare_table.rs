@@ -142,9 +142,17 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
     // the vendor's execution mode a system runs in is marked where its devices are
     for (cell, r) in rows[0][1..].iter_mut().zip(&c.systems) {
         if let Some(x) = &r.estimate.execution_mode {
+            // the stack's fitted figures, where the row runs on its vendor's (not on `--software`)
+            let figures = match (&c.software, &r.estimate.software) {
+                (None, Some(_)) => {
+                    let f = super::common::software_line("", r.estimate.software_figures.as_ref());
+                    format!(" {}", f.trim_start()).trim_end().to_string()
+                }
+                _ => String::new(),
+            };
             cell.push(' ');
             cell.push_str(&notes.mark(format!(
-                "{}: as its vendor runs it, {x} (`--execution free` lifts it)",
+                "{}: as its vendor runs it, {x}{figures} (`--execution free` lifts it)",
                 r.estimate.system
             )));
         }

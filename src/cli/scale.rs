@@ -150,10 +150,11 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         match common::system(path) {
             Ok(mut s) => {
                 s.goodput = a.goodput_options.options();
-                systems.push(
-                    a.software
-                        .lift(common::SoftwareArgs::apply(&software, a.power.apply(s))),
-                )
+                let mut s = a
+                    .software
+                    .lift(common::SoftwareArgs::apply(&software, a.power.apply(s)));
+                s.on_vendor_software(&w);
+                systems.push(s)
             }
             Err(e) => return Ok(e),
         }

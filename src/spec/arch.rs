@@ -82,6 +82,9 @@ pub struct TrainingModeSpec {
     /// below about 1B parameters, every layer resident on the wafer).
     #[serde(default)]
     pub streamed_from_params: Option<f64>,
+    /// The software stack the vendor trains with: a `Software` file, relative to this one.
+    #[serde(default)]
+    pub software: Option<String>,
 }
 
 /// Where a training run keeps its model state.
@@ -100,6 +103,10 @@ pub enum StateMode {
 pub struct ServingModeSpec {
     #[serde(default)]
     pub precision: Option<String>,
+    /// The software stack the vendor serves with (`Software` file, relative to this one): its
+    /// fitted per-stack costs join every serving run unless the run names another stack.
+    #[serde(default)]
+    pub software: Option<String>,
 }
 
 // Parsed once per file: the size difference between the variants does not matter.

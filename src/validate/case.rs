@@ -225,6 +225,7 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
             if let Some(Some(sw)) = software {
                 sys.with_software(sw);
             }
+            sys.on_vendor_software(&w);
             let fitted = sys.fitted.iter().any(|t| mentions(t, &spec.id));
             if fitted && l.role == Some(Role::Check) {
                 let mut cx = Ctx::new(&files, id);

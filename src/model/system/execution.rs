@@ -3,6 +3,7 @@
 //! the system file that `--mapping auto`, the training placement and serving's precision obey,
 //! unless a run lifts them (`--execution free`).
 
+use super::software::Software;
 use crate::model::precision::Precision;
 use crate::model::workload::{Task, Workload};
 use crate::model::Ctx;
@@ -24,6 +25,10 @@ pub struct Execution {
     pub serving_precision: Option<Precision>,
     /// The citation that states the modes.
     pub source: Option<String>,
+    /// The software stacks the vendor serves and trains with (read by the system's loader from
+    /// the files the modes name): a run on no other stack executes on the one for its task.
+    pub serving_software: Option<Software>,
+    pub training_software: Option<Software>,
 }
 
 impl Execution {
@@ -39,8 +44,23 @@ impl Execution {
 
     /// [`Execution::describe`] for `w`'s task, or `None` where the modes impose nothing on it.
     pub fn line(&self, w: &Workload) -> Option<String> {
-        let training = matches!(w.task, Task::Training(_));
+        let training = match w.task {
+            Task::Training(_) => true,
+            Task::Inference(_) => false,
+            // a kernel or an operator graph: the modes impose nothing on it
+            Task::Run(_) => return None,
+        };
         Some(self.describe(training)).filter(|s| !s.is_empty())
+    }
+
+    /// The vendor's software stack for `w`'s task, if the modes name one (a kernel or an
+    /// operator-graph run is on neither).
+    pub fn software_for(&self, w: &Workload) -> Option<&Software> {
+        match w.task {
+            Task::Training(_) => self.training_software.as_ref(),
+            Task::Inference(_) => self.serving_software.as_ref(),
+            Task::Run(_) => None,
+        }
     }
 
     /// Put a serving workload at this system's serving precision (weights and compute; the KV
@@ -55,9 +75,17 @@ impl Execution {
     /// One line for reports: what the modes impose on training (`training`) or serving.
     pub fn describe(&self, training: bool) -> String {
         let mut parts = Vec::new();
+        let stack = if training {
+            &self.training_software
+        } else {
+            &self.serving_software
+        };
         if !training {
             if let Some(w) = self.serving_precision {
                 parts.push(format!("serves at {w}"));
+            }
+            if let Some(sw) = stack {
+                parts.push(format!("on its stack {}", sw.name));
             }
             return parts.join("; ");
         }
@@ -75,6 +103,9 @@ impl Execution {
                 String::new()
             };
             parts.push(format!("weights streamed from the weight store{from}"));
+        }
+        if let Some(sw) = stack {
+            parts.push(format!("on its stack {}", sw.name));
         }
         parts.join("; ")
     }

@@ -6,14 +6,16 @@ mod device;
 mod execution;
 mod lower;
 mod parts;
+mod software;
 mod types;
 
 pub use execution::Execution;
 pub use parts::{check_part, check_part_fitted, load_part, source_of, MemFs, Part};
+pub use software::Software;
 pub use types::{
     data_energy_per_byte, unset_energy_warnings, Device, Dvfs, Efficiency, HostLink, MemLevel,
-    Mesh, Node, PowerParts, ScaleOut, ScaleUp, Software, System, UnsetEnergy, VectorSource,
-    WeightStore, VECTOR_FROM_MATRIX,
+    Mesh, Node, PowerParts, ScaleOut, ScaleUp, System, UnsetEnergy, VectorSource, WeightStore,
+    VECTOR_FROM_MATRIX,
 };
 // the rules the loader applies, stated in `model::rules`, at their earlier paths
 pub use crate::model::rules::{
@@ -100,8 +102,36 @@ pub fn load_system(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<System> {
         .clone()
         .and_then(|rel| r.resolve(rel, id, root.field("reliability")));
     let mut diags = std::mem::take(&mut r.diagnostics);
-    let files = r.files;
-    let value = {
+    let mut files = r.files;
+    // The stacks the execution modes name, each a file of its own with its own diagnostics; one
+    // that cannot be read is reported where the system file names it.
+    let modes = spec.execution.as_ref();
+    let mut unread = Vec::new();
+    let mut stack = |mode: &'static str, rel: Option<&String>| {
+        let rel = rel?;
+        let l = load_software(&crate::spec::join(name, rel), fs);
+        if l.files.files.is_empty() {
+            let why = l.diagnostics.first().map(|d| d.message.clone());
+            unread.push((mode, rel.clone(), why.unwrap_or_default()));
+            return None;
+        }
+        for (n, t) in l.files.files {
+            if files.text_of(&n).is_none() {
+                files.add(&n, t);
+            }
+        }
+        diags.extend(l.diagnostics);
+        l.value
+    };
+    let serving_sw = stack(
+        "serving",
+        modes.and_then(|e| e.serving.as_ref()?.software.as_ref()),
+    );
+    let training_sw = stack(
+        "training",
+        modes.and_then(|e| e.training.as_ref()?.software.as_ref()),
+    );
+    let mut value = {
         let mut cx = Ctx::new(&files, id);
         let v = lower(
             &mut cx,
@@ -111,9 +141,23 @@ pub fn load_system(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<System> {
             node.as_ref(),
             reliability.as_ref(),
         );
+        for (mode, rel, why) in &unread {
+            cx.error_at(
+                &root.field("execution").field(mode).field("software"),
+                format!("cannot read the software stack `{rel}`: {why}"),
+                Some(
+                    "name a `Software` file (architectures/software/), relative to this file"
+                        .into(),
+                ),
+            );
+        }
         diags.extend(cx.diags);
         v
     };
+    if let Some(sys) = value.as_mut() {
+        sys.execution.serving_software = serving_sw;
+        sys.execution.training_software = training_sw;
+    }
     let ok = !diags.iter().any(|d| d.severity == Severity::Error);
     crate::spec::Loaded {
         value: if ok { value } else { None },

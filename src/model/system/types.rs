@@ -3,6 +3,7 @@
 //! leaf, so that lowering (`lower.rs`, `device.rs`, `parts.rs`) builds them without importing
 //! `system/mod.rs`, which re-exports them beside the loaders.
 
+use super::software::Software;
 use crate::diag::{Diagnostic, Path, Severity};
 use crate::model::precision::{Precision, NPREC};
 use crate::spec::arch::*;
@@ -59,48 +60,21 @@ pub struct System {
     pub unset_energy: Vec<UnsetEnergy>,
 }
 
-/// A software stack's fixed costs (SI).
-#[derive(Debug, Clone, Serialize)]
-pub struct Software {
-    pub name: String,
-    /// Seconds per optimizer step outside the modelled work, the devices at static power.
-    pub step_overhead: f64,
-    /// Seconds of software per 32-bit element a core of a streamed chain on a wafer's mesh relays
-    /// (the machine's `mesh_relay_time`).
-    pub mesh_relay_time: f64,
-    /// Seconds of software each stage of a pipeline adds per micro-batch it passes on (the
-    /// machine's `pipeline_stage_time`).
-    pub pipeline_stage_time: f64,
-    /// Bytes of each device's main memory the stack keeps for itself (the run's data gets the
-    /// rest).
-    pub memory_reserve: f64,
-    /// Citations of its fitted figures (they name the cases they were fitted on).
-    pub fitted: Vec<String>,
-}
-
-impl Software {
-    /// Its figures that are not zero, as JSON keys with their units (`step_overhead_s`,
-    /// `mesh_relay_time_s`, `pipeline_stage_time_s`, `memory_reserve_bytes`) and SI values: what
-    /// `estimate` and `compare` print beside the stack's name.
-    pub fn figures(&self) -> std::collections::BTreeMap<String, f64> {
-        [
-            ("step_overhead_s", self.step_overhead),
-            ("mesh_relay_time_s", self.mesh_relay_time),
-            ("pipeline_stage_time_s", self.pipeline_stage_time),
-            ("memory_reserve_bytes", self.memory_reserve),
-        ]
-        .into_iter()
-        .filter(|(_, v)| *v != 0.0)
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
-    }
-}
-
 impl System {
     /// Run on `sw`: its fitted figures join the system's (a case they name cannot check it).
     pub fn with_software(&mut self, sw: Software) {
         self.fitted.extend(sw.fitted.iter().cloned());
         self.software = Some(sw);
+    }
+
+    /// Where a run names no stack: the one the vendor runs `w`'s task on (the file's
+    /// `execution`), if any. A stack already set (`--software`, a case's `run.software`) stays.
+    pub fn on_vendor_software(&mut self, w: &crate::model::workload::Workload) {
+        if self.software.is_none() {
+            if let Some(sw) = self.execution.software_for(w).cloned() {
+                self.with_software(sw);
+            }
+        }
     }
 }
 

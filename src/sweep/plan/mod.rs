@@ -204,9 +204,12 @@ pub fn build(
             diags.extend(l_diags.iter().cloned());
         }
     }
-    let (Some(sys), Some(w)) = (ls.value, lw.value) else {
+    let (Some(mut sys), Some(mut w)) = (ls.value, lw.value) else {
         return fail(files, diags);
     };
+    // as the vendor runs it, as `estimate` does: its serving precision and its stack
+    sys.execution.serve_at(&mut w);
+    sys.on_vendor_software(&w);
     // A sweep evaluates one program per point; a precision schedule is several (its phases).
     if let crate::model::workload::Task::Training(tr) = &w.task {
         if !tr.precision_schedule.is_empty() {
