@@ -185,7 +185,7 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
         }
     }
     rows.push(times);
-    rows.push(row(c, "error band", |r| match &r.estimate.error_band {
+    let mut band = row(c, "error band", |r| match &r.estimate.error_band {
         Some(b) => format!(
             "±{:.1}% ({} case{})",
             b.relative * 100.0,
@@ -193,7 +193,27 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
             if b.cases == 1 { "" } else { "s" }
         ),
         None => "unvalidated".into(),
-    }));
+    });
+    // the published result behind each band that is nearest the row, for its reader to look up
+    for (cell, r) in band[1..].iter_mut().zip(&c.systems) {
+        if let Some(a) = r
+            .estimate
+            .error_band
+            .as_ref()
+            .and_then(|b| b.anchor.as_ref())
+        {
+            cell.push(' ');
+            cell.push_str(&notes.mark(format!(
+                "{}: nearest published result `{}` ({} on {}): model {:+.1}%",
+                r.estimate.system,
+                a.case,
+                a.workload,
+                a.system,
+                a.error * 100.0
+            )));
+        }
+    }
+    rows.push(band);
     if c.concurrency.as_deref() == Some("max") {
         // each at its best: the most users each serves within the target, per device and per
         // provisioned kW

@@ -23,6 +23,21 @@ pub struct Band {
     /// another stack, or on none, does not borrow their accuracy.
     #[serde(default)]
     pub software: Option<String>,
+    /// The published result behind the band closest to the estimate: the same system and
+    /// workload, else the same workload, else the same system, else the band's largest miss.
+    #[serde(default)]
+    pub anchor: Option<Anchor>,
+}
+
+/// One check case behind a band, as an estimate names it for its reader to look up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Anchor {
+    /// The case's id (`validation/**/<id>.ron`).
+    pub case: String,
+    pub system: String,
+    pub workload: String,
+    /// (predicted − published) / published.
+    pub error: f64,
 }
 
 impl Band {

@@ -11,6 +11,7 @@
 
 use super::case::{Metric, Role};
 use super::run::CaseResult;
+use crate::model::band::Anchor;
 pub use crate::model::band::{Band, Figure, TaskKind};
 use crate::model::system::System;
 use crate::model::workload::Workload;
@@ -50,6 +51,9 @@ pub struct Entry {
     pub software: Option<String>,
     pub relative: f64,
     pub cases: usize,
+    /// The check cases behind it.
+    #[serde(default)]
+    pub members: Vec<Anchor>,
 }
 
 /// Every family's members and bands, as `tessera validate --write-bands` writes them.
@@ -78,8 +82,8 @@ impl Bands {
     /// (role `Check`, outside `known-gaps/`, evaluated), rounded to 1e-4.
     pub fn of(results: &[CaseResult]) -> Bands {
         let mut members: BTreeMap<&str, (Vec<String>, Vec<String>)> = BTreeMap::new();
-        let mut errors: BTreeMap<(&str, TaskKind, Figure, Option<&str>), Vec<f64>> =
-            BTreeMap::new();
+        type Key<'a> = (&'a str, TaskKind, Figure, Option<&'a str>);
+        let mut errors: BTreeMap<Key, Vec<Anchor>> = BTreeMap::new();
         for r in results {
             let m = members.entry(&r.family).or_default();
             m.0.push(r.system.clone());
@@ -91,7 +95,12 @@ impl Bands {
                 errors
                     .entry((&r.family, r.task, f, r.software.as_deref()))
                     .or_default()
-                    .push(e.abs());
+                    .push(Anchor {
+                        case: r.id.clone(),
+                        system: r.system.clone(),
+                        workload: r.workload.clone(),
+                        error: (e * 1e4).round() / 1e4,
+                    });
             }
         }
         let families = members
@@ -110,13 +119,15 @@ impl Bands {
             .collect();
         let bands = errors
             .into_iter()
-            .map(|((family, task, figure, software), e)| Entry {
+            .map(|((family, task, figure, software), members)| Entry {
                 family: family.to_string(),
                 task,
                 figure,
                 software: software.map(str::to_string),
-                cases: e.len(),
-                relative: (p90(e) * 1e4).round() / 1e4,
+                cases: members.len(),
+                relative: (p90(members.iter().map(|m| m.error.abs()).collect()) * 1e4).round()
+                    / 1e4,
+                members,
             })
             .collect();
         Bands {
@@ -192,8 +203,27 @@ impl Bands {
                 task,
                 figure,
                 software: b.software.clone(),
+                anchor: nearest(&b.members, &sys.name, &w.name),
             })
     }
+}
+
+/// The member closest to an estimate of `workload` on `system`: the same system and workload,
+/// else the same workload, else the same system, else the largest miss (ties: the first).
+fn nearest(members: &[Anchor], system: &str, workload: &str) -> Option<Anchor> {
+    let rank = |m: &Anchor| {
+        let (s, w) = (m.system == system, m.workload == workload);
+        ((s && w) as u8, w as u8, s as u8)
+    };
+    members
+        .iter()
+        .rev()
+        .max_by(|a, b| {
+            rank(a)
+                .cmp(&rank(b))
+                .then(a.error.abs().total_cmp(&b.error.abs()))
+        })
+        .cloned()
 }
 
 #[cfg(test)]
@@ -217,9 +247,33 @@ mod tests {
             task: TaskKind::Training,
             figure: Figure::Throughput,
             software: None,
+            anchor: None,
         };
         assert!(Band::overlap(1.0, &b(0.1), 1.15, &b(0.1)));
         assert!(!Band::overlap(1.0, &b(0.05), 1.2, &b(0.05)));
+    }
+
+    #[test]
+    fn the_anchor_is_the_nearest_published_result() {
+        let m = |case: &str, system: &str, workload: &str, error: f64| Anchor {
+            case: case.into(),
+            system: system.into(),
+            workload: workload.into(),
+            error,
+        };
+        let members = vec![
+            m("a", "S", "W", 0.01),
+            m("b", "S", "V", 0.09),
+            m("c", "T", "W", 0.02),
+            m("d", "T", "V", -0.12),
+        ];
+        let at = |s: &str, w: &str| nearest(&members, s, w).map(|a| a.case);
+        assert_eq!(at("S", "W").as_deref(), Some("a")); // same system and workload
+        assert_eq!(at("T", "W").as_deref(), Some("c")); // same system and workload
+        assert_eq!(at("U", "W").as_deref(), Some("c")); // same workload: the larger miss
+        assert_eq!(at("S", "X").as_deref(), Some("b")); // same system: the larger miss
+        assert_eq!(at("U", "X").as_deref(), Some("d")); // neither: the largest miss
+        assert_eq!(nearest(&[], "S", "W"), None);
     }
 
     #[test]
