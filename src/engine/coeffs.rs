@@ -299,7 +299,10 @@ pub fn tier_wgsl() -> String {
 impl Comm {
     /// This collective with its coefficients computed from its kind, payload and group.
     pub fn with_coeffs(mut self) -> Comm {
-        self.coeffs = Coeffs::of(&self);
+        self.coeffs = Coeffs {
+            cores: self.role.takes_cores(),
+            ..Coeffs::of(&self)
+        };
         self
     }
 

@@ -138,18 +138,18 @@ pub struct Tax {
     pub step: f64,
 }
 
-/// What overlapped collectives take from the compute they hide behind. NCCL runs its channels,
-/// and Transformer Engine its overlapped communication kernels, as thread blocks on the device's
-/// cores, so while a collective on the scale-up or scale-out links runs, the operators beside it
-/// have `collective_compute_share` (s) fewer of them. Each group of collectives costs s × the
-/// smaller of its time on those links (an all-to-all that drives both at once: the slower) and
+/// What overlapped collectives take from the compute they hide behind. NCCL runs its channels as
+/// thread blocks on the device's cores, so while a collective whose record says it takes cores
+/// (`Coeffs::cores`, settled from its role at lowering) runs on the scale-up or scale-out links,
+/// the operators beside it have `collective_compute_share` (s) fewer of them. Each group of
+/// collectives costs s × the smaller of its time on those links (an all-to-all that drives both at once: the slower) and
 /// the compute it hides behind: a micro-batch's forward-overlapped its forward, its
 /// backward-overlapped its backward, its compute-overlapped the whole micro-batch (a third of
 /// that cost lengthens the forward, two thirds the backward); the step's compute-overlapped the
 /// step section; and the step's collectives that ride a micro-batch that micro-batch's forward
 /// or backward, once per step, so they lengthen the step section. Groups that run at once each
-/// take their own cores (a tensor-parallel exchange beside a data-parallel reduction: two
-/// libraries' kernels), so a pass can lose up to twice the share. The weight store's, the
+/// take their own cores (a pipeline exchange beside a data-parallel reduction: two
+/// communicators' kernels), so a pass can lose up to twice the share. The weight store's, the
 /// mesh's and the host link's transfers are DMA and router traffic and take no cores.
 /// `windows`: the micro-batch's forward, its backward, the whole micro-batch, the step section
 /// (s, at full clock). A faster link or faster compute never raises it.
@@ -164,6 +164,9 @@ pub fn collective_tax(p: &Program, st: &Stage, m: &Machine, windows: [f64; 4]) -
     // forward-riding, backward-riding
     let mut d = [0.0f64; 6];
     for c in &p.comms[st.comms.clone()] {
+        if !c.coeffs.cores {
+            continue;
+        }
         let g = match (c.overlap, c.section) {
             (Overlap::None, _) => continue,
             (Overlap::Forward, Section::MicroBatch) => 0,

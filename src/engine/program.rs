@@ -138,6 +138,31 @@ pub enum Role {
     Other,
 }
 
+impl Role {
+    /// Whether the library that runs this collective drives it from the device's cores while
+    /// compute runs beside it. NCCL (and RCCL) run every collective, point-to-point included,
+    /// as kernels whose channels are thread blocks on the SMs (NCCL documentation,
+    /// `NCCL_MIN_NCHANNELS` / `NCCL_MAX_NCHANNELS`: one block per channel): the data-parallel
+    /// reductions and gathers, FSDP's, context-parallel and pipeline exchanges and the expert
+    /// all-to-all (DeepSeek-V3's dispatch kernels keep 20 SMs, arXiv:2412.19437 §3.2.2).
+    /// Transformer Engine's tensor-parallel overlap moves its all-gathers by ring exchange on
+    /// the copy engines (TE `userbuffers`, `method: ring_exchange`; its pipelined
+    /// reduce-scatters keep a few SMs, taken as none: an assumption), and host-link, weight-store
+    /// and mesh transfers are DMA: none of these take cores.
+    pub fn takes_cores(self) -> bool {
+        !matches!(
+            self,
+            Role::TensorParallel
+                | Role::FrozenTensorParallel
+                | Role::LoraAdapter
+                | Role::KvTransfer
+                | Role::ActivationOffload
+                | Role::OptimizerOffload
+                | Role::WeightOffload
+        )
+    }
+}
+
 /// One collective, per device. The group spans `inner` devices inside a scale-up domain and
 /// `outer` domains (ranks in different domains talk over the scale-out network).
 #[derive(Clone, Debug, Serialize)]
@@ -201,6 +226,10 @@ pub struct Coeffs {
     /// Over the device's link to its node's host memory (`HOST_BANDWIDTH`, `HOST_LATENCY`).
     pub host: Link,
     pub overlapped: bool,
+    /// Its kernels run as thread blocks on the device's cores while it is overlapped (NCCL's
+    /// channels), so it takes `collective_compute_share` of the compute it hides behind
+    /// (`cpu::collective_tax`); settled from its role ([`Role::takes_cores`]).
+    pub cores: bool,
 }
 
 /// Bytes per device that must fit in memory, by class.

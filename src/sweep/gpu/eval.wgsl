@@ -113,7 +113,7 @@ fn collective_tax(st: StageRec, w: vec4<f32>) -> vec4<f32> {
     var d = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     for (var i = 0u; i < st.n_comms; i++) {
         let c = read_CommRec(st.comm_start + i * CommRec_RECS);
-        if (c.overlap == OVERLAP_NONE) {
+        if (c.overlap == OVERLAP_NONE || c.cores == 0u) {
             continue;
         }
         let mb = c.section == SECTION_MICRO_BATCH;

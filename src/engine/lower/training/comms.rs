@@ -357,21 +357,7 @@ fn step_reduction(
     // (`Mapping::weights_sharded_through_step`).
     if z >= 3 || (z >= 1 && d.tr.lora.is_none()) {
         if z >= 3 {
-            let (count, section, overlap) = if m.weights_sharded_through_step() {
-                (2.0, mbs, Overlap::Compute)
-            } else {
-                (1.0, stp, Overlap::Forward)
-            };
-            b.comm(Collective {
-                name: n.zero3_gather.into(),
-                role: Role::WeightGather,
-                kind: CollKind::AllGather,
-                bytes: weight_bytes,
-                group,
-                count,
-                section,
-                overlap,
-            });
+            weight_gathers(b, d, n, weight_bytes, group);
         } else {
             b.comm(Collective {
                 name: n.param_gather.into(),
@@ -385,6 +371,71 @@ fn step_reduction(
             });
         }
     }
+}
+
+/// ZeRO-3 / FSDP's gathers of the sharded weights, `weight_bytes` per pass over the stage's
+/// layers. Without a pipeline schedule FSDP (`FULL_SHARD`, `reshard_after_forward`) frees each
+/// layer's gathered weights after its forward and gathers them again before its backward, every
+/// micro-batch: two gathers per micro-batch, one behind the forward, one behind the backward
+/// (DeepSpeed ZeRO-3 likewise fetches each sub-module's parameters in the forward and again in
+/// the backward, Rajbhandari et al., SC'20 §5.3). Each pass prefetches one layer ahead: layer
+/// i + 1's gather runs while layer i computes, so the pass's first gather has nothing before it
+/// to hide behind ("The 1st all-gather will not be able to overlap with anything", PyTorch,
+/// *FSDP Notes: FSDP Prefetch Nuances*; FSDP2 keeps two all-gather outputs alive in the forward
+/// and prefetches one module ahead in the backward). So one layer's share of each pass's gather
+/// is exposed, and the rest runs on the link timelines behind the pass's compute, where with
+/// layers of equal work "each layer's gather hidden behind the previous layer's compute"
+/// exposes what the pass's gathers (with the gradient reduce-scatters on the same links in the
+/// backward) take beyond its compute, as the timelines measure (`cpu::schedule`). Under a
+/// pipeline schedule FSDP gathers a stage's weights once, layer by layer behind the step's
+/// first forward, and keeps them whole to its last backward
+/// (`Mapping::weights_sharded_through_step`).
+fn weight_gathers(b: &mut Builder, d: &Shape, n: &StepNames, weight_bytes: f64, group: Group) {
+    let gather = |name: Name, bytes, count, section, overlap| Collective {
+        name,
+        role: Role::WeightGather,
+        kind: CollKind::AllGather,
+        bytes,
+        group,
+        count,
+        section,
+        overlap,
+    };
+    let mbs = Section::MicroBatch;
+    if !d.m.weights_sharded_through_step() {
+        let stp = Section::Step;
+        b.comm(gather(
+            n.zero3_gather.into(),
+            weight_bytes,
+            1.0,
+            stp,
+            Overlap::Forward,
+        ));
+        return;
+    }
+    let first = weight_bytes / d.l.max(1.0);
+    let rest = weight_bytes - first;
+    b.comm(gather(
+        format!("{} (forward)", n.zero3_gather).into(),
+        rest,
+        1.0,
+        mbs,
+        Overlap::Forward,
+    ));
+    b.comm(gather(
+        format!("{} (backward)", n.zero3_gather).into(),
+        rest,
+        1.0,
+        mbs,
+        Overlap::Backward,
+    ));
+    b.comm(gather(
+        format!("{} (first layer of each pass, exposed)", n.zero3_gather).into(),
+        first,
+        2.0,
+        mbs,
+        Overlap::None,
+    ));
 }
 
 /// Labels of one group's tensor-parallel collectives.

@@ -132,8 +132,8 @@ const PIPELINE: Chunks = Chunks {
 /// - a row-parallel forward (`proj_fprop`, `fc2_fprop`) reduce-scatters its output as a
 ///   pipeline (4 chunks, 16 SMs kept from the GEMM) or a ring exchange (tp chunks);
 /// - the column-parallel input and weight gradients (`qkv_dgrad`, `qkv_wgrad`, `fc1_*`) keep
-///   their shape: TE's bulk overlap runs their collectives beside them on SMs it shares, which
-///   `efficiency.collective_compute_share` costs as it does every other overlapped collective.
+///   their shape: TE's bulk overlap runs their collectives beside them on a few SMs it shares,
+///   not charged (the tensor-parallel role takes no cores, `Role::takes_cores`: an assumption).
 ///
 /// Each chunk is a smaller product, whose tile and wave quantization (`engine::tiling`) is what
 /// the split costs; on a device without a tiling it costs nothing. The collectives themselves
