@@ -144,11 +144,11 @@ fn the_estimate_counts_its_figures_by_source() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // By hand, over dgx-h100.ron, parts/h100-sxm.ron and parts/dgx-h100-node.ron (figures outside
     // comments): `@assumed` 4 + 6 + 8 = 18, and the cost block's node price and utilisation 2;
-    // `@fitted-h100-fp8` 1 (the fp8 efficiency); every other `@key` 1 + 11 + 4 = 16, and the cost
-    // block's GPU price, life and rental 3; left to a default: the H100's `efficiency.vector` and
+    // `@fitted-h100-fp8` 1 (the fp8 efficiency); every other `@key` 1 + 12 + 4 = 17 (the H100's
+    // `collective_compute_share` among them), and the cost block's GPU price, life and rental 3; left to a default: the H100's `efficiency.vector` and
     // `dvfs` = 2.
     assert_eq!(
         v["figures"],
-        serde_json::json!({"sourced": 19, "assumed": 20, "fitted": 1, "defaulted": 2})
+        serde_json::json!({"sourced": 20, "assumed": 20, "fitted": 1, "defaulted": 2})
     );
 }

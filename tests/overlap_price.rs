@@ -107,13 +107,13 @@ fn nccl_collectives_take_cores_and_the_copy_engine_exchange_does_not() {
     // Run by NCCL (a data-parallel gather): its 24 of 132 SMs leave the GEMMs beside it 0.18
     // fewer for its 7 ms, 1.26 ms more compute, still hidden: 11.26 ms.
     let nccl = as_role(ag.clone(), Role::WeightGather);
-    assert!(nccl.coeffs.cores);
+    assert_eq!(nccl.coeffs.cores, 1.0);
     let e = eval(&program(0.004, 0.006, 0.0, 1.0, vec![nccl]), &m);
     assert_relative_eq!(e.step_time, 0.010 + 0.18 * 0.007, max_relative = 1e-9);
     assert_relative_eq!(e.breakdown.communication, 0.0, epsilon = 1e-15);
     // Transformer Engine's ring exchange on the copy engines: hidden for nothing, 10 ms.
     let ce = as_role(ag, Role::TensorParallel);
-    assert!(!ce.coeffs.cores);
+    assert_eq!(ce.coeffs.cores, 0.0);
     let e = eval(&program(0.004, 0.006, 0.0, 1.0, vec![ce]), &m);
     assert_relative_eq!(e.step_time, 0.010, max_relative = 1e-9);
     // The roles: what NCCL runs takes cores, DMA and the copy engines do not.
@@ -134,6 +134,42 @@ fn nccl_collectives_take_cores_and_the_copy_engine_exchange_does_not() {
         Role::WeightOffload,
     ] {
         assert!(!r.takes_cores(), "{r:?}");
+    }
+}
+
+/// NCCL gives a network peer 2 channels, and a pipeline stage (or a context-parallel ring
+/// rank) talks to two at once: 4 of the 24 channels a collective runs on, so an exchange between
+/// nodes takes a sixth of the share; inside a node (NVLink) it takes the whole.
+#[test]
+fn a_point_to_point_exchange_between_nodes_takes_its_few_channels() {
+    let mut m = h100();
+    m[t::COMM_SHARE] = 0.18;
+    // 350 MB to a stage on the next node: 350e6 / 50e9 = 7 ms on the NIC, behind a 10 ms
+    // micro-batch: 0.18 / 6 × 7 ms = 0.21 ms more compute, still hidden.
+    let p2p = as_role(
+        with(
+            comm(CollKind::SendRecv, 350e6, 1.0, 2.0),
+            Section::MicroBatch,
+            Overlap::Compute,
+        ),
+        Role::PipelineSendRecv,
+    );
+    assert_relative_eq!(collective(&p2p, &m).0, 0.007, max_relative = 1e-12);
+    assert_relative_eq!(p2p.coeffs.cores, 4.0 / 24.0, max_relative = 1e-15);
+    let e = eval(&program(0.004, 0.006, 0.0, 1.0, vec![p2p]), &m);
+    assert_relative_eq!(e.step_time, 0.010 + 0.18 / 6.0 * 0.007, max_relative = 1e-9);
+    // the context-parallel ring between nodes alike; inside a node, the whole share
+    for (role, outer, part) in [
+        (Role::ContextParallel, 2.0, 4.0 / 24.0),
+        (Role::PipelineSendRecv, 1.0, 1.0),
+        (Role::GradientReduction, 2.0, 1.0),
+        (Role::TensorParallel, 2.0, 0.0),
+    ] {
+        assert_eq!(
+            role.core_share(outer),
+            part,
+            "{role:?} over {outer} domains"
+        );
     }
 }
 
@@ -274,15 +310,10 @@ proptest! {
     }
 
     /// Overlap never makes a step shorter than its busiest resource: the step lasts at least
-    /// the compute's busy time and at least each link's.
-    ///
-    /// Known exception, left out here and open: a step collective behind the next step's first
-    /// forward (`Section::Step`, `Overlap::Forward`) is placed on a copy of the first
-    /// micro-batch's link timeline taken before that micro-batch's backward collectives, so the
-    /// two can book the same link at once (proptest's counterexample: one micro-batch of 1 ms
-    /// forward and 1 ms backward, a 6.9 GB all-to-all behind the backward and a 0.9 GB gather
-    /// behind the forward, both across 2 nodes: a step of 70.14 ms against 70.27 ms of NIC
-    /// time). Such collectives are generated here as backward-riding ones.
+    /// the compute's busy time and at least each link's (overlap never hides more than the idle
+    /// time of the resource it uses). Step collectives behind the next step's first forward
+    /// included: they once shared the first micro-batch's links with its backward's collectives
+    /// (`tests/regressions.rs`, `a_gather_behind_the_first_forward_does_not_share_the_link_...`).
     #[test]
     fn overlap_never_beats_the_busiest_resource(
         fwd in 1e-3f64..2e-2, bwd in 1e-3f64..4e-2, upd in 0.0f64..5e-3, mbs in 1u32..5,
@@ -290,13 +321,6 @@ proptest! {
     ) {
         let mut m = h100();
         m[t::COMM_SHARE] = share;
-        let comms = comms
-            .into_iter()
-            .map(|c| match (c.section, c.overlap) {
-                (Section::Step, Overlap::Forward) => with(c, Section::Step, Overlap::Backward),
-                _ => c,
-            })
-            .collect();
         let p = program(fwd, bwd, upd, f64::from(mbs), comms);
         let step = eval(&p, &m).step_time;
         let (compute, links) = busy(&p, &m);
@@ -305,4 +329,38 @@ proptest! {
             prop_assert!(step >= l * (1.0 - 1e-12), "{step} < link {k}'s {l}");
         }
     }
+}
+
+/// Issue 43's check, in direction: `--mapping auto` for the shipped Llama 3.1 405B pretraining
+/// workload on 8,192 H100 (bf16, global batch 2048) pays the overlap price, so its MFU is below
+/// what the same search finds with overlap free (`collective_compute_share` 0), and never above
+/// it (the search can always keep the free layout's choice).
+#[test]
+fn the_search_pays_the_overlap_price_on_the_405b_check() {
+    let mfu = |share: &str| {
+        let out = common::tessera(&[
+            "estimate",
+            "--arch",
+            "architectures/eos-h100.ron",
+            "--workload",
+            "workloads/llama3.1-405b-pretrain.ron",
+            "--mapping",
+            "auto",
+            "--set",
+            "workload.compute=bf16",
+            "--set",
+            "workload.weights=bf16",
+            "--set",
+            "workload.global_batch=2048",
+            "--set",
+            &format!("device.efficiency.collective_compute_share={share}"),
+            "--format",
+            "json",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["mfu"].as_f64().expect("an MFU")
+    };
+    let (priced, free) = (mfu("0.18"), mfu("0"));
+    assert!(priced < free, "priced {priced} vs free {free}");
 }

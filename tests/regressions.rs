@@ -788,3 +788,93 @@ fn a_top_beyond_the_points_finishes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 43: a step collective hidden behind the next step's first forward (ZeRO-1/2's gather
+/// of the updated weights) was placed on a copy of the first micro-batch's link timeline taken
+/// before that micro-batch's backward collectives were booked, so both held the same link at
+/// once and the step came out shorter than the link's busy time. Now the first micro-batch's
+/// backward collectives queue behind it (`cpu::PASSES`). One micro-batch of 1 ms forward and
+/// 1 ms backward on two nodes with a 50 GB/s NIC each: a 1 GB all-gather behind the first
+/// forward receives 0.5 GB (10 ms) and a 2 GB all-gather behind the backward 1 GB (20 ms). The
+/// forward waits for the first to end at 10 ms; the backward's gather then starts at 10 ms and
+/// ends at 30 ms, the NIC's 10 + 20 ms busy time (before: 21 ms, the 20 ms from 1 ms on, as if
+/// the link were free).
+#[test]
+fn a_gather_behind_the_first_forward_does_not_share_the_link_with_the_backward() {
+    use tessera::engine::program::{CollKind, Comm, Op, Overlap, Phase, Role};
+    use tessera::model::precision::{Precision, NPREC};
+    let mut peak = [0.0; NPREC];
+    peak[Precision::Bf16.index()] = 1e15;
+    let mut m = Machine::zero();
+    m.set_row(table::MATRIX_PEAK, &peak);
+    for e in [table::EFF_MATMUL, table::EFF_MEMORY, table::EFF_NETWORK] {
+        m[e] = 1.0;
+    }
+    m[table::HBM_CAPACITY] = 80e9;
+    m[table::HBM_BANDWIDTH] = 3.35e12;
+    m[table::UP_BANDWIDTH] = 450e9;
+    m[table::OUT_BANDWIDTH] = 50e9;
+    m[table::TDP] = 700.0;
+    m[table::IDLE_POWER] = 100.0;
+    m[table::PUE] = 1.0;
+    // 1 ms of a 1 PFLOP/s matrix unit, compute-bound
+    let gemm = |phase| Op {
+        name: "gemm".into(),
+        matrix: true,
+        precision: Precision::Bf16.index(),
+        flops: 1e12,
+        occupancy: 1.0,
+        weight_bytes: 1e6,
+        act_bytes: 1e6,
+        count: 1.0,
+        section: Section::MicroBatch,
+        phase,
+    };
+    let gather = |bytes, section, overlap| {
+        Comm {
+            role: Role::ParameterGather,
+            section,
+            overlap,
+            ..common::comm(CollKind::AllGather, bytes, 1.0, 2.0)
+        }
+        .with_coeffs()
+    };
+    let p = Program {
+        ops: vec![gemm(Phase::Forward), gemm(Phase::Backward)],
+        comms: vec![
+            gather(2e9, Section::MicroBatch, Overlap::Backward),
+            gather(1e9, Section::Step, Overlap::Forward),
+        ],
+        stages: Vec::new(),
+        micro_batches: 1.0,
+        bubble: 0.0,
+        footprint: Default::default(),
+        devices: 1.0,
+        units_per_step: 1.0,
+        unit: "samples",
+        model_flops_per_step: 1.0,
+        mfu_precision: Precision::Bf16.index(),
+        steps: None,
+        host_steps: 0.0,
+    };
+    let nic: f64 = p
+        .comms
+        .iter()
+        .map(|c| cpu::collective_links(c, &m)[1])
+        .sum();
+    assert!(close(nic, 0.030, 1e-12), "NIC busy {nic}");
+    let mut trace = Vec::new();
+    let e = cpu::eval_traced(&p, &m, Some(&mut trace));
+    assert!(close(e.step_time, 0.030, 1e-9), "step {}", e.step_time);
+    // 2 ms of compute, 28 ms exposed: 19 behind the backward, 9 that the gather behind the
+    // first forward makes the backward's wait
+    assert!(
+        close(e.breakdown.communication, 0.028, 1e-9),
+        "{:?}",
+        e.breakdown
+    );
+    assert!(
+        close(trace[2], 0.019, 1e-9) && close(trace[3], 0.009, 1e-9),
+        "{trace:?}"
+    );
+}

@@ -300,7 +300,7 @@ impl Comm {
     /// This collective with its coefficients computed from its kind, payload and group.
     pub fn with_coeffs(mut self) -> Comm {
         self.coeffs = Coeffs {
-            cores: self.role.takes_cores(),
+            cores: self.role.core_share(self.outer),
             ..Coeffs::of(&self)
         };
         self

@@ -112,10 +112,12 @@ fn extend(end: &mut f64, at: f64) -> f64 {
 /// Which pass of [`eval_traced`]'s link timelines an overlapped collective runs in (`None` for
 /// one that hides behind nothing): 0, released at its section's start (forward-overlapped and
 /// compute-overlapped); 1, a micro-batch's collectives released when its backward begins; then
-/// the step's collectives that ride a micro-batch's timeline, once that micro-batch's own
-/// collectives are placed: 2, those behind the next step's first forward, 3, those behind the
-/// last backward (after 2: with one micro-batch per step the first is the last, and what the
-/// first forward waited for delays its backward too).
+/// the step's collectives that ride a micro-batch: 2, those behind the next step's first
+/// forward, booked on the first micro-batch's own timeline after its forward's collectives and
+/// before its backward's (which [`PASSES`] books there again, after them: issued in that order,
+/// they queue on the links in that order); 3, those behind the last backward (after 2: with one
+/// micro-batch per step the first is the last, and what the first forward waited for delays its
+/// backward too).
 fn comm_pass(c: &Comm) -> Option<usize> {
     match (c.overlap, c.section) {
         (Overlap::None, _) => None,
@@ -125,6 +127,13 @@ fn comm_pass(c: &Comm) -> Option<usize> {
         (Overlap::Backward, Section::Step) => Some(3),
     }
 }
+
+/// The passes [`eval_traced`] makes over a stage's collectives, each naming the [`comm_pass`]
+/// it books: the micro-batch's own (0, 1), the step's behind the first forward (2), then the
+/// first micro-batch's backward collectives again (1) on that micro-batch's timeline, after the
+/// step's (so a link is never booked twice at once), then the step's behind the last backward
+/// (3).
+pub const PASSES: [usize; 5] = [0, 1, 2, 1, 3];
 
 /// The compute time overlapped collectives take from the operators they run beside, per stage
 /// and step (s): [`collective_tax`].
@@ -140,9 +149,10 @@ pub struct Tax {
 
 /// What overlapped collectives take from the compute they hide behind. NCCL runs its channels as
 /// thread blocks on the device's cores, so while a collective whose record says it takes cores
-/// (`Coeffs::cores`, settled from its role at lowering) runs on the scale-up or scale-out links,
-/// the operators beside it have `collective_compute_share` (s) fewer of them. Each group of
-/// collectives costs s × the smaller of its time on those links (an all-to-all that drives both at once: the slower) and
+/// (`Coeffs::cores`, settled from its role and group at lowering) runs on the scale-up or
+/// scale-out links, the operators beside it have `collective_compute_share` (s) × that part
+/// fewer of them. Each group of collectives costs s × the smaller of its core-weighted time on
+/// those links (an all-to-all that drives both at once: the slower) and
 /// the compute it hides behind: a micro-batch's forward-overlapped its forward, its
 /// backward-overlapped its backward, its compute-overlapped the whole micro-batch (a third of
 /// that cost lengthens the forward, two thirds the backward); the step's compute-overlapped the
@@ -164,7 +174,7 @@ pub fn collective_tax(p: &Program, st: &Stage, m: &Machine, windows: [f64; 4]) -
     // forward-riding, backward-riding
     let mut d = [0.0f64; 6];
     for c in &p.comms[st.comms.clone()] {
-        if !c.coeffs.cores {
+        if c.coeffs.cores <= 0.0 {
             continue;
         }
         let g = match (c.overlap, c.section) {
@@ -182,7 +192,7 @@ pub fn collective_tax(p: &Program, st: &Stage, m: &Machine, windows: [f64; 4]) -
         } else {
             l[0] + l[1]
         };
-        d[g] += t * c.count;
+        d[g] += t * c.count * c.coeffs.cores;
     }
     let cap = |d: f64, w: f64| share * d.min(w);
     let (f, b) = (cap(d[0], fwd), cap(d[1], bwd));
@@ -943,37 +953,47 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
         // Link timelines (`schedule`), one per link class: a micro-batch's (its forward- and
         // compute-overlapped collectives from its start, then those behind its backward, which
         // begins `busy − bwd` into it, later by what the forward collectives delayed the
-        // forward), the step section's own, and for the step's collectives that ride a
-        // micro-batch the first's as it stood after pass 0 (pass 2), or the last micro-batch's
-        // (pass 3; with one micro-batch per step that one is the first, so its backward and its
-        // end start late by what pass 2 exposed: measured apart, the two exposures would count
-        // that wait twice, and a shorter forward would lengthen the step).
+        // forward), the step section's own, and the first micro-batch's (`first`: its forward's
+        // collectives, then the step's behind that forward (pass 2), then its backward's again,
+        // released once its forward, which waited for both, is done), on which the step's
+        // collectives behind the last backward run when the first micro-batch is the last (pass
+        // 3; else they run on the micro-batch's timeline after its backward's).
         // Each section's end is the latest of its compute and what its collectives finish
-        // behind; a collective exposes what it moves that end (`extend`). Every end is a maximum
-        // of sums of durations, so faster compute or a faster link never lengthens a step.
+        // behind; a collective exposes what it moves that end (`extend`); what the first
+        // micro-batch's backward collectives add there counts to the step section. Every end is
+        // a maximum of sums of durations, so faster compute or a faster link never lengthens a
+        // step, and no link time is booked twice (`tests/regressions.rs`).
         let mut free = [0.0f64; LINKS];
         let mut free_step = [0.0f64; LINKS];
         let mut first = [0.0f64; LINKS];
         let (mut end_mb, mut end_step) = (busy[0], busy[1]);
         let (mut end_last, mut end_first) = (0.0, 0.0);
-        let mut late_fwd = 0.0f64;
-        let mut release_bwd = 0.0;
-        for pass in 0..4 {
+        let (mut late_fwd, mut late_first) = (0.0f64, 0.0f64);
+        let (mut release_bwd, mut release_first) = (0.0, 0.0);
+        let mut last_step_fwd = None;
+        for (pass, &books) in PASSES.iter().enumerate() {
             if pass == 1 {
                 first = free;
                 release_bwd = busy[0] - bwd_mb + late_fwd;
             }
             if pass == 2 {
                 (end_last, end_first) = (end_mb, end_mb);
+                late_first = late_fwd;
             }
-            if pass == 3 && p.micro_batches <= 1.0 {
-                release_bwd += end_first - end_mb;
-                end_last = end_first;
+            if pass == 3 {
+                if last_step_fwd.is_none() {
+                    // nothing rode the first forward: the first micro-batch is like any other
+                    continue;
+                }
+                release_first = busy[0] - bwd_mb + late_first;
+            }
+            if pass == 4 && p.micro_batches <= 1.0 && last_step_fwd.is_some() {
+                (free, release_bwd, end_last) = (first, release_first, end_first);
             }
             for i in st.comms.clone() {
                 let c = &p.comms[i];
                 let cp = comm_pass(c);
-                if cp.unwrap_or(0) != pass {
+                if cp.unwrap_or(0) != books {
                     continue;
                 }
                 let s = c.section as usize;
@@ -983,6 +1003,17 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                 }
                 let o = c.coeffs.overlapped;
                 let mb = c.section == Section::MicroBatch;
+                if pass == 3 {
+                    // the first micro-batch's backward collectives again, on its timeline: what
+                    // they add to its end is the step's collectives' doing (traced on the last
+                    // of them); their energy counts once, in pass 1
+                    let x = extend(&mut end_first, schedule(&lt, o, release_first, &mut first));
+                    br[1].communication += x;
+                    if let (Some(tr), Some(j)) = (trace.as_deref_mut(), last_step_fwd) {
+                        tr[p.ops.len() + j] += x;
+                    }
+                    continue;
+                }
                 let exposed = match (cp, c.overlap) {
                     (None, _) => combine(&lt, o),
                     (Some(0), Overlap::Forward) => {
@@ -996,6 +1027,8 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                     (Some(3), _) => extend(&mut end_last, schedule(&lt, o, release_bwd, &mut free)),
                     _ => {
                         let f = schedule(&lt, o, 0.0, &mut first);
+                        late_first = late_first.max(f - fwd_mb);
+                        last_step_fwd = Some(i);
                         extend(&mut end_first, f + busy[0] - fwd_mb)
                     }
                 };

@@ -161,7 +161,36 @@ impl Role {
                 | Role::WeightOffload
         )
     }
+
+    /// The part of `collective_compute_share` this collective takes while it is overlapped,
+    /// for a group spanning `outer` scale-up domains: none where it takes no cores, 1 for a
+    /// collective (the share is an NCCL collective's 24 channels of the 132 SMs, parts/h100-sxm.ron
+    /// `nccl-sms`), and for a point-to-point exchange between domains its channels over those
+    /// 24: NCCL gives a network peer 2 channels (`NCCL_NCHANNELS_PER_NET_PEER`, default "2
+    /// channels per NIC", NVIDIA/nccl src/graph/paths.cc `ncclTopoGetNchannels`), and a
+    /// pipeline stage or a context-parallel ring rank talks to two peers at once (receive from
+    /// the one before, send to the one after: TE's ring attention and Megatron's
+    /// `batch_isend_irecv`): 4 channels, [`P2P_NET_CHANNELS`] / [`COLLECTIVE_CHANNELS`]. Over
+    /// NVLink NCCL gives a peer 2 channels per link's worth of bandwidth (18 links on an H100:
+    /// as many as a collective), so an exchange inside a domain takes the full share.
+    pub fn core_share(self, outer: f64) -> f64 {
+        if !self.takes_cores() {
+            0.0
+        } else if matches!(self, Role::PipelineSendRecv | Role::ContextParallel) && outer > 1.0 {
+            P2P_NET_CHANNELS / COLLECTIVE_CHANNELS
+        } else {
+            1.0
+        }
+    }
 }
+
+/// The thread blocks (channels) an NCCL collective beside a GEMM launches on an H100, the
+/// measurement `collective_compute_share` is (parts/h100-sxm.ron `nccl-sms`: 24 of 132 SMs).
+pub const COLLECTIVE_CHANNELS: f64 = 24.0;
+
+/// The channels a point-to-point exchange with two network peers runs on: 2 per network peer
+/// (NCCL's default, NVIDIA/nccl src/graph/paths.cc) × a peer before and a peer after.
+pub const P2P_NET_CHANNELS: f64 = 4.0;
 
 /// One collective, per device. The group spans `inner` devices inside a scale-up domain and
 /// `outer` domains (ranks in different domains talk over the scale-out network).
@@ -227,9 +256,11 @@ pub struct Coeffs {
     pub host: Link,
     pub overlapped: bool,
     /// Its kernels run as thread blocks on the device's cores while it is overlapped (NCCL's
-    /// channels), so it takes `collective_compute_share` of the compute it hides behind
-    /// (`cpu::collective_tax`); settled from its role ([`Role::takes_cores`]).
-    pub cores: bool,
+    /// channels), so it takes this part of `collective_compute_share` of the compute it hides
+    /// behind (`cpu::collective_tax`): 0 (DMA, copy engines), 1 (a collective), or a
+    /// point-to-point exchange's few channels; settled from its role and group
+    /// ([`Role::core_share`]).
+    pub cores: f64,
 }
 
 /// Bytes per device that must fit in memory, by class.

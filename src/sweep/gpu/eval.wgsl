@@ -113,7 +113,7 @@ fn collective_tax(st: StageRec, w: vec4<f32>) -> vec4<f32> {
     var d = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     for (var i = 0u; i < st.n_comms; i++) {
         let c = read_CommRec(st.comm_start + i * CommRec_RECS);
-        if (c.overlap == OVERLAP_NONE || c.cores == 0u) {
+        if (c.overlap == OVERLAP_NONE || c.cores <= 0.0) {
             continue;
         }
         let mb = c.section == SECTION_MICRO_BATCH;
@@ -130,7 +130,7 @@ fn collective_tax(st: StageRec, w: vec4<f32>) -> vec4<f32> {
         if (c.overlapped != 0u) {
             t = max(l[0], l[1]);
         }
-        d[g] += t * c.count;
+        d[g] += t * c.count * c.cores;
     }
     let f = share * min(d[0], w.x);
     let b = share * min(d[1], w.y);
@@ -471,10 +471,11 @@ fn evaluate(li: u32) -> Point {
         fwd_mb += tax.y;
         bwd_mb += tax.z;
         // link timelines per link class (`cpu::eval_traced`, `cpu::schedule`): the micro-batch's,
-        // the step section's, and the first micro-batch's as it stood after pass 0; pass 0 the
-        // collectives released at their section's start, pass 1 those behind a micro-batch's
-        // backward, passes 2 and 3 the step's that ride a micro-batch, behind the first forward
-        // and the last backward (`cpu::comm_pass`)
+        // the step section's, and the first micro-batch's (its forward's collectives, the step's
+        // behind that forward, then its backward's again); passes as `cpu::PASSES`: 0 the
+        // collectives released at their section's start, 1 those behind a micro-batch's
+        // backward, 2 the step's behind the first forward, 3 the first micro-batch's backward
+        // ones again on its timeline, 4 the step's behind the last backward (`cpu::comm_pass`)
         var free = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var free_st = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var first = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
@@ -483,8 +484,11 @@ fn evaluate(li: u32) -> Point {
         var end_last = 0.0;
         var end_first = 0.0;
         var late_fwd = 0.0;
+        var late_first = 0.0;
         var release_bwd = 0.0;
-        for (var ps = 0u; ps < 4u; ps++) {
+        var release_first = 0.0;
+        var any_fwd_step = false;
+        for (var ps = 0u; ps < 5u; ps++) {
             if (ps == 1u) {
                 first = free;
                 release_bwd = busy[0] - bwd_mb + late_fwd;
@@ -492,10 +496,25 @@ fn evaluate(li: u32) -> Point {
             if (ps == 2u) {
                 end_last = end_mb;
                 end_first = end_mb;
+                late_first = late_fwd;
             }
-            if (ps == 3u && pr.micro_batches <= 1.0) {
-                release_bwd += end_first - end_mb;
+            if (ps == 3u) {
+                if (!any_fwd_step) {
+                    continue;
+                }
+                release_first = busy[0] - bwd_mb + late_first;
+            }
+            if (ps == 4u && pr.micro_batches <= 1.0 && any_fwd_step) {
+                free = first;
+                release_bwd = release_first;
                 end_last = end_first;
+            }
+            // the pass of `cpu::comm_pass` this pass books
+            var books = ps;
+            if (ps == 3u) {
+                books = 1u;
+            } else if (ps == 4u) {
+                books = 3u;
             }
             for (var i = 0u; i < st.n_comms; i++) {
                 let c = read_CommRec(st.comm_start + i * CommRec_RECS);
@@ -509,12 +528,18 @@ fn evaluate(li: u32) -> Point {
                 } else if (c.overlap == OVERLAP_BACKWARD && !mb) {
                     cp = 3u;
                 }
-                if (cp != ps) {
+                if (cp != books) {
                     continue;
                 }
                 var lt = collective_links(c);
                 for (var j = 0u; j < 5u; j++) {
                     lt[j] *= c.count;
+                }
+                if (ps == 3u) {
+                    // what the first micro-batch's backward collectives add to its end: the
+                    // step's collectives' doing; their energy counts once, in pass 1
+                    comm[1] += extend(&end_first, schedule(lt, c.overlapped, release_first, &first));
+                    continue;
                 }
                 var exposed = 0.0;
                 if (c.overlap == OVERLAP_NONE) {
@@ -529,10 +554,12 @@ fn evaluate(li: u32) -> Point {
                     exposed = extend(&end_st, schedule(lt, c.overlapped, 0.0, &free_st));
                 } else if (ps == 1u) {
                     exposed = extend(&end_mb, schedule(lt, c.overlapped, release_bwd, &free));
-                } else if (ps == 3u) {
+                } else if (ps == 4u) {
                     exposed = extend(&end_last, schedule(lt, c.overlapped, release_bwd, &free));
                 } else {
                     let f = schedule(lt, c.overlapped, 0.0, &first);
+                    late_first = max(late_first, f - fwd_mb);
+                    any_fwd_step = true;
                     exposed = extend(&end_first, f + busy[0] - fwd_mb);
                 }
                 comm[s] += exposed;

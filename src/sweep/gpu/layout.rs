@@ -119,8 +119,8 @@ gpu_record! {
         overlap: u32,
         /// 1: the slowest link class bounds it (all-to-all), else the classes add.
         overlapped: u32,
-        /// 1: it takes a share of the cores while overlapped (`Coeffs::cores`).
-        cores: u32,
+        /// The part of the cores' share it takes while overlapped (`Coeffs::cores`).
+        cores: f32,
         share: f32,
         count: f32,
         ext_lat: f32,

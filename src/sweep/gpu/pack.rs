@@ -59,7 +59,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 section: c.section as u32,
                 overlap: c.overlap as u32,
                 overlapped: k.overlapped as u32,
-                cores: u32::from(k.cores),
+                cores: f(k.cores),
                 share: f(c.inner_share),
                 count: f(c.count),
                 ext_lat: f(k.ext.latencies),
