@@ -146,6 +146,62 @@ fn the_shipped_fitted_figures_are_reproduced_from_their_cases() {
     }
 }
 
+/// NorthPole's power figures (issue 41): static power and energy per operation from the two
+/// published powers, each case evaluated at the rate it was measured at (`run: (at_rate: …)`),
+/// the int8 energy tied to the int4 one at the file's ratio (`--fit A+B`). Two cases, two
+/// figures: an exact fit, reproducing the part file to its digits.
+#[test]
+fn the_northpole_power_figures_are_reproduced_from_two_published_powers() {
+    let v = fit(
+        &[
+            "validation/near-memory/northpole-resnet50-power.ron",
+            "validation/near-memory/northpole-granite-3b-power.ron",
+        ],
+        "device.idle_power,device.energy_per_flop.int4+device.energy_per_flop.int8",
+    );
+    assert_eq!(v["converged"], true, "{v}");
+    let part = "architectures/parts/northpole-card.ron";
+    let idle = &v["figures"][0];
+    assert_eq!(idle["path"], "device.idle_power");
+    assert_written(part, "idle_power", idle["value"].as_f64().unwrap());
+    let e = &v["figures"][1];
+    let tied = &e["tied"][0];
+    assert_eq!(tied["path"], "device.energy_per_flop.int8");
+    assert_eq!(tied["ratio"].as_f64(), Some(2.0), "{tied}");
+    // the map entries of the die, in pJ per operation
+    let text = std::fs::read_to_string(root().join(part)).unwrap();
+    let map = &text[text.find("energy_per_flop: {").expect("the die's map")..];
+    let entry = |p: &str| -> f64 {
+        let at = map.find(&format!("\"{p}\": \"")).expect(p) + p.len() + 5;
+        map[at..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let e4 = e["value"].as_f64().unwrap() * 1e12;
+    assert!((e4 - entry("int4")).abs() <= 0.5e-4 + 1e-12, "{e4}");
+    assert!((2.0 * e4 - entry("int8")).abs() <= 0.5e-4 + 1e-12, "{e4}");
+    for r in v["residuals"].as_array().unwrap() {
+        assert!(r["error_after"].as_f64().unwrap().abs() < 1e-6, "{r}");
+    }
+}
+
+/// A tie names figures of one kind, each once.
+#[test]
+fn a_tie_of_figures_of_two_kinds_is_refused() {
+    let out = tessera(&[
+        "calibrate",
+        "validation/near-memory/northpole-resnet50-power.ron",
+        "--fit",
+        "device.idle_power+device.energy_per_flop.int8",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("their units differ"), "{err}");
+}
+
 /// The A100's three figures, fitted together with the network figure held at its lower bound:
 /// the fit converges (it crawled along the bound for 100 iterations before the active set) and
 /// lands on the written figures.

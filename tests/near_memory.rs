@@ -219,6 +219,8 @@ fn northpole_energy_per_unit(case: &tessera::validate::Case, e4: f64, sram: f64)
     use tessera::model::precision::Precision;
     use tessera::validate::{predict, Metric};
     let mut c = case.clone();
+    // at the model's own rate, not the published one the power case is judged at
+    c.at_rate = None;
     let d = &mut c.system.device;
     d.idle_power = 0.0;
     d.tdp = 1e6;
@@ -256,8 +258,8 @@ fn northpole_power_figures_come_from_the_two_published_points() {
             .value
             .unwrap_or_else(|| panic!("{p}"))
     };
-    let resnet = load("validation/known-gaps/northpole-resnet50-power.ron");
-    let llm = load("validation/known-gaps/northpole-granite-3b-power.ron");
+    let resnet = load("validation/near-memory/northpole-resnet50-power.ron");
+    let llm = load("validation/near-memory/northpole-granite-3b-power.ron");
     // operations per unit, by hand
     let stem: f64 = 2.0 * 3.0 * 64.0 * 49.0 * 112.0 * 112.0;
     let fc = 2.0 * 2048.0 * 1000.0;
@@ -306,6 +308,94 @@ fn northpole_power_figures_come_from_the_two_published_points() {
     let p2 = 16.0 * d.idle_power + r2 * (o_l * f4 + t_l);
     assert!((p1 / 74.0 - 1.0).abs() < 1e-3, "{p1} W");
     assert!((p2 / 672.0 - 1.0).abs() < 1e-3, "{p2} W");
+    // and the cases, evaluated at their published rates (`run: (at_rate: …)`), are that sum
+    // with each operation at its own precision's figure as the file writes it (ResNet-50's stem
+    // and classifier at int8, the rest at int4; every product of the LLM at int8)
+    let at = |c: &tessera::validate::Case| tessera::validate::predict(c).expect("power").0;
+    let q1 = d.idle_power + r1 * ((frame - stem - fc) * f4 + (stem + fc) * f8 + t_r);
+    let q2 = 16.0 * d.idle_power + r2 * (0.5 * o_l * f8 + t_l);
+    assert!((at(&resnet) / q1 - 1.0).abs() < 1e-6, "{} W", at(&resnet));
+    assert!((at(&llm) / q2 - 1.0).abs() < 1e-6, "{} W", at(&llm));
     // the card's TDP is no longer the appliance's 672 W / 16: at least the 74 W one card drew
     assert!(d.tdp >= 74.0, "{} W", d.tdp);
+}
+
+/// A power at a fixed rate (`run: (at_rate: …)`) at the model's own rate is the model's own
+/// power; at any rate it is static power plus the work's energy per unit times the rate (affine
+/// in the rate: equal steps in rate, equal steps in power), and never below the static power.
+#[test]
+fn power_at_a_fixed_rate_is_static_power_plus_energy_per_unit_times_the_rate() {
+    use tessera::validate::{load_case, predict, Metric};
+    let c = load_case(
+        "validation/near-memory/northpole-granite-3b-power.ron",
+        &CrateFs,
+    )
+    .value
+    .expect("case");
+    let mut own = c.clone();
+    own.at_rate = None;
+    let power = predict(&own).expect("power").0;
+    own.metric = Metric::Throughput;
+    let rate = predict(&own).expect("rate").0;
+    let mut at = c.clone();
+    let mut p = |r: f64| {
+        at.at_rate = Some(r);
+        predict(&at).expect("power").0
+    };
+    assert!(
+        (p(rate) / power - 1.0).abs() < 1e-9,
+        "{} W vs {power} W",
+        p(rate)
+    );
+    let (a, b, d) = (p(0.5 * rate), p(rate), p(1.5 * rate));
+    assert!(((d - b) - (b - a)).abs() < 1e-9 * b, "{a} {b} {d}");
+    let idle = 16.0 * c.system.device.idle_power;
+    assert!(p(1e-3) >= idle && p(1e-3) < idle * 1.001, "{} W", p(1e-3));
+}
+
+/// A rate the cards cannot sustain within their power limit is refused with the reason, not
+/// extrapolated past it.
+#[test]
+fn a_fixed_rate_beyond_the_power_limit_is_refused() {
+    use tessera::validate::{load_case, predict};
+    let mut c = load_case(
+        "validation/near-memory/northpole-resnet50-power.ron",
+        &CrateFs,
+    )
+    .value
+    .expect("case");
+    c.at_rate = Some(10.0 * 42_460.0);
+    let err = predict(&c).expect_err("beyond the limit");
+    assert!(err.contains("above its limit"), "{err}");
+}
+
+/// `at_rate` belongs to a power figure: on another metric it is a located error.
+#[test]
+fn at_rate_on_a_throughput_case_is_a_located_error() {
+    struct Patched;
+    impl Fs for Patched {
+        fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+            let b = CrateFs.read(path)?;
+            if !path.ends_with("northpole-granite-3b-throughput.ron") {
+                return Ok(b);
+            }
+            let t = String::from_utf8(b).unwrap().replace(
+                "run: (software:",
+                "run: (at_rate: \"28356 tokens/s @hpec2024\", software:",
+            );
+            Ok(t.into_bytes())
+        }
+    }
+    let l = tessera::validate::load_case(
+        "validation/near-memory/northpole-granite-3b-throughput.ron",
+        &Patched,
+    );
+    assert!(l.value.is_none());
+    let d = l
+        .diagnostics
+        .iter()
+        .find(|d| d.message.contains("at_rate"))
+        .expect("an at_rate diagnostic");
+    assert!(d.message.contains("throughput"), "{}", d.message);
+    assert!(d.pos.is_some_and(|p| p.line > 0), "located: {d:?}");
 }

@@ -17,7 +17,8 @@ pub struct Args {
     pub cases: Vec<String>,
     /// Figures to fit, by sweep path (`tessera sweep --list-paths`), comma-separated; each may
     /// carry a box as the file writes values: `device.efficiency.network=0.5..0.9`,
-    /// `device.efficiency.kernel_overhead=1 us..20 us`.
+    /// `device.efficiency.kernel_overhead=1 us..20 us`; `A+B` fits A and moves B with it at the
+    /// ratio the file gives them (`device.energy_per_flop.int4+device.energy_per_flop.int8`).
     #[arg(long, required = true, value_delimiter = ',')]
     pub fit: Vec<String>,
     /// Write the calibrated part file here: the device file of the cases' architecture with each
@@ -64,7 +65,14 @@ fn tables(fit: &Fit) -> String {
         .iter()
         .map(|f| {
             vec![
-                f.path.clone(),
+                std::iter::once(f.path.clone())
+                    .chain(
+                        f.tied
+                            .iter()
+                            .map(|t| format!("+ {} (× {:.4})", t.path, t.ratio)),
+                    )
+                    .collect::<Vec<_>>()
+                    .join("\n"),
                 show(f.start, f.unit),
                 show(f.value, f.unit),
                 f.std_error
@@ -224,7 +232,19 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                     None if f.at_bound => " (at its bound)".into(),
                     None => " (exact: no residual freedom)".into(),
                 };
-                format!("{} {}{ci}", f.path, show(f.value, f.unit))
+                let tied: String = f
+                    .tied
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            " with {} {} ({:.4} times it, the file's ratio)",
+                            t.path,
+                            show(t.value, f.unit),
+                            t.ratio
+                        )
+                    })
+                    .collect();
+                format!("{} {}{ci}{tied}", f.path, show(f.value, f.unit))
             })
             .collect();
         let errs: Vec<String> = fit

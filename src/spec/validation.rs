@@ -133,6 +133,12 @@ pub struct RunConditions {
     /// (with the PUE). Default `It`.
     #[serde(default)]
     pub power_boundary: Option<PowerBoundary>,
+    /// The rate the published power was measured at (`"42460 images/s @source"`), for a power
+    /// figure measured under a known load: the case's power is evaluated at that rate (the
+    /// devices' work per unit as the model lowers it, over the time the rate gives, and their
+    /// static power throughout), not at the model's own rate. Only with `metric: AveragePower`.
+    #[serde(default)]
+    pub at_rate: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq)]

@@ -21,12 +21,15 @@ use crate::units::Dimension;
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;
 
-/// One figure to fit: its path and the box it may move in (SI).
+/// One figure to fit: its path and the box it may move in (SI), and the figures that move with it
+/// at the ratio the architecture gives them (`--fit A+B`: B held at B/A of the file times A).
 #[derive(Debug, Clone)]
 pub struct Param {
     pub path: String,
     pub lo: f64,
     pub hi: f64,
+    /// Paths tied to this figure, each with its ratio to it.
+    pub follow: Vec<(String, f64)>,
 }
 
 /// Why a fit cannot be made (a message and a hint).
@@ -60,6 +63,18 @@ pub struct Fitted {
     pub std_error: Option<f64>,
     /// 95 % confidence interval.
     pub ci95: Option<[f64; 2]>,
+    /// Figures moved with this one at the ratio the architecture gives them (`--fit A+B`).
+    pub tied: Vec<Tied>,
+}
+
+/// A figure tied to a fitted one.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tied {
+    pub path: String,
+    /// Its ratio to the fitted figure (the architecture's).
+    pub ratio: f64,
+    /// Its value at the fit.
+    pub value: f64,
 }
 
 /// A case's error before and after the fit.
@@ -115,13 +130,42 @@ pub fn resolve(
 }
 
 /// A figure to fit as `--fit` writes it, `PATH` or `PATH=LO..HI` (bounds as the file writes
-/// values, `1 us..20 us`), resolved against `sys`; without bounds, [`default_bounds`].
+/// values, `1 us..20 us`), resolved against `sys`; without bounds, [`default_bounds`]. `A+B+…`
+/// fits `A` and moves `B`, … with it at the ratios `sys` gives them (an energy per operation at
+/// two precisions whose ratio the file states).
 pub fn param(text: &str, sys: &crate::model::system::System) -> Result<Param, CalibrateError> {
     let (path, bounds) = match text.split_once('=') {
         Some((p, b)) => (p.trim(), Some(b.trim())),
         None => (text.trim(), None),
     };
+    let mut tied = path.split('+').map(str::trim);
+    let path = tied.next().unwrap_or_default();
     let knob = resolve(path, sys)?;
+    let lead = current(sys, path, &knob).filter(|v| *v != 0.0);
+    let mut follow = Vec::new();
+    for f in tied {
+        let k = resolve(f, sys)?;
+        if k.dimension != knob.dimension {
+            return Err(fail(
+                format!("`{f}` cannot move with `{path}`: their units differ"),
+                Some("tie figures of one kind, e.g. `device.energy_per_flop.int4+device.energy_per_flop.int8`"),
+            ));
+        }
+        let (Some(a), Some(b)) = (lead, current(sys, f, &k)) else {
+            return Err(fail(
+                format!("cannot read the ratio of `{f}` to `{path}` in the architecture"),
+                Some("a tied figure keeps the ratio the file gives it: write both figures, the first not 0"),
+            ));
+        };
+        if f == path || follow.iter().any(|(g, _)| g == f) {
+            return Err(fail(format!("`{f}` is named twice"), None));
+        }
+        // to 3 significant digits: the file writes each figure to 4, so their ratio is known to
+        // about 3, and a refit then finds the ratio it wrote (no drift from refit to refit)
+        let ratio = b / a;
+        let k = 10f64.powi(2 - ratio.abs().log10().floor() as i32);
+        follow.push((f.to_string(), (ratio * k).round() / k));
+    }
     let (mut lo, mut hi) = default_bounds(path, knob.dimension);
     if let Some(b) = bounds {
         let (l, h) = b.split_once("..").ok_or_else(|| {
@@ -151,6 +195,7 @@ pub fn param(text: &str, sys: &crate::model::system::System) -> Result<Param, Ca
         path: path.to_string(),
         lo,
         hi,
+        follow,
     })
 }
 
@@ -185,9 +230,16 @@ fn prepare(cases: &[Case], params: &[Param]) -> Result<Vec<(Dimension, f64)>, Ca
             Some("fit on cases that say `role: Calibration`; a case fitted on cannot check the model"),
         ));
     }
+    let named = |p: &Param| {
+        std::iter::once(p.path.clone())
+            .chain(p.follow.iter().map(|f| f.0.clone()))
+            .collect::<Vec<_>>()
+    };
     for (i, p) in params.iter().enumerate() {
-        if params[..i].iter().any(|q| q.path == p.path) {
-            return Err(fail(format!("`{}` is named twice", p.path), None));
+        for x in named(p) {
+            if params[..i].iter().any(|q| named(q).contains(&x)) {
+                return Err(fail(format!("`{x}` is named twice"), None));
+            }
         }
     }
     let mut out = Vec::new();
@@ -265,6 +317,10 @@ pub(crate) fn edited(c: &Case, params: &[Param], theta: &[f64]) -> Case {
     for (p, v) in params.iter().zip(theta) {
         paths::edit_system(&mut c.system, &p.path, *v);
         rederive |= paths::resolve(&p.path, &c.system).is_ok_and(|k| k.derive);
+        for (f, ratio) in &p.follow {
+            paths::edit_system(&mut c.system, f, v * ratio);
+            rederive |= paths::resolve(f, &c.system).is_ok_and(|k| k.derive);
+        }
     }
     if rederive {
         // energy per FLOP the loader derived from TDP moves with what it derives from
@@ -485,6 +541,15 @@ pub fn calibrate(cases: &[Case], params: &[Param]) -> Result<Fit, CalibrateError
                 at_bound: at_bound[i],
                 std_error: se[i],
                 ci95: se[i].map(|s| [theta[i] - t * s, theta[i] + t * s]),
+                tied: params[i]
+                    .follow
+                    .iter()
+                    .map(|(path, ratio)| Tied {
+                        path: path.clone(),
+                        ratio: *ratio,
+                        value: theta[i] * ratio,
+                    })
+                    .collect(),
             })
             .collect(),
         residuals: cases
@@ -514,6 +579,8 @@ fn part_field(path: &str) -> Option<crate::diag::Path> {
     match path.split('.').collect::<Vec<_>>().as_slice() {
         ["device", "efficiency", e] => Some(root.field("efficiency").field(e)),
         ["device", f @ ("tdp" | "idle_power")] => Some(root.field(f)),
+        // one precision's entry of the die's map (a die written inside the device file)
+        ["device", "energy_per_flop", p] => Some(root.field("die").field("energy_per_flop").key(p)),
         // a `Software` file's own figure
         ["software", f @ ("step_overhead" | "mesh_relay_time" | "pipeline_stage_time")] => {
             Some(root.field(f))
@@ -537,6 +604,14 @@ pub fn written(v: f64, dim: Dimension) -> String {
     }
 }
 
+/// An energy per operation as a part file writes it, in pJ per `op` (`OP` or `FLOP`), to 4
+/// significant digits.
+fn written_energy_per_op(v: f64, op: &str) -> String {
+    let x = v * 1e12;
+    let d = (3 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.d$} pJ/{op}")
+}
+
 /// The text of the device part file `text` (a `Device` file) with each fitted figure written as
 /// the fit found it, citing the new source `key`, whose citation (`citation`: the cases and the
 /// command) is added to the file's `sources` (or replaces the citation a refit under the same key
@@ -549,20 +624,31 @@ pub fn write_part(
 ) -> Result<String, CalibrateError> {
     use crate::diag::locate;
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
-    for f in &fit.figures {
-        let field = part_field(&f.path).ok_or_else(|| {
+    // every figure the fit sets: the fitted ones and those tied to them
+    let set: Vec<(&str, f64, &str)> = fit
+        .figures
+        .iter()
+        .flat_map(|f| {
+            std::iter::once((f.path.as_str(), f.value, f.unit))
+                .chain(f.tied.iter().map(|t| (t.path.as_str(), t.value, f.unit)))
+        })
+        .collect();
+    for (path, value, unit) in set {
+        let field = part_field(path).ok_or_else(|| {
             fail(
-                format!("a calibrated part file writes device or software-stack figures; `{}` is not one", f.path),
+                format!("a calibrated part file writes device or software-stack figures; `{path}` is not one"),
                 Some("fit `device.efficiency.*`, `device.tdp`, `device.idle_power` or `software.step_overhead` / `mesh_relay_time` / `pipeline_stage_time` to write a part file; print the fit without `-o` otherwise"),
             )
         })?;
-        let last = match field.0.last() {
-            Some(crate::diag::Seg::Field(n)) => n.clone(),
-            _ => unreachable!("part fields end in a field"),
+        // a field's name, or a map key as the file quotes it
+        let (last, name) = match field.0.last() {
+            Some(crate::diag::Seg::Field(n)) => (n.clone(), n.clone()),
+            Some(crate::diag::Seg::Key(k)) => (k.clone(), format!("\"{k}\"")),
+            _ => unreachable!("part fields end in a field or a key"),
         };
         let missing = || {
             fail(
-                format!("the part file writes no `{last}` for `{}` to replace", f.path),
+                format!("the part file writes no `{last}` for `{path}` to replace"),
                 Some("write the figure in the part file first (any value, with its source), then calibrate"),
             )
         };
@@ -570,20 +656,23 @@ pub fn write_part(
         // the value found must be the field's own string (locate falls back to the parent)
         let before = text[..at].trim_end();
         if !(before.ends_with(':')
-            && before[..before.len() - 1].trim_end().ends_with(&last)
+            && before[..before.len() - 1].trim_end().ends_with(&name)
             && text[at..].starts_with('"'))
         {
             return Err(missing());
         }
         let end = at + 1 + text[at + 1..].find('"').ok_or_else(missing)? + 1;
-        let dim = if f.unit == "s" {
-            Dimension::Time
-        } else if f.unit == "W" {
-            Dimension::Power
-        } else {
-            Dimension::Ratio
+        let value = match unit {
+            "s" => written(value, Dimension::Time),
+            "W" => written(value, Dimension::Power),
+            // in the unit the file wrote: operations or FLOPs
+            "J/FLOP" => {
+                let op = text[at..end].contains("/OP");
+                written_energy_per_op(value, if op { "OP" } else { "FLOP" })
+            }
+            _ => written(value, Dimension::Ratio),
         };
-        edits.push((at, end, format!("\"{} @{key}\"", written(f.value, dim))));
+        edits.push((at, end, format!("\"{value} @{key}\"")));
     }
     let root = crate::diag::Path::root();
     let src_at = locate(text, &root.field("sources"))

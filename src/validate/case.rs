@@ -99,6 +99,8 @@ pub struct Case {
     pub evaluation: Option<(f64, f64, f64)>,
     pub startup_s: f64,
     pub boundary: PowerBoundary,
+    /// The published rate a power case is evaluated at (`run: (at_rate: …)`), units per second.
+    pub at_rate: Option<f64>,
     /// Reported but not gated (the file lives under `known-gaps/`).
     pub known_gap: bool,
     /// The case id appears in a fitted citation of its architecture.
@@ -294,6 +296,7 @@ pub fn load_case(name: &str, fs: &dyn Fs) -> Loaded<Case> {
                 evaluation: l.evaluation,
                 startup_s: l.startup_s,
                 boundary: l.boundary,
+                at_rate: l.at_rate,
                 known_gap: is_known_gap(name),
                 fitted,
             })
@@ -373,6 +376,7 @@ struct Lowered {
     evaluation: Option<(f64, f64, f64)>,
     startup_s: f64,
     boundary: PowerBoundary,
+    at_rate: Option<f64>,
 }
 
 fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
@@ -514,8 +518,40 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         cx.leave();
         ok.then_some((start, e.every, e.samples))
     });
+    let at_rate = run.at_rate.as_ref().and_then(|t| {
+        if metric != Metric::AveragePower {
+            cx.error(
+                "at_rate",
+                format!(
+                    "`at_rate` sets the load of a power figure; this case's metric is {}",
+                    metric.name()
+                ),
+                Some("remove `at_rate`, or compare `metric: AveragePower`".into()),
+            );
+            return None;
+        }
+        match parse_throughput(t) {
+            Ok(v) => {
+                // check the source tag like any quantity
+                let _ = cx.q(
+                    "at_rate",
+                    &crate::spec::Q(format!("{v} {}", tag_of(t))),
+                    Dimension::Ratio,
+                );
+                Some(v)
+            }
+            Err(m) => {
+                cx.error("at_rate", m, None);
+                None
+            }
+        }
+    });
+    let at_rate_bad = run.at_rate.is_some() && at_rate.is_none();
     cx.leave();
     cx.leave();
+    if at_rate_bad {
+        return None;
+    }
     Some(Lowered {
         role,
         citation: citation?,
@@ -526,6 +562,7 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         evaluation,
         startup_s: startup_s?,
         boundary: run.power_boundary.unwrap_or(PowerBoundary::It),
+        at_rate,
     })
 }
 

@@ -205,7 +205,12 @@ fn fitting(c: &Case, citation: &str, ids: &[&str]) -> Result<Fitting, String> {
                 .filter_map(|path| {
                     let k = resolve(&path, &c.system).ok()?;
                     let (lo, hi) = default_bounds(&path, k.dimension);
-                    Some(Param { path, lo, hi })
+                    Some(Param {
+                        path,
+                        lo,
+                        hi,
+                        follow: vec![],
+                    })
                 })
                 .collect();
             (params, None)

@@ -92,12 +92,69 @@ fn global_batch(w: &Workload) -> Option<u64> {
     }
 }
 
+/// The power of `w` on `n` devices of `sys` serving `rate` units per second (`run: (at_rate:
+/// …)`): the program's work per step at the model's operating point spread over the step the
+/// rate gives. At full clock a step's power is affine in its inverse length, P(T) = P₀ + D / T
+/// (static and fixed parts P₀, the work's dynamic energy D); the program is evaluated at its own
+/// step and again with the devices idle for as long again after it (a host step of that length:
+/// static power only), which gives P₀ and D, and P(units / rate) follows. A rate the devices
+/// could not sustain within their power limit is refused, as is a model that is power-limited
+/// at its own rate (its clock, so its energy per unit, would differ).
+fn power_at_rate(
+    sys: &System,
+    w: &Workload,
+    choice: &MappingChoice,
+    n: u64,
+    rate: f64,
+) -> Result<(f64, String), String> {
+    use crate::engine::table as t;
+    let prep = engine::prepare(sys, w, choice, Some(n)).map_err(|i| i.reason.to_string())?;
+    let (p, m) = (prep.program, prep.machine);
+    let e = engine::finish(sys, w, &prep.mapping, &p, &m);
+    if !e.feasible {
+        return Err(e.reason.clone().unwrap_or_else(|| "infeasible".into()));
+    }
+    let words = mapping_words(&e);
+    let a = cpu::eval(&p, &m);
+    let mut p2 = p.clone();
+    let mut m2 = m.clone();
+    let h = p.host_steps;
+    p2.host_steps = h + 1.0;
+    m2[t::STEP_OVERHEAD] = (h * m[t::STEP_OVERHEAD] + a.step_time) / (h + 1.0);
+    let b = cpu::eval(&p2, &m2);
+    if a.throttle < 1.0 || b.throttle < 1.0 {
+        return Err(format!(
+            "the devices are power-limited at the model's own rate ({:.3e}/s): a power at a fixed rate needs them at full clock",
+            a.throughput
+        ));
+    }
+    let (ta, tb) = (a.step_time, b.step_time);
+    let affine = |pa: f64, pb: f64| {
+        let d = (pa - pb) / (1.0 / ta - 1.0 / tb);
+        (pa - d / ta, d)
+    };
+    let step = p.units_per_step / rate;
+    let (p0, d) = affine(a.average_power, b.average_power);
+    let (q0, dd) = affine(a.device_power, b.device_power);
+    let device = q0 + dd / step;
+    let limit = cpu::power_limit(&m);
+    if device > limit * (1.0 + 1e-9) {
+        return Err(format!(
+            "at {rate:.6e}/s a device would draw {device:.4e} W, above its limit of {limit:.4e} W: the model cannot run at the published rate"
+        ));
+    }
+    Ok((p0 + d / step, format!("{words}, at {rate:.6e}/s")))
+}
+
 /// Predict the case's metric.
 pub fn predict(c: &Case) -> Result<(f64, String), String> {
     let n = c.devices.unwrap_or(c.system.devices);
     // The published figure's boundary is the system's for this case.
     let mut sys = c.system.clone();
     sys.power_boundary = c.boundary;
+    if let (Some(rate), Metric::AveragePower) = (c.at_rate, c.metric) {
+        return power_at_rate(&sys, &c.workload, &c.mapping, n, rate);
+    }
     let (e, fwd_share) = evaluate(&sys, &c.workload, &c.mapping, n)?;
     let words = mapping_words(&e);
     let step = e.step_time_s.unwrap_or(f64::NAN);
