@@ -231,6 +231,8 @@ fn plans() -> Vec<Plan> {
                 ("device.mesh.link_bandwidth", "\"0.5 GB/s .. 50 GB/s log\""),
                 // the software's relay of each element of a chain, against the link
                 ("software.mesh_relay_time", "\"0 ns .. 50 ns\""),
+                // the mesh traffic's energy: bytes × hops × energy per bit-hop, in both
+                ("device.mesh.energy_per_bit_hop", "\"0 pJ/bit .. 2 pJ/bit\""),
                 ("device.memory.SRAM.bandwidth", "\"5 PB/s .. 40 PB/s\""),
                 ("device.memory.SRAM.capacity", "\"20 GB .. 100 GB log\""),
                 ("device.tdp", "\"15 kW .. 30 kW\""),

@@ -466,4 +466,89 @@ fn a_missing_vendor_stack_is_an_error_where_it_is_named() {
         .unwrap_or_else(|| panic!("{:?}", l.diagnostics));
     assert!(d.file.contains("cerebras-cs3.ron"), "{d:?}");
     assert!(d.pos.is_some(), "{d:?}");
+
+/// The mesh's energy (issue 41): a collective on the wafer's mesh moves bytes × hops over its
+/// links, charged at the part's energy per bit-hop. WaferLLM's decode all-reduce over a row of
+/// n cores, s bytes a core, by hand: a reduction in groups of √n cores (√n − 1 links in each of
+/// n/√n groups, then n/√n − 1 gaps of √n hops between the roots), each link carrying the segment
+/// once, and the multicast back to the other n − 1 cores: (3n − n/√n − √n − 1)·s per row; the
+/// region's n rows run it at once, over the share of the wafer the region holds.
+#[test]
+fn a_mesh_collective_s_energy_is_its_bytes_times_hops() {
+    let (p, m) = prepared("architectures/cerebras-cs3.ron", LLAMA8B);
+    let (i, c) = p
+        .comms
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.name.as_ref() == "mesh: decode all-reduce (MeshGEMV)")
+        .expect("the decode all-reduce");
+    let st = p
+        .stages
+        .iter()
+        .find(|s| s.comms.contains(&i))
+        .expect("its stage");
+    let (n, s) = (c.mesh, c.bytes);
+    let r = n.sqrt();
+    let per_row = (3.0 * n - n / r - r - 1.0) * s;
+    let want = per_row * n / st.devices;
+    assert_relative_eq!(c.coeffs.mesh.hop_bytes, want, max_relative = 1e-12);
+    // the hop bytes are charged in the energy and nothing else: the step keeps its time, and the
+    // energy rises by the energy per bit-hop times every mesh collective's bytes × hops
+    let at = |e: f64| {
+        let mut x = m.clone();
+        x[t::MESH_ENERGY] = e;
+        cpu::eval(&p, &x)
+    };
+    let (zero, one, two) = (at(0.0), at(1e-12), at(2e-12));
+    assert_eq!(zero.step_time, one.step_time);
+    assert!(one.energy_per_step > zero.energy_per_step);
+    assert_relative_eq!(
+        two.energy_per_step - one.energy_per_step,
+        one.energy_per_step - zero.energy_per_step,
+        max_relative = 1e-9
+    );
+    // the shipped part's figure is read (0.1 pJ/bit, assumed: 0.8 pJ per byte-hop)
+    assert_relative_eq!(m[t::MESH_ENERGY], 0.8e-12, max_relative = 1e-12);
+}
+
+/// `tessera sweep --list-paths` shows the mesh's energy per bit-hop as a figure an evaluator
+/// reads.
+#[test]
+fn list_paths_shows_the_mesh_energy_as_evaluated() {
+    let out = tessera(&[
+        "sweep",
+        "--arch",
+        "architectures/cerebras-cs3.ron",
+        "--list-paths",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let row = v
+        .as_array()
+        .expect("a list of paths")
+        .iter()
+        .find(|r| r["path"] == "device.mesh.energy_per_bit_hop")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(row["evaluated"], true, "{row}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Energy is never lost: a dearer bit-hop never lowers a step's energy, and never changes
+    /// its time.
+    #[test]
+    fn a_dearer_bit_hop_never_lowers_the_energy(a in 0.0f64..5e-12, b in 0.0f64..5e-12) {
+        let (p, m) = prepared("architectures/cerebras-cs3.ron", LLAMA8B);
+        let (lo, hi) = (a.min(b), a.max(b));
+        let at = |e: f64| {
+            let mut x = m.clone();
+            x[t::MESH_ENERGY] = e;
+            cpu::eval(&p, &x)
+        };
+        let (l, h) = (at(lo), at(hi));
+        prop_assert!(h.energy_per_step >= l.energy_per_step);
+        prop_assert_eq!(h.step_time, l.step_time);
+    }
 }

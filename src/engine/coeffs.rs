@@ -101,6 +101,31 @@ fn link(latencies: f64, bytes: f64) -> Link {
         latencies,
         bytes,
         relayed: 0.0,
+        hop_bytes: 0.0,
+    }
+}
+
+/// Bytes × hops one line of `n` cores moves for a collective of `s` bytes a core, as
+/// [`Coeffs::mesh`] runs it (groups of √n cores, streamed chains: every byte of a stream crosses
+/// each link of its chain once). A reduction: inside each of the n/√n groups √n − 1 links, and
+/// across the group roots n/√n − 1 gaps of √n hops, each carrying the segment: (2n − n/√n − √n)·s.
+/// The multicast back reaches the other n − 1 cores, one hop each: (n − 1)·s. An all-gather's
+/// cyclic shifts (Cannon with INTERLEAVE) bring each core (n − 1)/n of the buffer over two hops:
+/// 2(n − 1)·s. A send crosses its n hops: n·s (per link of the boundary, as the caller passes
+/// bytes).
+pub fn mesh_hop_bytes(kind: CollKind, n: f64, s: f64) -> f64 {
+    if n <= 1.0 {
+        return 0.0;
+    }
+    let r = n.sqrt();
+    let reduce = (2.0 * n - n / r - r) * s;
+    let multicast = (n - 1.0) * s;
+    match kind {
+        CollKind::AllReduce => reduce + multicast,
+        CollKind::ReduceScatter => reduce,
+        CollKind::Broadcast => multicast,
+        CollKind::AllGather | CollKind::AllToAll => 2.0 * (n - 1.0) * s,
+        CollKind::SendRecv => n * s,
     }
 }
 
@@ -362,5 +387,20 @@ mod tests {
         assert!(long.latencies > ar.latencies);
         // one core: nothing
         assert_eq!(Coeffs::mesh(CollKind::AllReduce, 1.0, s), Link::default());
+    }
+
+    /// Bytes × hops on a row of 16 cores (groups of 4), 10 bytes a core, by hand: a reduction
+    /// crosses 3 links in each of 4 groups and 3 gaps of 4 hops between the roots (24 hops of 10
+    /// bytes), the multicast the other 15 cores (15 hops); an all-gather's shifts 15 steps of 2
+    /// hops; a send its 16 hops.
+    #[test]
+    fn mesh_hop_bytes_by_hand() {
+        let s = 10.0;
+        assert_eq!(mesh_hop_bytes(CollKind::ReduceScatter, 16.0, s), 240.0);
+        assert_eq!(mesh_hop_bytes(CollKind::Broadcast, 16.0, s), 150.0);
+        assert_eq!(mesh_hop_bytes(CollKind::AllReduce, 16.0, s), 390.0);
+        assert_eq!(mesh_hop_bytes(CollKind::AllGather, 16.0, s), 300.0);
+        assert_eq!(mesh_hop_bytes(CollKind::SendRecv, 16.0, s), 160.0);
+        assert_eq!(mesh_hop_bytes(CollKind::AllReduce, 1.0, s), 0.0);
     }
 }

@@ -1041,9 +1041,14 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
                 let bu = k.up[usize::from(m.flag(t::UP_INR))].bytes;
                 let bo = k.out[usize::from(m.flag(t::OUT_INR))].bytes;
                 let bh = k.host.bytes;
+                // the mesh's traffic at its energy per bit-hop (bytes × hops, `Link::hop_bytes`)
+                let bm = k.mesh.hop_bytes;
                 dyn_energy += mult
                     * c.count
-                    * (bu * m[t::UP_ENERGY] + bo * m[t::OUT_ENERGY] + bh * m[t::HOST_ENERGY]);
+                    * (bu * m[t::UP_ENERGY]
+                        + bo * m[t::OUT_ENERGY]
+                        + bh * m[t::HOST_ENERGY]
+                        + bm * m[t::MESH_ENERGY]);
             }
         }
         for (s, b) in br.iter().enumerate() {

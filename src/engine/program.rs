@@ -235,6 +235,10 @@ pub struct Link {
     /// `mesh_relay_time`; the chain streams at the slower of that and its link. 0 on every other
     /// link.
     pub relayed: f64,
+    /// Bytes × hops the collective moves over the wafer's mesh, summed over every link it uses on
+    /// a device (each byte counted once per hop it crosses): what the mesh's energy per bit-hop
+    /// is charged on. 0 on every other link (their energy is per byte sent).
+    pub hop_bytes: f64,
 }
 
 /// A collective as alpha-beta coefficients per link class. The time on a link class is

@@ -212,9 +212,9 @@ machine_table! {
         "The software stack's time each stage of a multi-device pipeline adds per micro-batch it passes on (s; 0 = no stack named): added to the stage's micro-batch as `Stage::hands_on` times this.";
     MESH_RELAY_TIME [1] "mesh_relay_time", Time, Model, true, ["software.mesh_relay_time"],
         "The software stack's time per 32-bit element a core of a streamed chain on the mesh relays (receives, adds, sends on) (s; 0 = no stack named): a mesh collective streams at the slower of its link and its `relayed` elements at this time each.";
-    MESH_ENERGY [1] "mesh_energy_per_byte_hop", EnergyPerByte, Model, false,
+    MESH_ENERGY [1] "mesh_energy_per_byte_hop", EnergyPerByte, Model, true,
         ["device.mesh.energy_per_bit_hop"],
-        "Energy per byte per mesh hop (J/B; the file writes it per bit).";
+        "Energy per byte per mesh hop (J/B; the file writes it per bit): a mesh collective's dynamic energy is its bytes × hops (`Link::hop_bytes`) times this.";
     RAW_MATRIX [NPREC] "raw_matrix_peak", FlopRate, Model, false, [],
         "The device's own matrix peaks (before the vector-rate fallback), which derived energy per FLOP follows.";
     RAW_VECTOR [NPREC] "raw_vector_peak", FlopRate, Model, false, [],

@@ -267,11 +267,20 @@ impl Builder {
     }
 
     /// Add `c` as a collective on the device's own mesh of cores, along a line of `cores` cores
-    /// (its group is ignored), unless it never runs, moves nothing or spans a single core.
+    /// (its group is ignored), unless it never runs, moves nothing or spans a single core. Every
+    /// row of a square of `cores` × `cores` cores runs it (its energy: `cores` lines).
     fn mesh_comm(&mut self, c: Collective, cores: f64) {
+        self.mesh_comm_lines(c, cores, cores);
+    }
+
+    /// [`Builder::mesh_comm`] run by `lines` lines of cores at once per device (a region's rows
+    /// over the share of a device it holds): the collective's bytes × hops on the mesh, for its
+    /// energy per bit-hop, are one line's (`coeffs::mesh_hop_bytes`) × `lines`.
+    fn mesh_comm_lines(&mut self, c: Collective, cores: f64, lines: f64) {
         if c.count <= 0.0 || c.bytes <= 0.0 || cores <= 1.0 {
             return;
         }
+        let hop_bytes = crate::engine::coeffs::mesh_hop_bytes(c.kind, cores, c.bytes) * lines;
         self.comms.push(
             Comm {
                 name: c.name,
@@ -291,6 +300,9 @@ impl Builder {
             }
             .with_coeffs(),
         );
+        if let Some(last) = self.comms.last_mut() {
+            last.coeffs.mesh.hop_bytes = hop_bytes;
+        }
     }
 
     /// Add the expert all-to-all `c` of `top_k` copies per token as `dispatch` sends it

@@ -564,7 +564,8 @@ fn evaluate(li: u32) -> Point {
                 }
                 comm[s] += exposed;
                 dyn_energy += mult[s] * c.count
-                    * (up_bytes(c) * X[F_UP_ENERGY] + out_bytes(c) * X[F_OUT_ENERGY] + c.host_bytes * X[F_HOST_ENERGY]);
+                    * (up_bytes(c) * X[F_UP_ENERGY] + out_bytes(c) * X[F_OUT_ENERGY] + c.host_bytes * X[F_HOST_ENERGY]
+                       + c.mesh_hop_bytes * X[F_MESH_ENERGY]);
             }
         }
         R_OTHER[k] = dyn_energy;

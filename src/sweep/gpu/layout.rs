@@ -138,7 +138,8 @@ gpu_record! {
         host_lat: f32,
         host_bytes: f32,
         mesh_relayed: f32,
-        pad4: f32,
+        /// Bytes × hops on the mesh (`Link::hop_bytes`), for its energy per bit-hop.
+        mesh_hop_bytes: f32,
         pad5: f32,
         pad6: f32,
     }

@@ -29,6 +29,13 @@ fn on_mesh(
     }
 }
 
+/// The lines of cores per device that run each of the region's collectives at once: its rows
+/// (`side` of them, or `side` links of its edge for a send), over the share of a device the
+/// region holds (a region of a tenth of a wafer carries a tenth of the wafer's energy per device).
+fn lines(c: &Piece) -> f64 {
+    c.side * c.devices as f64 / c.share
+}
+
 /// The mesh traffic of stage class `c` on a mesh of `x` × `y` cores.
 pub(super) fn comms(b: &mut Builder, s: &Shape, r: &Round, c: &Piece, at: &At, (x, y): (f64, f64)) {
     let (mbs, stp) = (Section::MicroBatch, Section::Step);
@@ -47,12 +54,13 @@ pub(super) fn comms(b: &mut Builder, s: &Shape, r: &Round, c: &Piece, at: &At, (
             if !on {
                 continue;
             }
-            b.mesh_comm(
+            b.mesh_comm_lines(
                 Collective {
                     role: Role::PipelineSendRecv,
                     ..on_mesh(name, CollKind::SendRecv, n * h * ab / c.side, cnt, sec)
                 },
                 hops,
+                lines(c),
             );
         }
     }
@@ -66,7 +74,7 @@ pub(super) fn comms(b: &mut Builder, s: &Shape, r: &Round, c: &Piece, at: &At, (
         prefill_shifts(b, s, c, l, held_heads);
     }
     if at.head {
-        b.mesh_comm(
+        b.mesh_comm_lines(
             on_mesh(
                 "mesh: lm head reduction",
                 CollKind::AllReduce,
@@ -75,6 +83,7 @@ pub(super) fn comms(b: &mut Builder, s: &Shape, r: &Round, c: &Piece, at: &At, (
                 mbs,
             ),
             c.side,
+            lines(c),
         );
     }
 }
@@ -89,7 +98,7 @@ fn decode_reductions(b: &mut Builder, s: &Shape, r: &Round, c: &Piece, at: &At, 
     let reduced = (s.qd + 2.0 * s.kvd) + s.h + (s.ffn_mats - 1.0) * s.ffn_width + s.h + s.vd;
     // every matrix-vector product reduces its partial outputs across a row of the region
     // (MeshGEMV); each core holds 1/side of the output vector
-    b.mesh_comm(
+    b.mesh_comm_lines(
         on_mesh(
             "mesh: decode all-reduce (MeshGEMV)",
             CollKind::AllReduce,
@@ -98,6 +107,7 @@ fn decode_reductions(b: &mut Builder, s: &Shape, r: &Round, c: &Piece, at: &At, 
             mbs,
         ),
         c.side,
+        lines(c),
     );
     // A vector spread over a row of cores needs a reduction for every quantity summed over it,
     // not only the matrix-vector outputs. WaferLLM's decode layer (MeshInfra/WaferLLM
@@ -106,7 +116,7 @@ fn decode_reductions(b: &mut Builder, s: &Shape, r: &Round, c: &Piece, at: &At, 
     // cached positions, reduced across the row that holds the query's dimensions), the two
     // RMSNorm sums of squares and the softmax's maximum and sum (one value per token and per
     // head a core holds: `held_heads`)
-    b.mesh_comm(
+    b.mesh_comm_lines(
         on_mesh(
             "mesh: decode attention-score all-reduce",
             CollKind::AllReduce,
@@ -115,8 +125,9 @@ fn decode_reductions(b: &mut Builder, s: &Shape, r: &Round, c: &Piece, at: &At, 
             mbs,
         ),
         c.side,
+        lines(c),
     );
-    b.mesh_comm(
+    b.mesh_comm_lines(
         on_mesh(
             "mesh: decode RMSNorm and softmax all-reduces",
             CollKind::AllReduce,
@@ -126,6 +137,7 @@ fn decode_reductions(b: &mut Builder, s: &Shape, r: &Round, c: &Piece, at: &At, 
             mbs,
         ),
         c.side,
+        lines(c),
     );
 }
 
@@ -146,7 +158,7 @@ fn prefill_shifts(b: &mut Builder, s: &Shape, c: &Piece, l: f64, held_heads: f64
         (ptok * h * ab, ffn_active * (ffn_mats - 1.0) / ffn_mats * wb),
         (ptok * s.ffn_width * ab, ffn_active / ffn_mats * wb),
     ];
-    b.mesh_comm(
+    b.mesh_comm_lines(
         Collective {
             overlap: Overlap::Compute,
             ..on_mesh(
@@ -158,6 +170,7 @@ fn prefill_shifts(b: &mut Builder, s: &Shape, c: &Piece, l: f64, held_heads: f64
             )
         },
         c.side,
+        lines(c),
     );
     // The scores Q·Kᵀ contract over the hidden dimensions, which a row of cores splits:
     // WaferLLM's prefill kernel (`Prefill/WSE-2/src/prefill.csl`, `matmul_T_compute`) reduces
@@ -180,6 +193,10 @@ fn prefill_shifts(b: &mut Builder, s: &Shape, c: &Piece, l: f64, held_heads: f64
             4.0 * l,
         ),
     ] {
-        b.mesh_comm(on_mesh(name, kind, bytes, count * amort, stp), c.side);
+        b.mesh_comm_lines(
+            on_mesh(name, kind, bytes, count * amort, stp),
+            c.side,
+            lines(c),
+        );
     }
 }
