@@ -552,3 +552,35 @@ proptest! {
         prop_assert_eq!(h.step_time, l.step_time);
     }
 }
+
+/// `bottleneck` is the largest category summed over its items (every region's mesh reductions
+/// together); `bottleneck_detail` the largest item inside it (issue 41): on a CS-3 decoding
+/// Llama 3.1 8B, communication, and the collective that takes the most of the step, where the
+/// largest item of all may be an op.
+#[test]
+fn the_bottleneck_detail_is_the_largest_item_of_its_category() {
+    let s = load_system("architectures/cerebras-cs3.ron", &CrateFs)
+        .value
+        .expect("system");
+    let w = load_workload(LLAMA8B, &CrateFs).value.expect("workload");
+    let e = engine::estimate(&s, &w, &MappingChoice::Auto(Objective::Time), Some(1));
+    assert_eq!(e.bottleneck.as_deref(), Some("communication"), "{e:?}");
+    let (p, m) = prepared("architectures/cerebras-cs3.ron", LLAMA8B);
+    let mut tr = Vec::new();
+    let ev = cpu::eval_traced(&p, &m, Some(&mut tr));
+    let n = p.ops.len();
+    let (i, t) = tr[n..]
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .expect("collectives");
+    let name: &str = p.comms[i].name.as_ref();
+    assert!(name.starts_with("mesh:"), "{name}");
+    assert_eq!(
+        e.bottleneck_detail,
+        Some(format!(
+            "{name} ({:.0}% of the step)",
+            100.0 * t / ev.step_time
+        ))
+    );
+}

@@ -176,7 +176,8 @@ pub struct Estimate {
     pub energy_per_step_j: Option<f64>,
     pub breakdown_s: Option<Breakdown>,
     pub bottleneck: Option<String>,
-    /// The op or collective that takes the most time, with its share of the step.
+    /// The op or collective that takes the most time inside the bottleneck's category, with its
+    /// share of the step.
     pub bottleneck_detail: Option<String>,
     pub mapping: Option<MappingReport>,
     pub devices: u64,
@@ -445,6 +446,50 @@ fn slo_text(w: &Workload) -> Option<String> {
     (!slo.is_empty()).then(|| slo.describe())
 }
 
+/// The item `bottleneck_detail` names: the op or collective that takes the most of the step
+/// inside the bottleneck's category (`bottleneck`, the largest category summed over its items,
+/// every region's mesh reductions together): a collective for `communication`, an op bound by
+/// compute or memory for those, any item for the rest (or where the category has none).
+fn detail(
+    p: &program::Program,
+    m: &program::Machine,
+    e: &Eval,
+    trace: &[f64],
+    category: Option<&str>,
+) -> Option<String> {
+    use program::Phase;
+    let n_ops = p.ops.len();
+    let category_of = |i: usize| -> &'static str {
+        let Some(op) = p.ops.get(i) else {
+            return "communication";
+        };
+        if matches!(op.phase, Phase::Store | Phase::Host) {
+            return "other";
+        }
+        match cpu::op_time(op, m, e.weights_tier, e.working_tier) {
+            Some(t) if t.compute >= t.memory => "compute",
+            Some(_) => "memory",
+            None => "other",
+        }
+    };
+    let largest = |want: Option<&str>| {
+        trace
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| **t > 0.0 && want.is_none_or(|w| category_of(*i) == w))
+            .max_by(|a, b| a.1.total_cmp(b.1))
+    };
+    let (i, t) = largest(category).or_else(|| largest(None))?;
+    let name: &str = match p.ops.get(i) {
+        Some(op) => op.name.as_ref(),
+        None => p.comms[i - n_ops].name.as_ref(),
+    };
+    Some(format!(
+        "{name} ({:.0}% of the step)",
+        100.0 * t / e.step_time
+    ))
+}
+
 /// Build the full estimate from a program and its evaluation.
 pub fn finish(
     sys: &System,
@@ -479,17 +524,7 @@ pub fn finish(
     }
     let sv = serve::figures(sys, w, m, devices, &e, mach);
     let slo = serve::load_of(w).slo;
-    let names: Vec<&str> = p
-        .ops
-        .iter()
-        .map(|o| o.name.as_ref())
-        .chain(p.comms.iter().map(|c| c.name.as_ref()))
-        .collect();
-    let detail = trace
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(i, t)| format!("{} ({:.0}% of the step)", names[i], 100.0 * t / e.step_time));
+    let traced = e.clone();
     let e = match &phases {
         Some(ph) => mean_step(ph, p.units_per_step),
         None => e,
@@ -505,6 +540,7 @@ pub fn finish(
     .iter()
     .max_by(|a, b| a.1.total_cmp(&b.1))
     .map(|c| c.0.to_string());
+    let detail = detail(p, mach, &traced, &trace, bottleneck.as_deref());
     let steps = p.steps;
     let tier = |t: program::Tier| format!("{t:?}").to_lowercase();
     let time_to_train_s = steps.map(|s| s * e.step_time);
