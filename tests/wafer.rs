@@ -466,6 +466,7 @@ fn a_missing_vendor_stack_is_an_error_where_it_is_named() {
         .unwrap_or_else(|| panic!("{:?}", l.diagnostics));
     assert!(d.file.contains("cerebras-cs3.ron"), "{d:?}");
     assert!(d.pos.is_some(), "{d:?}");
+}
 
 /// The mesh's energy (issue 41): a collective on the wafer's mesh moves bytes × hops over its
 /// links, charged at the part's energy per bit-hop. WaferLLM's decode all-reduce over a row of
