@@ -234,7 +234,10 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // and 256 H100, 13B and 30B on 128 H100): 5.03 % over 119, the largest 14.7 % (MPT-30B on 128
     // H100). The record moves with the set; the figure that matters for the batch is its own
     // out-of-sample error (79 % over 68, docs/validation.md). The two together: 4.91 % over 119,
-    // the largest 15.0 % (the v4.1 Server row above).
+    // the largest 15.0 % (the v4.1 Server row above). Then five more of that batch's FSDP rows
+    // (MPT 13B and 30B on 256 and 512 H100, 70B on 512), known gaps at +15.7 to +19.3 %, came
+    // inside their 15 % under the overlap price and FSDP's per-pass gathers, nothing fitted on
+    // them, and joined at +12.3 to +14.9 %: 5.26 % over 124, the record moving with the set.
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
     // with tolerances of their own, and stay out of it (they are gated like every case above).
@@ -242,7 +245,7 @@ fn the_gated_set_passes_and_reaches_the_targets() {
         c["fitted"] == false && c["metric"] != "goodput" && c["metric"] != "mtbf"
     });
     assert!(n >= 30);
-    assert!(mape <= 0.0491, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0526, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     let (_, all, _) = stats(cases, |c| c["fitted"] == false);
     assert!((all - f(&s["unfitted"], "mape")).abs() < 1e-12);

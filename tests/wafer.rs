@@ -86,19 +86,7 @@ fn no_wafer_part_file_carries_a_fitted_figure() {
 }
 
 fn tokens_per_s(args: &[&str]) -> f64 {
-    let mut a = vec![
-        "estimate",
-        "--arch",
-        "architectures/cerebras-cs3.ron",
-        "--workload",
-        LLAMA8B,
-        "--format",
-        "json",
-    ];
-    a.extend_from_slice(args);
-    let out = tessera(&a);
-    assert!(out.status.success(), "{out:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = estimate_json(args);
     v["throughput_per_s"]
         .as_f64()
         .unwrap_or_else(|| panic!("{v}"))
