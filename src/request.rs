@@ -339,8 +339,7 @@ impl Request {
         };
         // the system's serving precision and the vendor's stack for the task first, so that a
         // `--set` on the workload or the stack lifts them
-        run.system.execution.serve_at(&mut run.workload);
-        run.system.on_vendor_software(&run.workload);
+        run.system.as_its_vendor_runs(&mut run.workload);
         let diags = self.set.apply(
             &mut run.system,
             &mut run.workload,

@@ -138,8 +138,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         };
         let (mut w, mut choice, mut devices) = (w.clone(), choice.clone(), a.devices);
         // as the vendor serves it (`estimate` and `compare` do the same): its precision, its stack
-        sys.execution.serve_at(&mut w);
-        sys.on_vendor_software(&w);
+        sys.as_its_vendor_runs(&mut w);
         if set
             .apply(&mut sys, &mut w, &mut choice, &mut devices)
             .is_err()

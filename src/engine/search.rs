@@ -279,7 +279,7 @@ pub fn given_batch(sys: &System, w: &Workload, m: Mapping, n: u64) -> Option<Map
 /// the largest power of two below `n` and the largest scale-up-domain multiple of the form
 /// domain × 2^k below it (144 of 216 NVL72 GPUs), each a whole number of nodes. Empty for a
 /// power of two and for inference (every instance is independent there).
-pub fn fewer_devices(sys: &System, w: &Workload, n: u64) -> Vec<u64> {
+fn fewer_devices(sys: &System, w: &Workload, n: u64) -> Vec<u64> {
     if !matches!(w.task, Task::Training(_)) || n.is_power_of_two() {
         return Vec::new();
     }

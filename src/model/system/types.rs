@@ -76,6 +76,13 @@ impl System {
             }
         }
     }
+
+    /// `w` on this system as its vendor runs it: a serving workload at the system's serving
+    /// precision, and the system on the vendor's stack for the task (where no other is set).
+    pub fn as_its_vendor_runs(&mut self, w: &mut crate::model::workload::Workload) {
+        self.execution.serve_at(w);
+        self.on_vendor_software(w);
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

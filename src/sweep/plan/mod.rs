@@ -208,8 +208,7 @@ pub fn build(
         return fail(files, diags);
     };
     // as the vendor runs it, as `estimate` does: its serving precision and its stack
-    sys.execution.serve_at(&mut w);
-    sys.on_vendor_software(&w);
+    sys.as_its_vendor_runs(&mut w);
     // A sweep evaluates one program per point; a precision schedule is several (its phases).
     if let crate::model::workload::Task::Training(tr) = &w.task {
         if !tr.precision_schedule.is_empty() {
