@@ -1549,7 +1549,7 @@ proptest! {
     /// forward, backward or update compute, more scale-up or scale-out bandwidth, or collectives
     /// that take a smaller share of the compute beside them, never
     /// lengthen the step, with or without a pipeline bubble (the timelines' ends are maxima of
-    /// sums of durations). One stage class: see the note on stage classes in `cpu.rs`.
+    /// sums of durations). One stage class: see the note on stage classes in `cpu/mod.rs`.
     #[test]
     fn faster_compute_or_links_never_slow_a_step(
         fwd in 1e-3f64..2e-2, bwd in 1e-3f64..4e-2, upd in 0.0f64..5e-3, mbs in 1u32..5,

@@ -3,7 +3,7 @@
 //! Lowering a workload under a mapping onto a system yields a [`Program`]: per-device work (FLOPs
 //! by precision, bytes by data class, collectives with their groups) and a few scalars (micro-batch
 //! count, bubble factor, memory footprint). A [`Machine`] holds every number of the system a sweep
-//! may vary. `eval` in `cpu.rs` and the WGSL kernel read exactly these two.
+//! may vary. `eval` in `cpu/` and the WGSL kernel read exactly these two.
 
 use serde::Serialize;
 use std::borrow::Cow;

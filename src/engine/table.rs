@@ -3,7 +3,7 @@
 //! its unit, how it is obtained from the model, and the sweep paths that reach it.
 //!
 //! [`Machine`] *is* that vector: `engine::machine` fills it from a system, sweep axes write into
-//! it, `cpu.rs` reads it, and the WGSL kernel gets the slot indices as generated constants
+//! it, `cpu/` reads it, and the WGSL kernel gets the slot indices as generated constants
 //! ([`wgsl_constants`]), so no layout is written twice. `tessera sweep --list-paths` lists the
 //! table's paths.
 

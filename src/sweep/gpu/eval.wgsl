@@ -1,11 +1,16 @@
 // The cost program interpreted on one machine vector, in f32: the kernel's port of
-// `engine/cpu.rs` (`place`, `op_time`, `collective`, `eval_traced`). It holds no physics of its
+// `engine/cpu/` (`place`, `op_time`, `collective_links`, `eval_traced`), in the same sections
+// (links, roofline, clock, the stage loops, `evaluate`); every `cpu::` name below is the
+// counterpart of the function it comments, and `tests/gpu_parity.rs` checks that each CPU
+// function has one here and each function here one there. It holds no physics of its
 // own: an operator's record names the machine slots its rate, efficiency and energy read (its
 // efficiency class), a collective's record carries its alpha-beta coefficients per link class,
 // and the tiers' slots are generated constants. `tests/gpu_parity.rs` checks it against the f64
 // CPU evaluator. Where the CPU divides by a zero bandwidth (an infinite time, an infeasible
 // point) the kernel sets `bad` instead of producing an infinity.
 
+// A division that flags a zero divisor as an infeasible point (the CPU gets an infinity and
+// tests it with `is_finite`): kernel only.
 fn div(a: f32, b: f32) -> f32 {
     if (b <= 0.0) {
         bad = true;
@@ -14,7 +19,6 @@ fn div(a: f32, b: f32) -> f32 {
     return a / b;
 }
 
-// Time on one link class: latencies × latency + bytes / bandwidth.
 // A collective on the mesh (`cpu::mesh_link`): its hops, and its bytes streamed at the slower of
 // the link and the software's relay of each element.
 fn mesh_link(c: CommRec) -> f32 {
@@ -23,6 +27,7 @@ fn mesh_link(c: CommRec) -> f32 {
     return streamed + c.mesh_lat * X[F_MESH_HOP_LATENCY];
 }
 
+// Time on one link class (`cpu::link`): latencies × latency + bytes / bandwidth.
 fn link(bytes: f32, bw: f32, lats: f32, lat: f32) -> f32 {
     var t = lats * lat;
     if (bytes > 0.0) {
@@ -79,11 +84,12 @@ fn schedule(time: array<f32, 5>, overlapped: u32, release: f32, free: ptr<functi
 }
 
 // The scale-up and scale-out bytes of a collective, with in-network reduction where the
-// switches offer it.
+// switches offer it (`cpu::collective`, which reports them; the CPU indexes them in place).
 fn up_bytes(c: CommRec) -> f32 {
     return select(c.up_bytes, c.up_bytes_inr, X[F_UP_INR] != 0.0);
 }
 
+// The scale-out bytes (`cpu::collective`), as `up_bytes`.
 fn out_bytes(c: CommRec) -> f32 {
     return select(c.out_bytes, c.out_bytes_inr, X[F_OUT_INR] != 0.0);
 }
@@ -156,12 +162,14 @@ struct Point {
     b: vec4<f32>,
 }
 
+// An infeasible point with its reason (`cpu::eval_traced` returns `Eval` with its reason code).
 fn infeasible(reason: u32, head: f32) -> Point {
     return Point(vec4<f32>(0.0), vec4<f32>(0.0, head, f32(reason), 0.0));
 }
 
 // What tier `q` (SRAM or HBM) holds of the run's data (`cpu::usable_capacity`): its capacity,
-// less the software stack's reserve on the main tier (HBM where the device has it, else SRAM).
+// less the software stack's reserve on the main tier (HBM where the device has it, else SRAM:
+// `cpu::main_tier`).
 fn usable_capacity(q: u32) -> f32 {
     let cap = X[TIER_CAPACITY[q]];
     let main = select(TIER_SRAM, TIER_HBM, X[TIER_CAPACITY[TIER_HBM]] > 0.0);
@@ -171,6 +179,7 @@ fn usable_capacity(q: u32) -> f32 {
     return cap;
 }
 
+// A tier's bandwidth at its efficiency (`cpu::tier_bandwidth`).
 fn tier_bandwidth(t: u32) -> f32 {
     return X[TIER_BANDWIDTH[t]] * X[TIER_EFFICIENCY[t]];
 }
@@ -312,6 +321,7 @@ fn system_power(device: f32, wt: u32) -> f32 {
     return p;
 }
 
+// One design point: the program its record names on the machine vector `X` (`cpu::eval_traced`).
 fn evaluate(li: u32) -> Point {
     let t = P.start_mi + li;
     let pr = progs[P.start_prog + t / P.points];
@@ -332,8 +342,9 @@ fn evaluate(li: u32) -> Point {
     R_N = n_st;
     R_MB = pr.micro_batches;
     R_BUBBLE = pr.bubble;
-    // the software stack's time per optimizer step, outside the devices' work (`cpu.rs`)
+    // the software stack's time per optimizer step, outside the devices' work (`cpu::eval_traced`)
     R_FIXED = pr.host_steps * X[F_STEP_OVERHEAD];
+    // each stage class in turn (`cpu::eval_stage`)
     for (var k = 0u; k < n_st; k++) {
         let st = read_StageRec(pr.stage_start + k * StageRec_RECS);
         // Placement (`cpu::place`): the fastest tier that holds everything, else state in the
@@ -362,6 +373,7 @@ fn evaluate(li: u32) -> Point {
         }
         let bw_w = tier_bandwidth(wt);
         let bw_a = tier_bandwidth(at);
+        // each tier's energy per byte (`cpu::tier_energy`)
         let e_w = X[TIER_ENERGY[wt]];
         let e_a = X[TIER_ENERGY[at]];
 
@@ -372,6 +384,7 @@ fn evaluate(li: u32) -> Point {
         var oth = array<f32, 2>(0.0, 0.0);
         var busy = array<f32, 2>(0.0, 0.0);
         // the memory-bound operators' compute and memory time per section and ridge bin
+        // (`cpu::ridge_bins`, which the CPU gathers only for a throttled point)
         var hid = array<f32, 2 * RIDGE_BINS>();
         var mmb = array<f32, 2 * RIDGE_BINS>();
         var mult = array<f32, 2>(pr.micro_batches, 1.0);
@@ -379,6 +392,7 @@ fn evaluate(li: u32) -> Point {
         var fwd_mb = 0.0;
         var flop_energy = 0.0;
         var dyn_energy = 0.0;
+        // the stage's operators, each at its roofline (`cpu::stage_ops`, `cpu::op_time`)
         for (var i = 0u; i < st.n_ops; i++) {
             let op = read_OpRec(st.op_start + i * OpRec_RECS);
             if (op.phase == PHASE_STORE || op.phase == PHASE_HOST) {
@@ -470,7 +484,7 @@ fn evaluate(li: u32) -> Point {
         busy[1] += tax.w;
         fwd_mb += tax.y;
         bwd_mb += tax.z;
-        // link timelines per link class (`cpu::eval_traced`, `cpu::schedule`): the micro-batch's,
+        // link timelines per link class (`cpu::stage_links`, `cpu::schedule`): the micro-batch's,
         // the step section's, and the first micro-batch's (its forward's collectives, the step's
         // behind that forward, then its backward's again); passes as `cpu::PASSES`: 0 the
         // collectives released at their section's start, 1 those behind a micro-batch's
@@ -589,14 +603,17 @@ fn evaluate(li: u32) -> Point {
     if (bad || !(t_full > 0.0 && t_full < 3.0e38)) {
         return infeasible(REASON_NO_COMPUTE, head);
     }
-    // The operating point under the power limit (`cpu::Demand::operate`): each class at the
+    // The operating point under the power limit (`cpu::under_limit`, `cpu::Demand::operate`):
+    // each class at the
     // highest clock its devices' limit allows over the step; the step the least T with
-    // T ≥ the round at the clocks T allows (bisection), and no shorter than the class needing
-    // the most energy at its lowest clock needs (it duty-cycles).
+    // T ≥ the round at the clocks T allows (bisection in THROTTLE_STEPS steps, `cpu::throttle_steps`
+    // of f32, where the CPU runs `cpu::least_fixed_point`), and no shorter than the class
+    // needing the most energy at its lowest clock needs (it duty-cycles).
     let cap = power_limit();
     let idle = X[F_IDLE_POWER];
     var throttled = false;
     for (var k = 0u; k < n_st; k++) {
+        // the class's demand at full clock (`cpu::Demand::demand`, `cpu::demand_at_full`)
         throttled = throttled || idle + (R_FLOP[k] + R_OTHER[k]) / t_full > cap;
     }
     var t_step = t_full;
@@ -609,6 +626,7 @@ fn evaluate(li: u32) -> Point {
         let lo = lowest_clock();
         let v_lo = voltage(lo);
         for (var k = 0u; k < n_st; k++) {
+            // the energy a class needs at its lowest clock (`cpu::Demand::least_energy`)
             least = max(least, R_FLOP[k] * v_lo * v_lo + R_OTHER[k]);
         }
         t_e = least / (cap - idle);
@@ -621,7 +639,7 @@ fn evaluate(li: u32) -> Point {
                 R_S[k] = lo;
             }
             var b = round_time();
-            for (var i = 0u; i < 26u; i++) {
+            for (var i = 0u; i < THROTTLE_STEPS; i++) {
                 let mid = 0.5 * (a + b);
                 set_clocks(mid);
                 if (mid >= round_time()) {

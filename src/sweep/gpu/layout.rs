@@ -318,9 +318,10 @@ fn codes() -> String {
 pub fn wgsl() -> String {
     let mut s = codes();
     s += &format!(
-        "const MAX_STAGES: u32 = {}u;\nconst RIDGE_BINS: u32 = {}u;\n",
+        "const MAX_STAGES: u32 = {}u;\nconst RIDGE_BINS: u32 = {}u;\nconst THROTTLE_STEPS: u32 = {}u;\n",
         crate::engine::program::MAX_STAGES,
-        crate::engine::cpu::RIDGE_BINS
+        crate::engine::cpu::RIDGE_BINS,
+        crate::engine::cpu::throttle_steps(f32::MANTISSA_DIGITS)
     );
     s += "struct Rec {\n    u: vec4<u32>,\n    f: vec4<f32>,\n}\n";
     s += &Params::wgsl_struct();
