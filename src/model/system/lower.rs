@@ -46,48 +46,10 @@ pub(super) fn lower(
         cx.leave();
         v
     });
-    let weight_store = spec.weight_store.as_ref().and_then(|w| {
-        cx.enter_field("weight_store", w.source.as_ref());
-        let capacity = cx.positive("capacity", &w.capacity, D::Bytes);
-        let bandwidth = cx.positive("bandwidth", &w.bandwidth, D::Bandwidth);
-        let latency = w
-            .latency
-            .as_ref()
-            .and_then(|q| cx.non_negative("latency", q, D::Time));
-        let power = w
-            .power
-            .as_ref()
-            .and_then(|q| cx.non_negative("power", q, D::Power));
-        let compute = w
-            .compute
-            .as_ref()
-            .and_then(|q| cx.positive("compute", q, D::FlopRate));
-        let memory_bandwidth = w
-            .memory_bandwidth
-            .as_ref()
-            .and_then(|q| cx.positive("memory_bandwidth", q, D::Bandwidth));
-        if compute.is_some() != memory_bandwidth.is_some() {
-            cx.error(
-                if compute.is_some() {
-                    "compute"
-                } else {
-                    "memory_bandwidth"
-                },
-                "a weight store that runs the optimizer update needs both `compute` and `memory_bandwidth`",
-                Some("give both (the update reads and writes the optimizer state in the store's memory), or neither (the update runs on the devices)".into()),
-            );
-        }
-        cx.leave();
-        Some(WeightStore {
-            name: w.name.clone(),
-            capacity: capacity?,
-            bandwidth: bandwidth?,
-            latency: latency.unwrap_or(0.0),
-            power: power.unwrap_or(0.0),
-            compute: compute.unwrap_or(0.0),
-            memory_bandwidth: memory_bandwidth.unwrap_or(0.0),
-        })
-    });
+    let weight_store = spec
+        .weight_store
+        .as_ref()
+        .and_then(|w| lower_weight_store(cx, w));
     let store_updates = weight_store
         .as_ref()
         .is_some_and(|w| w.compute > 0.0 && w.memory_bandwidth > 0.0);
@@ -96,22 +58,7 @@ pub(super) fn lower(
         .as_ref()
         .and_then(|e| lower_execution(cx, e, store_updates))
         .unwrap_or_default();
-    let (pue, power_limit) = match &spec.facility {
-        Some(f) => {
-            cx.enter_field("facility", f.source.as_ref());
-            let pue = f.pue.as_ref().and_then(|q| cx.q("pue", q, D::Ratio));
-            if let Some(p) = pue {
-                cx.check("pue", crate::model::bounds::pue("pue", p));
-            }
-            let lim = f
-                .power_limit
-                .as_ref()
-                .and_then(|q| cx.positive("power_limit", q, D::Power));
-            cx.leave();
-            (pue.unwrap_or(1.0), lim)
-        }
-        None => (1.0, None),
-    };
+    let (pue, power_limit) = lower_facility(cx, spec.facility.as_ref());
     let economics = super::cost::lower_cost(cx, spec.cost.as_ref());
     let reliability = reliability.and_then(|r| crate::model::reliability::lower_reliability(cx, r));
     let storage = spec
@@ -132,48 +79,14 @@ pub(super) fn lower(
         return None;
     };
 
-    // Sizes that must multiply out.
-    if let Some(su) = &scale_up {
-        let nd = node.devices as u64;
-        let fits_nodes = if su.size >= nd {
-            su.size % nd == 0
-        } else {
-            nd.is_multiple_of(su.size)
-        };
-        if !fits_nodes {
-            cx.error_at(
-                &Path::root().field("scale_up").field("size"),
-                format!(
-                    "scale-up domain of {} devices does not align with nodes of {} devices",
-                    su.size, nd
-                ),
-                Some("a domain is a whole number of nodes, or a node holds a whole number of domains".into()),
-            );
-        }
-        if su.size > devices {
-            cx.error_at(
-                &Path::root().field("scale_up").field("size"),
-                format!("scale-up domain of {} devices is larger than the system ({devices} devices = {nodes} nodes × {nd})", su.size),
-                Some("lower `size` or raise `nodes`".into()),
-            );
-        } else if devices % su.size != 0 {
-            cx.error_at(
-                &Path::root().field("scale_up").field("size"),
-                format!(
-                    "{devices} devices ({nodes} nodes × {nd}) do not divide into domains of {}",
-                    su.size
-                ),
-                Some("every device belongs to a whole domain: change `size` or `nodes`".into()),
-            );
-        }
-    }
-    if devices > 1 && scale_up.as_ref().is_none_or(|s| s.size < devices) && scale_out.is_none() {
-        cx.error_at(
-            &Path::root().field("nodes"),
-            format!("{devices} devices but no network joins the scale-up domains"),
-            Some("add `scale_out: (...)` or make the scale-up domain span the system".into()),
-        );
-    }
+    check_sizes(
+        cx,
+        scale_up.as_ref(),
+        scale_out.is_some(),
+        nodes,
+        node.devices as u64,
+        devices,
+    );
     let device = dev?;
 
     let sys = System {
@@ -207,8 +120,133 @@ pub(super) fn lower(
     };
     let mut sys = sys;
     sys.figures.defaulted += sys.device.defaulted.len() + sys.unset_energy.len();
-    // Budgets: devices over their share of a limit are throttled (a value of the estimate);
-    // only parts that leave the devices nothing are an error.
+    check_budgets(cx, &sys, node_spec);
+    cx.leave();
+    Some(sys)
+}
+
+/// The weight store outside the devices: its capacity, bandwidth and latency, its power, and the
+/// compute and memory bandwidth with which it runs the optimizer update (both or neither).
+fn lower_weight_store(cx: &mut Ctx, w: &WeightStoreSpec) -> Option<WeightStore> {
+    cx.enter_field("weight_store", w.source.as_ref());
+    let capacity = cx.positive("capacity", &w.capacity, D::Bytes);
+    let bandwidth = cx.positive("bandwidth", &w.bandwidth, D::Bandwidth);
+    let latency = w
+        .latency
+        .as_ref()
+        .and_then(|q| cx.non_negative("latency", q, D::Time));
+    let power = w
+        .power
+        .as_ref()
+        .and_then(|q| cx.non_negative("power", q, D::Power));
+    let compute = w
+        .compute
+        .as_ref()
+        .and_then(|q| cx.positive("compute", q, D::FlopRate));
+    let memory_bandwidth = w
+        .memory_bandwidth
+        .as_ref()
+        .and_then(|q| cx.positive("memory_bandwidth", q, D::Bandwidth));
+    if compute.is_some() != memory_bandwidth.is_some() {
+        cx.error(
+            if compute.is_some() {
+                "compute"
+            } else {
+                "memory_bandwidth"
+            },
+            "a weight store that runs the optimizer update needs both `compute` and `memory_bandwidth`",
+            Some("give both (the update reads and writes the optimizer state in the store's memory), or neither (the update runs on the devices)".into()),
+        );
+    }
+    cx.leave();
+    Some(WeightStore {
+        name: w.name.clone(),
+        capacity: capacity?,
+        bandwidth: bandwidth?,
+        latency: latency.unwrap_or(0.0),
+        power: power.unwrap_or(0.0),
+        compute: compute.unwrap_or(0.0),
+        memory_bandwidth: memory_bandwidth.unwrap_or(0.0),
+    })
+}
+
+/// The facility's PUE (1 where not given) and power limit.
+fn lower_facility(cx: &mut Ctx, facility: Option<&FacilitySpec>) -> (f64, Option<f64>) {
+    match facility {
+        Some(f) => {
+            cx.enter_field("facility", f.source.as_ref());
+            let pue = f.pue.as_ref().and_then(|q| cx.q("pue", q, D::Ratio));
+            if let Some(p) = pue {
+                cx.check("pue", crate::model::bounds::pue("pue", p));
+            }
+            let lim = f
+                .power_limit
+                .as_ref()
+                .and_then(|q| cx.positive("power_limit", q, D::Power));
+            cx.leave();
+            (pue.unwrap_or(1.0), lim)
+        }
+        None => (1.0, None),
+    }
+}
+
+/// Sizes that must multiply out: the scale-up domain against the nodes and the system, and a
+/// network joining the domains where there are several.
+fn check_sizes(
+    cx: &mut Ctx,
+    scale_up: Option<&ScaleUp>,
+    has_scale_out: bool,
+    nodes: u64,
+    node_devices: u64,
+    devices: u64,
+) {
+    if let Some(su) = scale_up {
+        let nd = node_devices;
+        let fits_nodes = if su.size >= nd {
+            su.size % nd == 0
+        } else {
+            nd.is_multiple_of(su.size)
+        };
+        if !fits_nodes {
+            cx.error_at(
+                &Path::root().field("scale_up").field("size"),
+                format!(
+                    "scale-up domain of {} devices does not align with nodes of {} devices",
+                    su.size, nd
+                ),
+                Some("a domain is a whole number of nodes, or a node holds a whole number of domains".into()),
+            );
+        }
+        if su.size > devices {
+            cx.error_at(
+                &Path::root().field("scale_up").field("size"),
+                format!("scale-up domain of {} devices is larger than the system ({devices} devices = {nodes} nodes × {nd})", su.size),
+                Some("lower `size` or raise `nodes`".into()),
+            );
+        } else if !devices.is_multiple_of(su.size) {
+            cx.error_at(
+                &Path::root().field("scale_up").field("size"),
+                format!(
+                    "{devices} devices ({nodes} nodes × {nd}) do not divide into domains of {}",
+                    su.size
+                ),
+                Some("every device belongs to a whole domain: change `size` or `nodes`".into()),
+            );
+        }
+    }
+    if devices > 1 && scale_up.is_none_or(|s| s.size < devices) && !has_scale_out {
+        cx.error_at(
+            &Path::root().field("nodes"),
+            format!("{devices} devices but no network joins the scale-up domains"),
+            Some("add `scale_out: (...)` or make the scale-up domain span the system".into()),
+        );
+    }
+}
+
+/// Budgets: devices over their share of a limit are throttled (a value of the estimate); only
+/// parts that leave the devices nothing are an error. The node's, the scale-up domain's and the
+/// facility's limits, each at the line that states it.
+fn check_budgets(cx: &mut Ctx, sys: &System, node_spec: &Located<NodeSpec>) {
     let fmt = crate::units::fmt_si;
     if let Some(lim) = sys.node.power_limit {
         let devices = sys.device.tdp * sys.node.devices as f64;
@@ -281,8 +319,6 @@ pub(super) fn lower(
             },
         );
     }
-    cx.leave();
-    Some(sys)
 }
 
 /// A power limit (a node's, a rack's, the facility's) against the parts it holds at their
