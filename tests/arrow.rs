@@ -9,31 +9,24 @@
     clippy::print_stderr
 )] // not the library: may use the disk and say why a test skips
 
+mod common;
 use arrow::array::{
     Array, AsArray, BooleanArray, DictionaryArray, Float64Array, StringArray, UInt64Array,
 };
 use arrow::datatypes::{DataType, Float64Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow::record_batch::RecordBatch;
 use std::process::Command;
-use tessera::spec::Fs;
 use tessera::sweep::arrow::{FileFormat, FileSink, MemorySink, META_SUMMARY, ROW_GROUP};
 use tessera::sweep::plan::{self, Plan};
 use tessera::sweep::report::{Rows, Summary};
 use tessera::sweep::run::{self, Backend, Options, Quiet};
 
-struct Disk;
-impl Fs for Disk {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| e.to_string())
-    }
-}
-
 const GRID: &str = "architectures/sweeps/gb200-cluster-llama405b.ron";
 const RANDOM: &str = "architectures/sweeps/gb200-cluster-random.ron";
 
 fn load(path: &str) -> Plan {
-    let l = plan::read_file(path, &Disk);
-    let b = plan::build(&l.value.unwrap(), &Disk, l.files, l.diagnostics);
+    let l = plan::read_file(path, &common::CrateFs);
+    let b = plan::build(&l.value.unwrap(), &common::CrateFs, l.files, l.diagnostics);
     b.value.unwrap()
 }
 

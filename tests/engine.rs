@@ -13,36 +13,7 @@ use tessera::model::system::{load_system, MemFs, System};
 use tessera::model::workload::Workload;
 
 mod common;
-use common::comm;
-
-/// An H100 SXM reduced to the numbers these checks need: 989.4 TFLOP/s dense bf16, 3.35 TB/s
-/// HBM3, 900 GB/s NVLink (450 GB/s per direction), all efficiencies 1, no launch overhead.
-fn h100() -> Machine {
-    let mut peak = [0.0; NPREC];
-    peak[Precision::Bf16.index()] = 989.4e12;
-    let mut vec = [0.0; NPREC];
-    vec[Precision::Bf16.index()] = 133.8e12;
-    let mut m = Machine::zero();
-    m.set_row(t::MATRIX_PEAK, &peak);
-    m.set_row(t::VECTOR_PEAK, &vec);
-    for e in [
-        t::EFF_MATMUL,
-        t::EFF_LOW_PRECISION,
-        t::EFF_VECTOR,
-        t::EFF_MEMORY,
-        t::EFF_NETWORK,
-    ] {
-        m[e] = 1.0;
-    }
-    m[t::HBM_CAPACITY] = 80e9;
-    m[t::HBM_BANDWIDTH] = 3.35e12;
-    m[t::UP_BANDWIDTH] = 450e9;
-    m[t::OUT_BANDWIDTH] = 50e9;
-    m[t::TDP] = 700.0;
-    m[t::IDLE_POWER] = 100.0;
-    m[t::PUE] = 1.0;
-    m
-}
+use common::{comm, h100};
 
 fn gemm_program(m: f64, n: f64, k: f64) -> Program {
     Program {

@@ -23,7 +23,6 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use std::collections::BTreeSet;
-use tessera::spec::Fs;
 use tessera::sweep::accumulate::{Front, Screen, TopK};
 use tessera::sweep::gpu::{Gpu, GpuError, OUT_WORDS};
 use tessera::sweep::plan::{self, Plan};
@@ -31,13 +30,6 @@ use tessera::sweep::run::{self, from_words, Backend, Options, Quiet, F32_BOUND};
 use tessera::sweep::Outcome;
 
 mod common;
-
-struct Disk;
-impl Fs for Disk {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| e.to_string())
-    }
-}
 
 fn gpu() -> Option<&'static Gpu> {
     match Gpu::shared() {
@@ -80,9 +72,9 @@ fn plan_of(
     let path = dir.join(format!("{arch}-{workload}.ron"));
     std::fs::write(&path, text).unwrap();
     let path = path.to_string_lossy().into_owned();
-    let l = plan::read_file(&path, &Disk);
+    let l = plan::read_file(&path, &common::CrateFs);
     let inputs = l.value.unwrap_or_else(|| panic!("{:?}", l.diagnostics));
-    let b = plan::build(&inputs, &Disk, l.files, l.diagnostics);
+    let b = plan::build(&inputs, &common::CrateFs, l.files, l.diagnostics);
     b.value
         .unwrap_or_else(|| panic!("{arch} × {workload}: {:?}", b.diagnostics))
 }

@@ -4,6 +4,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+mod common;
 use proptest::prelude::*;
 use tessera::engine::table as t;
 use tessera::engine::{self, cpu, MappingChoice, Objective};
@@ -12,17 +13,11 @@ use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Workload};
 use tessera::spec::Fs;
 
-struct CrateFs;
-impl Fs for CrateFs {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-            .map_err(|e| e.to_string())
-    }
-}
-
 fn load(arch: &str, work: &str) -> (System, Workload) {
-    let s = load_system(arch, &CrateFs).value.expect("system");
-    let w = load_workload(work, &CrateFs).value.expect("workload");
+    let s = load_system(arch, &common::CrateFs).value.expect("system");
+    let w = load_workload(work, &common::CrateFs)
+        .value
+        .expect("workload");
     (s, w)
 }
 
@@ -254,7 +249,7 @@ fn northpole_energy_per_unit(case: &tessera::validate::Case, e4: f64, sram: f64)
 fn northpole_power_figures_come_from_the_two_published_points() {
     use tessera::model::precision::Precision;
     let load = |p: &str| {
-        tessera::validate::load_case(p, &CrateFs)
+        tessera::validate::load_case(p, &common::CrateFs)
             .value
             .unwrap_or_else(|| panic!("{p}"))
     };
@@ -328,7 +323,7 @@ fn power_at_a_fixed_rate_is_static_power_plus_energy_per_unit_times_the_rate() {
     use tessera::validate::{load_case, predict, Metric};
     let c = load_case(
         "validation/near-memory/northpole-granite-3b-power.ron",
-        &CrateFs,
+        &common::CrateFs,
     )
     .value
     .expect("case");
@@ -360,7 +355,7 @@ fn a_fixed_rate_beyond_the_power_limit_is_refused() {
     use tessera::validate::{load_case, predict};
     let mut c = load_case(
         "validation/near-memory/northpole-resnet50-power.ron",
-        &CrateFs,
+        &common::CrateFs,
     )
     .value
     .expect("case");
@@ -375,7 +370,7 @@ fn at_rate_on_a_throughput_case_is_a_located_error() {
     struct Patched;
     impl Fs for Patched {
         fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-            let b = CrateFs.read(path)?;
+            let b = common::CrateFs.read(path)?;
             if !path.ends_with("northpole-granite-3b-throughput.ron") {
                 return Ok(b);
             }

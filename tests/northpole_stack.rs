@@ -4,28 +4,20 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+mod common;
 use proptest::prelude::*;
 use tessera::engine::table as t;
 use tessera::engine::{self, cpu, MappingChoice, Objective};
 use tessera::model::system::{load_software, load_system, System};
 use tessera::model::workload::{load_workload, Workload};
-use tessera::spec::Fs;
-
-struct CrateFs;
-impl Fs for CrateFs {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-            .map_err(|e| e.to_string())
-    }
-}
 
 const STACK: &str = "architectures/software/northpole-2024.ron";
 
 fn northpole() -> (System, Workload) {
-    let s = load_system("architectures/northpole-16.ron", &CrateFs)
+    let s = load_system("architectures/northpole-16.ron", &common::CrateFs)
         .value
         .expect("system");
-    let w = load_workload("workloads/granite-3b-northpole.ron", &CrateFs)
+    let w = load_workload("workloads/granite-3b-northpole.ron", &common::CrateFs)
         .value
         .expect("workload");
     (s, w)
@@ -65,10 +57,10 @@ fn every_stage_of_the_chain_adds_its_hand_off_once_per_micro_batch() {
 #[test]
 fn a_single_stage_hands_nothing_on() {
     // one card running the whole model (no pipeline): the figure costs nothing
-    let s = load_system("architectures/northpole-card.ron", &CrateFs)
+    let s = load_system("architectures/northpole-card.ron", &common::CrateFs)
         .value
         .expect("system");
-    let w = load_workload("workloads/resnet50-northpole.ron", &CrateFs)
+    let w = load_workload("workloads/resnet50-northpole.ron", &common::CrateFs)
         .value
         .expect("workload");
     let prep = engine::prepare(&s, &w, &auto(), Some(1)).expect("feasible");
@@ -82,7 +74,7 @@ fn a_single_stage_hands_nothing_on() {
 #[test]
 fn a_stack_with_no_stage_time_gives_back_the_hardware_model() {
     let (s, w) = northpole();
-    let mut stack = load_software(STACK, &CrateFs).value.expect("stack");
+    let mut stack = load_software(STACK, &common::CrateFs).value.expect("stack");
     assert!(stack.pipeline_stage_time > 0.0, "the fitted figure");
     let bare = engine::estimate(&s, &w, &auto(), None);
     let mut on = s.clone();

@@ -9,33 +9,10 @@ use proptest::prelude::*;
 use tessera::engine::cpu::{collective, collective_links, eval, op_time, LINKS};
 use tessera::engine::program::*;
 use tessera::engine::table as t;
-use tessera::model::precision::{Precision, NPREC};
+use tessera::model::precision::Precision;
 
 mod common;
-use common::comm;
-
-/// An H100 SXM reduced to the numbers these checks need (as `tests/engine.rs`'s): 989.4 TFLOP/s
-/// dense bf16, 3.35 TB/s HBM3, 450 GB/s NVLink per direction, a 50 GB/s NIC, a 25 GB/s host
-/// link, all efficiencies 1, no latencies, no launch overhead.
-fn h100() -> Machine {
-    let mut peak = [0.0; NPREC];
-    peak[Precision::Bf16.index()] = 989.4e12;
-    let mut m = Machine::zero();
-    m.set_row(t::MATRIX_PEAK, &peak);
-    for e in [t::EFF_MATMUL, t::EFF_MEMORY, t::EFF_NETWORK] {
-        m[e] = 1.0;
-    }
-    m[t::HBM_CAPACITY] = 80e9;
-    m[t::HBM_BANDWIDTH] = 3.35e12;
-    m[t::UP_BANDWIDTH] = 450e9;
-    m[t::OUT_BANDWIDTH] = 50e9;
-    m[t::HOST_BANDWIDTH] = 25e9;
-    m[t::HOST_CAPACITY] = 1e12;
-    m[t::TDP] = 700.0;
-    m[t::IDLE_POWER] = 100.0;
-    m[t::PUE] = 1.0;
-    m
-}
+use common::{comm, h100};
 
 /// One compute-bound GEMM of `secs` seconds at 989.4 TFLOP/s in `phase` and `section`.
 fn gemm(secs: f64, phase: Phase, section: Section) -> Op {

@@ -19,14 +19,6 @@ use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Workload};
 use tessera::spec::Fs;
 
-/// The shipped files, read from the crate root (where `cargo test` runs integration tests).
-struct Disk;
-impl Fs for Disk {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| e.to_string())
-    }
-}
-
 /// The disk with the text of one file replaced.
 struct Edited<'a> {
     path: &'a str,
@@ -37,7 +29,7 @@ impl Fs for Edited<'_> {
         if path == self.path {
             Ok(self.text.clone().into_bytes())
         } else {
-            Disk.read(path)
+            common::CrateFs.read(path)
         }
     }
 }
@@ -49,7 +41,7 @@ fn system(path: &str, fs: &dyn Fs) -> System {
 }
 
 fn workload(path: &str) -> Workload {
-    let l = load_workload(path, &Disk);
+    let l = load_workload(path, &common::CrateFs);
     l.value
         .unwrap_or_else(|| panic!("{path} does not load: {:?}", l.diagnostics))
 }
@@ -179,7 +171,7 @@ fn link_energy_is_not_counted_eight_times() {
     ];
     for (arch, work, devices, links) in cases {
         let text = std::fs::read_to_string(arch).expect("architecture file");
-        let sys = system(arch, &Disk);
+        let sys = system(arch, &common::CrateFs);
         let w = workload(work);
         let choice = match &w.mapping {
             Some(m) => MappingChoice::Given(m.clone()),
@@ -304,7 +296,7 @@ fn energy(e: &Estimate) -> f64 {
 /// stays within the limit, and the step's energy is at least static power over the (longer) step.
 #[test]
 fn a_lower_power_limit_throttles_a_b200() {
-    let mut sys = system("architectures/dgx-b200.ron", &Disk);
+    let mut sys = system("architectures/dgx-b200.ron", &common::CrateFs);
     let w = workload("workloads/llama3.1-8b-pretrain.ron");
     let choice = MappingChoice::Given(w.mapping.clone().expect("published mapping"));
     sys.power_boundary = tessera::vocab::PowerBoundary::Device;
@@ -346,7 +338,7 @@ fn a_lower_power_limit_throttles_a_b200() {
 /// node is provisioned for (`show`'s rated power, `audit`'s upper bound) keeps the ratings.
 #[test]
 fn node_parts_count_their_running_power() {
-    let sys = system("architectures/dgx-h100.ron", &Disk);
+    let sys = system("architectures/dgx-h100.ron", &common::CrateFs);
     let run = sys.power_parts();
     let rated = sys.rated_parts();
     assert!(run.node < rated.node, "{run:?} vs {rated:?}");
@@ -401,7 +393,7 @@ fn a_running_figure_above_its_rating_is_an_error() {
 #[test]
 fn derived_energy_per_flop_leaves_out_the_memory_energy() {
     use tessera::model::precision::Precision;
-    let sys = system("architectures/dgx-h100.ron", &Disk);
+    let sys = system("architectures/dgx-h100.ron", &common::CrateFs);
     let d = &sys.device;
     assert!(d.energy_per_flop_derived);
     let m = engine::machine::machine(&sys, sys.devices);
@@ -427,7 +419,7 @@ fn more_devices_never_train_slower() {
     // against 3.9 M on 128: the global batch of 16 sequences cannot spread over 216 = 8 × 27, so
     // every mapping of all 216 put 27 into the pipeline. The search now also tries the job on
     // fewer of the devices and says how many it leaves idle.
-    let sys = system("architectures/gb200-cluster.ron", &Disk);
+    let sys = system("architectures/gb200-cluster.ron", &common::CrateFs);
     let w = workload("workloads/llama3.1-8b-pretrain.ron");
     let auto = MappingChoice::Auto(Objective::Time);
     let mut last = 0.0;
@@ -449,7 +441,7 @@ fn more_devices_never_train_slower() {
 /// subset a smaller request searches is now searched, down to where a step at peak could not win.
 #[test]
 fn doubling_the_devices_never_trains_a_lora_slower() {
-    let sys = system("architectures/eos-h100.ron", &Disk);
+    let sys = system("architectures/eos-h100.ron", &common::CrateFs);
     let w = workload("workloads/automodel-llama3.1-8b-lora.ron");
     let auto = MappingChoice::Auto(Objective::Time);
     let half = engine::estimate(&sys, &w, &auto, Some(256));
@@ -486,7 +478,7 @@ fn a_rack_power_limit_throttles_its_devices() {
         loaded.diagnostics
     );
     let mut capped = loaded.value.expect("a tighter rack still loads");
-    let mut full = system(path, &Disk);
+    let mut full = system(path, &common::CrateFs);
     let w = workload("workloads/llama3.1-8b-pretrain.ron");
     let auto = MappingChoice::Auto(Objective::Time);
     full.power_boundary = tessera::vocab::PowerBoundary::Rack;
@@ -510,7 +502,7 @@ fn the_search_tries_micro_batches_beyond_eight() {
     // (48 packs of two, no gradient accumulation), and predicted a 10 % slower step. The search
     // now tries every power of two that divides the samples per pipeline, and all of them: its
     // choice is never slower than a data-parallel mapping at any of those micro-batches.
-    let sys = system("architectures/dgx-h100.ron", &Disk);
+    let sys = system("architectures/dgx-h100.ron", &common::CrateFs);
     let w = workload("workloads/bert-large-mlperf.ron");
     let auto = engine::estimate(&sys, &w, &MappingChoice::Auto(Objective::Time), None);
     assert!(auto.feasible, "{:?}", auto.reason);
@@ -540,7 +532,7 @@ fn the_search_tries_the_split_that_counts_embedding_and_loss() {
     // 3.1 405B: 126 layers + embedding + loss = 128 units over the virtual stages) was never
     // among its candidates. It now also tries the counted split wherever Megatron-Core's rule
     // allows it, and only there.
-    let sys = system("architectures/gb200-cluster.ron", &Disk);
+    let sys = system("architectures/gb200-cluster.ron", &common::CrateFs);
     let w = workload("workloads/llama3.1-405b-pretrain.ron");
     let all = tessera::engine::search::candidates(&sys, &w, 512);
     let counted: Vec<_> = all

@@ -4,6 +4,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+mod common;
 use std::path::Path;
 
 use approx::assert_relative_eq;
@@ -16,15 +17,6 @@ use tessera::templates::{render, Template};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Reads paths relative to the crate root, so `Use("parts/x.ron")` resolves as the CLI does.
-struct DiskFs;
-
-impl Fs for DiskFs {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(root().join(path)).map_err(|e| e.to_string())
-    }
 }
 
 /// `.ron` files directly under `dir` (relative to the crate root), sorted.
@@ -59,7 +51,7 @@ fn load_clean(path: &str, fs: &dyn Fs) -> System {
 }
 
 fn shipped(path: &str) -> (System, SystemSummary) {
-    let s = load_clean(path, &DiskFs);
+    let s = load_clean(path, &common::CrateFs);
     let sum = summarize(&s);
     (s, sum)
 }
@@ -93,9 +85,9 @@ fn every_shipped_system_loads_without_errors_or_warnings() {
         if kind_of(&text).as_deref() != Some("System") {
             continue;
         }
-        let s = load_clean(&f, &DiskFs);
+        let s = load_clean(&f, &common::CrateFs);
         // `check` agrees: no energy figure of the device or its links left unset.
-        let (files, diags) = check_file(&f, &DiskFs);
+        let (files, diags) = check_file(&f, &common::CrateFs);
         assert!(diags.is_empty(), "{f}:\n{}", rendered(&files, &diags));
         systems += 1;
         // Basic sanity on what every system must have.
@@ -122,7 +114,7 @@ fn every_part_file_checks_clean() {
     let parts = ron_files("architectures/parts");
     assert!(parts.len() >= 20, "only {} part files", parts.len());
     for f in parts {
-        let (files, diags) = check_file(&f, &DiskFs);
+        let (files, diags) = check_file(&f, &common::CrateFs);
         assert!(
             diags.is_empty(),
             "{f} has diagnostics:\n{}",
@@ -291,7 +283,7 @@ fn every_sweep_file_checks_clean_and_a_bad_path_is_located() {
     let mut n = 0;
     for e in std::fs::read_dir("architectures/sweeps").unwrap() {
         let p = e.unwrap().path().to_string_lossy().into_owned();
-        let (_, diags) = tessera::check::check_file(&p, &DiskFs);
+        let (_, diags) = tessera::check::check_file(&p, &common::CrateFs);
         assert!(diags.is_empty(), "{p}: {diags:?}");
         n += 1;
     }
@@ -305,7 +297,7 @@ fn every_sweep_file_checks_clean_and_a_bad_path_is_located() {
     let line = text.lines().position(|l| l.contains("bandwith")).unwrap() + 1;
     let path = std::env::temp_dir().join("tessera-bad-sweep.ron");
     std::fs::write(&path, text).unwrap();
-    let (_, diags) = tessera::check::check_file(path.to_str().unwrap(), &DiskFs);
+    let (_, diags) = tessera::check::check_file(path.to_str().unwrap(), &common::CrateFs);
     let d = diags
         .iter()
         .find(|d| d.message.contains("scale_up.bandwith"))
@@ -340,7 +332,7 @@ fn shown_node_power_stays_within_a_fifth_of_the_published_system_power() {
         ("architectures/cerebras-cs3.ron", 23e3, false),
     ];
     for (f, published, rack) in cases {
-        let s = load_clean(f, &DiskFs);
+        let s = load_clean(f, &common::CrateFs);
         let (limit, units) = if rack {
             let domains = s.devices as f64 / s.scale_up_size() as f64;
             (s.scale_up.as_ref().and_then(|d| d.power_limit), domains)

@@ -7,28 +7,20 @@
 mod common;
 
 use std::collections::BTreeSet;
-use tessera::spec::Fs;
 use tessera::sweep::merge::{self, MergeOptions};
 use tessera::sweep::plan::{self, Plan};
 use tessera::sweep::report::{self, RowFormat};
 use tessera::sweep::run::{self, Backend, Options, Quiet};
 use tessera::sweep::{Metric, Outcome};
 
-struct Disk;
-impl Fs for Disk {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| e.to_string())
-    }
-}
-
 const GRID: &str = "architectures/sweeps/gb200-cluster-llama405b.ron";
 
 fn load(path: &str) -> Result<Plan, Vec<tessera::diag::Diagnostic>> {
-    let l = plan::read_file(path, &Disk);
+    let l = plan::read_file(path, &common::CrateFs);
     let Some(inputs) = l.value else {
         return Err(l.diagnostics);
     };
-    let b = plan::build(&inputs, &Disk, l.files, l.diagnostics);
+    let b = plan::build(&inputs, &common::CrateFs, l.files, l.diagnostics);
     b.value.ok_or(b.diagnostics)
 }
 

@@ -7,21 +7,14 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+mod common;
 use tessera::engine::lower;
 use tessera::engine::table as fields;
 use tessera::model::precision::Precision;
 use tessera::model::system::{load_system, System};
-use tessera::spec::Fs;
 use tessera::sweep::paths;
 use tessera::sweep::plan;
 use tessera::sweep::space::{Axis, Sampling, Space, Values};
-
-struct Disk;
-impl Fs for Disk {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(path).map_err(|e| e.to_string())
-    }
-}
 
 fn systems() -> Vec<(String, System)> {
     let mut v = Vec::new();
@@ -34,7 +27,7 @@ fn systems() -> Vec<(String, System)> {
     names.sort();
     for p in names {
         let name = p.to_string_lossy().into_owned();
-        let l = load_system(&name, &Disk);
+        let l = load_system(&name, &common::CrateFs);
         // Files other engineers are still writing may not load; those are their tests' business.
         let Some(sys) = l.value else { continue };
         v.push((name, sys));

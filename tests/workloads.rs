@@ -10,25 +10,16 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+mod common;
 use std::path::{Path, PathBuf};
 
 use tessera::model::mapping::{MappingPlan, Recompute};
 use tessera::model::workload::{
     load_mapping, load_workload, resnet, Model, Target, Task, Workload,
 };
-use tessera::spec::Fs;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Reads files relative to the crate root, so diagnostics name them as `workloads/x.ron`.
-struct CrateFs;
-
-impl Fs for CrateFs {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(root().join(path)).map_err(|e| e.to_string())
-    }
 }
 
 /// `.ron` files directly under `dir` (relative to the crate root), sorted.
@@ -44,7 +35,7 @@ fn ron_files(dir: &str) -> Vec<String> {
 }
 
 fn workload(name: &str) -> Workload {
-    let l = load_workload(name, &CrateFs);
+    let l = load_workload(name, &common::CrateFs);
     assert!(
         l.diagnostics.is_empty(),
         "{name}: {:#?}",
@@ -57,7 +48,7 @@ fn workload(name: &str) -> Workload {
 }
 
 fn mapping(name: &str) -> MappingPlan {
-    let l = load_mapping(name, &CrateFs);
+    let l = load_mapping(name, &common::CrateFs);
     assert!(
         l.diagnostics.is_empty(),
         "{name}: {:#?}",

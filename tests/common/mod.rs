@@ -207,3 +207,38 @@ pub fn occupancy_of(
         .unwrap_or_else(|| panic!("no {name}"))
         .occupancy
 }
+
+/// An H100 SXM reduced to the numbers the engine's hand-checked tests need: 989.4 TFLOP/s dense
+/// bf16 (133.8 TFLOP/s on the vector units), 3.35 TB/s HBM3, 450 GB/s NVLink per direction, a
+/// 50 GB/s NIC, a 25 GB/s host link with 1 TB behind it, 700 W TDP and 100 W idle, every
+/// efficiency 1, no latencies, no launch overhead.
+pub fn h100() -> tessera::engine::table::Machine {
+    use tessera::engine::table as t;
+    use tessera::model::precision::{Precision, NPREC};
+    let mut peak = [0.0; NPREC];
+    peak[Precision::Bf16.index()] = 989.4e12;
+    let mut vec = [0.0; NPREC];
+    vec[Precision::Bf16.index()] = 133.8e12;
+    let mut m = t::Machine::zero();
+    m.set_row(t::MATRIX_PEAK, &peak);
+    m.set_row(t::VECTOR_PEAK, &vec);
+    for e in [
+        t::EFF_MATMUL,
+        t::EFF_LOW_PRECISION,
+        t::EFF_VECTOR,
+        t::EFF_MEMORY,
+        t::EFF_NETWORK,
+    ] {
+        m[e] = 1.0;
+    }
+    m[t::HBM_CAPACITY] = 80e9;
+    m[t::HBM_BANDWIDTH] = 3.35e12;
+    m[t::UP_BANDWIDTH] = 450e9;
+    m[t::OUT_BANDWIDTH] = 50e9;
+    m[t::HOST_BANDWIDTH] = 25e9;
+    m[t::HOST_CAPACITY] = 1e12;
+    m[t::TDP] = 700.0;
+    m[t::IDLE_POWER] = 100.0;
+    m[t::PUE] = 1.0;
+    m
+}
