@@ -21,6 +21,7 @@ mod estimate;
 pub mod goodput;
 pub mod lower;
 pub mod machine;
+pub mod paths;
 mod prepare;
 pub mod program;
 mod rated;

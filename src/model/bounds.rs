@@ -1,6 +1,6 @@
 //! The bounds a figure must lie in, each stated once. Lowering a file (`Ctx::positive`,
 //! `Ctx::fraction`, `Ctx::count`, the mapping checks) and overriding a figure (`--set`, a sweep
-//! axis, through `sweep::paths`) call the same functions, so a value a file may not hold cannot
+//! axis, through `engine::paths`) call the same functions, so a value a file may not hold cannot
 //! enter from the command line either. Each returns the value, or a message naming `field` with
 //! a hint; the caller places it (a file's span, or the argument that gave the value).
 

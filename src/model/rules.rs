@@ -2,7 +2,7 @@
 //! fraction of the matrix peak at a precision, and energy per FLOP from TDP less the reference
 //! GEMM's memory power. Stated once, in the model layer, so that the loader (`model::system`),
 //! the machine table's per-point re-derivation (`engine::table::derive`) and the sweep's
-//! reference (`sweep::paths`) call the same functions, and the model imports nothing of the
+//! reference (`engine::paths`) call the same functions, and the model imports nothing of the
 //! engine.
 
 use crate::model::precision::Precision;
@@ -47,7 +47,7 @@ pub fn energy_per_flop_from_tdp(tdp: f64, idle: f64, peak: f64, memory_power: f6
 
 /// What the TDP rule ([`energy_per_flop_from_tdp`]) reads of a device at one precision. The one
 /// statement of the rule with its rate and its fallbacks: the loader, the sweep's per-point
-/// re-derivation (`engine::table::derive`) and its test reference (`sweep::paths::derive_energy`)
+/// re-derivation (`engine::table::derive`) and its test reference (`engine::paths::derive_energy`)
 /// fill it from their own shape of the device and call [`TdpRule::energy_per_flop`]; the WGSL
 /// kernel (`sample.wgsl`) is its port.
 #[derive(Clone, Copy, Debug)]

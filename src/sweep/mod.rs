@@ -2,7 +2,7 @@
 //! cost program each, on every CPU core (rayon) or on the GPU (wgpu), with the same answers.
 //!
 //! - [`plan`] resolves a sweep file or `--vary` options into programs and a machine-vector
-//!   [`space::Space`]; [`paths`] maps parameter paths onto machine fields; [`expr`] parses values.
+//!   [`space::Space`]; [`paths`] (the engine's path vocabulary, re-exported) maps parameter paths onto machine fields; [`expr`] parses values.
 //! - Points are generated from their index alone ([`space`]), so a sweep streams in chunks in
 //!   bounded memory, and `--shard I/N` is a contiguous slice of indices.
 //! - [`accumulate`] keeps a top-K heap and an incremental Pareto front; both merge exactly, so
@@ -22,7 +22,9 @@ pub mod merge;
 pub mod metric;
 mod outcome;
 pub mod overrides;
-pub mod paths;
+/// The path vocabulary lives in the engine (`engine::paths`), shared by sweeps, `--set`, calibrate
+/// and Python; `sweep::paths` stays its name for existing callers.
+pub use crate::engine::paths;
 pub mod plan;
 pub mod report;
 pub mod run;

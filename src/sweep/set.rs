@@ -5,9 +5,9 @@
 //! priced after the estimate: `model::system::cost`). One path vocabulary with the sweep (`paths::classify`); the CLI
 //! (estimate, compare, scale, roofline) and the Python package apply overrides through here.
 
-use super::paths::{self, PathKind};
 use super::values;
 use crate::diag::Diagnostic;
+use crate::engine::paths::{self, PathKind};
 use crate::engine::MappingChoice;
 use crate::model::system::System;
 use crate::model::workload::Workload;

@@ -8,6 +8,7 @@
 //! so the WGSL kernel generates exactly the same choices; only continuous values differ, by f32
 //! rounding.
 
+pub use crate::engine::paths::{Op, Target};
 pub use crate::engine::table::Derive;
 use crate::engine::table::Machine;
 use crate::engine::table::{self as fields, Fields, NX};
@@ -34,21 +35,6 @@ impl Values {
     pub fn is_empty(&self) -> bool {
         self.len() == Some(0)
     }
-}
-
-/// How an axis value `v` changes one field. Sets run before multiplies.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Op {
-    /// field = max(v × scale + offset, floor)
-    Set { scale: f64, offset: f64, floor: f64 },
-    /// field = field × scale / v
-    DivBy { scale: f64 },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Target {
-    pub field: usize,
-    pub op: Op,
 }
 
 /// One machine-vector axis.

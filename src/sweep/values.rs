@@ -3,8 +3,8 @@
 //! rule for every way a figure enters, so an efficiency of 1.5 or a degree of 0 that a file may
 //! not hold cannot enter from the command line either.
 
-use super::paths::{Knob, MapVal};
 use super::space::Values;
+use crate::engine::paths::{Knob, MapVal};
 use crate::model::bounds::{self, Problem};
 use crate::units::{self, Dimension};
 

@@ -4,7 +4,7 @@
 //! The residual of a case is its relative error, (predicted − published) / published, with the
 //! prediction the validation run itself makes ([`super::predict`]): the case's system is edited at
 //! each path the way the architecture file edited at that number would lower
-//! ([`crate::sweep::paths::edit_system`], the sweep's one path vocabulary) and the case lowered and
+//! ([`crate::engine::paths::edit_system`], the sweep's one path vocabulary) and the case lowered and
 //! evaluated through the cost program. Levenberg-Marquardt with bounds (a figure at a bound that
 //! the descent would push out is held there and the step solved over the rest; steps projected
 //! onto the box), the Jacobian by central finite differences over the same evaluation. The fit
@@ -16,7 +16,7 @@
 //! file whose figures cite the cases and the command (the library returns text; the CLI writes it).
 
 use super::{Case, Role};
-use crate::sweep::paths;
+use crate::engine::paths;
 use crate::units::Dimension;
 use nalgebra::{DMatrix, DVector};
 use serde::Serialize;

@@ -3,11 +3,11 @@
 //! axes make each point re-derive. Apart from the plan so the plan's resolution reads as steps.
 
 use super::super::expr;
-use super::super::paths::{self, MapVal};
 use super::super::space::Axis;
 use super::super::values as allowed;
 use super::input::Inputs;
 use crate::diag::Diagnostic;
+use crate::engine::paths::{self, MapVal};
 use crate::model::system::System;
 
 /// The sweep's axes as the inputs give them: the machine axes, the device counts, the

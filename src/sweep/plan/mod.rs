@@ -4,8 +4,8 @@
 
 use super::metric::Metric;
 use super::outcome::Outcome;
-use super::paths;
 use super::space::{Sampling, Space};
+use crate::engine::paths;
 
 use crate::diag::{Diagnostic, Severity};
 use crate::engine::program::{Machine, Program};
@@ -19,7 +19,7 @@ use crate::spec::sweep::AxisValues;
 use crate::spec::{Files, Fs, Loaded, Q};
 use crate::units::Dimension;
 
-pub use super::paths::MAPPING_AXES;
+pub use crate::engine::paths::MAPPING_AXES;
 
 mod axes;
 mod input;
@@ -272,7 +272,7 @@ pub enum MappingMode {
     Given(MappingPlan),
 }
 
-use super::paths::MapVal;
+use crate::engine::paths::MapVal;
 
 /// What a sweep ranks by and which two metrics its Pareto front trades off.
 fn goals(

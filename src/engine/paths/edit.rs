@@ -8,9 +8,9 @@ use crate::model::system::System;
 /// How energy per FLOP must be recomputed per point when axes move what it derives from, given
 /// the precisions whose figure an axis sets in the model (`device`) or in the machine
 /// (`machine`) (bit masks): the model's own record (`engine::machine::energy_rules`), less what
-pub fn derivation(sys: &System, device: u32, machine: u32) -> crate::sweep::space::Derive {
+pub fn derivation(sys: &System, device: u32, machine: u32) -> crate::engine::table::Derive {
     let r = crate::engine::machine::energy_rules(sys);
-    crate::sweep::space::Derive {
+    crate::engine::table::Derive {
         rederive: r.rederive & !device & !machine,
         divide: r.divide & !machine,
     }

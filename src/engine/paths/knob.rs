@@ -1,11 +1,26 @@
 //! What a machine path resolves to (`Knob`: the machine-vector slots it sets, its dimension and
-//! bound) and the small builders every path's resolution shares.
+//! bound, and the edits `Target` makes to the machine vector) and the small builders every
+//! path's resolution shares.
 
 use crate::model::bounds::Bound;
 use crate::model::precision::Precision;
 use crate::model::system::{System, VectorSource};
-use crate::sweep::space::{Op, Target};
 use crate::units::Dimension;
+
+/// How an axis value `v` changes one field. Sets run before multiplies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    /// field = max(v × scale + offset, floor)
+    Set { scale: f64, offset: f64, floor: f64 },
+    /// field = field × scale / v
+    DivBy { scale: f64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Target {
+    pub field: usize,
+    pub op: Op,
+}
 
 /// What a machine path resolves to.
 #[derive(Clone, Debug)]

@@ -3,12 +3,12 @@
 //! `machine.<slot>` directly.
 
 use super::knob::{knob, precision, scaled, set, vector_source, Knob, STRUCTURAL};
+use super::knob::{Op, Target};
 use super::listed::known;
 use crate::engine::table as f;
 use crate::model::bounds::{Bound, COLLECTIVE_SHARE_HINT};
 use crate::model::precision::{Precision, NPREC};
 use crate::model::system::System;
-use crate::sweep::space::{Op, Target};
 use crate::units::Dimension;
 use crate::vocab::MemoryKind;
 

@@ -21,7 +21,7 @@ mod request;
 mod resolve;
 
 pub use edit::{derivation, derive_energy, edit_system};
-pub use knob::Knob;
+pub use knob::{Knob, Op, Target};
 pub use listed::{known, listed, Listed, MAPPING_AXES, WORKLOAD_FIELDS};
 pub use request::{classify, free_dp, mapping_value, set_mapping, set_workload, MapVal, PathKind};
 pub use resolve::resolve;
