@@ -298,3 +298,13 @@ impl serde::Serialize for Parts {
         s.collect_seq(self.iter())
     }
 }
+
+/// Which pass of an attention kernel a published rate measures: its forward, its backward
+/// (which recomputes the scores: 5 matrix products to the forward's 2, so its FLOPs are 2.5 ×
+/// the forward's), or both together (3.5 × the forward's FLOPs in their summed time).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+pub enum AttentionPass {
+    Forward,
+    Backward,
+    Both,
+}

@@ -70,6 +70,8 @@ const EXPECT: &[(&str, &str, &str, &str)] = &[
     ("alias-chain-to-broken", "tests/bad/parts/broken-device.ron", "39:10", "unknown unit `V`"),
     ("alias-of-missing", "tests/bad/alias-of-missing.ron", "2:1", "cannot read referenced file `tests/bad/parts/nowhere.ron`"),
     ("binary-garbage", "tests/bad/binary-garbage.ron", "1:1", "not valid UTF-8"),
+    ("attention-table-broken", "tests/bad/attention-table-broken.ron", "30:96", "1200 TFLOP/s is above the device's matrix peak at fp16"),
+    ("software-empty-attention-kernel", "tests/bad/software-empty-attention-kernel.ron", "9:23", "the attention kernel has no name"),
     ("collective-share-of-one", "tests/bad/collective-share-of-one.ron", "47:35", "`collective_compute_share` must be a fraction in [0, 1)"),
     ("bom-then-error", "tests/bad/bom-then-error.ron", "28:5", "unknown field `node_count`"),
     ("circular-reference", "tests/bad/parts/circ-b.ron", "2:1", "circular reference: tests/bad/circular-reference.ron -> tests/bad/parts/circ-a.ron -> tests/bad/parts/circ-b.ron -> tests/bad/parts/circ-a.ron"),

@@ -959,6 +959,7 @@ fn a_stacks_memory_reserve_shrinks_the_kv_cache() {
         mesh_relay_time: 0.0,
         pipeline_stage_time: 0.0,
         memory_reserve: 8e9,
+        attention_kernel: None,
         fitted: Vec::new(),
     });
     let held = serve::max_concurrency(&on, &w, &m, n).expect("a KV limit");

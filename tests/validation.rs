@@ -238,6 +238,10 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // (MPT 13B and 30B on 256 and 512 H100, 70B on 512), known gaps at +15.7 to +19.3 %, came
     // inside their 15 % under the overlap price and FSDP's per-pass gathers, nothing fitted on
     // them, and joined at +12.3 to +14.9 %: 5.26 % over 124, the record moving with the set.
+    // Then the attention core got its kernel (issue 43 item 2): the llm-foundry rows on their
+    // stack's Triton FlashAttention at FlashAttention 1.x's published rates, the backward at the
+    // kernel's 2.5 × the forward's FLOPs, its ten gated rows +6.9..+14.9 % → -4.5..+4.5 %:
+    // 4.52 % over 124, the largest still the v4.1 Server row's 15.0 %.
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
     // with tolerances of their own, and stay out of it (they are gated like every case above).
@@ -245,7 +249,7 @@ fn the_gated_set_passes_and_reaches_the_targets() {
         c["fitted"] == false && c["metric"] != "goodput" && c["metric"] != "mtbf"
     });
     assert!(n >= 30);
-    assert!(mape <= 0.0526, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0452, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     let (_, all, _) = stats(cases, |c| c["fitted"] == false);
     assert!((all - f(&s["unfitted"], "mape")).abs() < 1e-12);

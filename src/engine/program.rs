@@ -51,8 +51,10 @@ pub struct Op {
     pub precision: usize,
     pub flops: f64,
     /// Share of the matrix units' time its products keep busy with useful work, in (0, 1]: tile
-    /// and wave quantization (`engine::tiling`); its compute time is its FLOPs over the rate ×
-    /// this. 1 for vector work and on devices without a tiling.
+    /// and wave quantization (`engine::tiling`), or for an attention core run at its kernel's
+    /// published rate that rate's share of the dense-GEMM rate (`model::system::attention`);
+    /// its compute time is its FLOPs over the rate × this. 1 for vector work and on devices
+    /// without a tiling.
     pub occupancy: f64,
     /// Bytes of weights (or optimizer state) it reads or writes.
     pub weight_bytes: f64,

@@ -431,6 +431,26 @@ impl<'a> Ctx<'a> {
         self.check(field, bounds::positive(field, q.0.trim(), v, dim))
     }
 
+    /// A quantity that must be > 0, element `index` of the tuple or list at the current path
+    /// (a rate in a `(sequence, rate)` pair), named `field` in messages.
+    pub fn positive_index(
+        &mut self,
+        field: &str,
+        index: usize,
+        q: &Q,
+        dim: Dimension,
+    ) -> Option<f64> {
+        let p = self.path().index(index);
+        let v = self.q_at(&p, field, q, dim)?;
+        match bounds::positive(field, q.0.trim(), v, dim) {
+            Ok(v) => Some(v),
+            Err((m, h)) => {
+                self.error_at(&p, m, h);
+                None
+            }
+        }
+    }
+
     /// A quantity that must be ≥ 0.
     pub fn non_negative(&mut self, field: &str, q: &Q, dim: Dimension) -> Option<f64> {
         let v = self.q(field, q, dim)?;

@@ -339,6 +339,42 @@ pub struct EfficiencySpec {
     /// `cores` (SMs): what makes small or oddly sized GEMMs slow (tile and wave quantization).
     #[serde(default)]
     pub tiling: Option<TilingSpec>,
+    /// Attention kernels as they run on this device: each kernel's published rate by sequence
+    /// length, head dimension, causality and pass (`model::system::attention`). A software
+    /// stack that names one of them (`Software::attention_kernel`) runs its attention core at
+    /// that rate instead of the dense-GEMM efficiency.
+    #[serde(default)]
+    pub attention: Vec<AttentionKernelSpec>,
+}
+
+/// One attention kernel's published rates on a device.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionKernelSpec {
+    /// The name a software stack's `attention_kernel` refers to ("flash-attention-2").
+    pub kernel: String,
+    /// The precision the rates were measured at ("fp16", "bf16"): they count against the
+    /// device's matrix peak at it.
+    pub precision: String,
+    /// Rates as the benchmark counts them: the forward at 4·seq²·head_dim FLOPs per head and
+    /// sequence (half that when causal), the backward at 2.5 × the forward's.
+    pub curves: Vec<AttentionCurveSpec>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// One measured series of an attention kernel: a head dimension, causal or not, one pass.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionCurveSpec {
+    pub head_dim: u32,
+    pub causal: bool,
+    /// `Forward`, `Backward`, or `Both` (forward and backward together, FLOPs 3.5 × forward).
+    pub pass: crate::vocab::AttentionPass,
+    /// (sequence length, rate) pairs, sequence lengths increasing: `(2048, "265 TFLOP/s")`.
+    pub rates: Vec<(u32, Q)>,
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 /// Output tile shapes (rows × columns of the product) a GEMM library chooses among; the units
@@ -589,4 +625,9 @@ pub struct SoftwareSpec {
     /// before the run's weights, state and activations: `"2 GiB"`. Default 0.
     #[serde(default)]
     pub memory_reserve: Option<Q>,
+    /// The attention kernel the stack runs, by the name the device's `efficiency.attention`
+    /// tables give it ("flash-attention-2"): its attention core then runs at that kernel's
+    /// published rate. Unset: at the device's dense-GEMM efficiency.
+    #[serde(default)]
+    pub attention_kernel: Option<String>,
 }

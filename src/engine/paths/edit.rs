@@ -121,6 +121,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
                     mesh_relay_time: 0.0,
                     pipeline_stage_time: 0.0,
                     memory_reserve: 0.0,
+                    attention_kernel: None,
                     fitted: Vec::new(),
                 });
             match *field {

@@ -113,6 +113,9 @@ pub(super) fn lower_device(
     for p in matrix_peak.iter_mut().chain(vector_peak.iter_mut()) {
         *p *= dies as f64;
     }
+    cx.enter_field("efficiency", None);
+    let attention = super::attention::lower_attention(cx, &e.attention, &matrix_peak);
+    cx.leave();
     let d2d = s.die_to_die.as_ref().and_then(|l| {
         cx.enter_field("die_to_die", l.source.as_ref());
         let v = cx.positive("bandwidth", &l.bandwidth, D::Bandwidth);
@@ -235,6 +238,7 @@ pub(super) fn lower_device(
             kernel_overhead: overhead.unwrap_or(0.0),
             kernels: e.kernels.unwrap_or_default(),
             tiles,
+            attention,
         },
         energy_per_flop,
         energy_per_flop_derived: derived,

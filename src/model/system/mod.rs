@@ -1,6 +1,7 @@
 //! The validated system: one accelerator type in nodes, a scale-up domain, a scale-out network,
 //! with power for each part, all in SI units. [`load_system`] reads, resolves and lowers a file.
 
+pub mod attention;
 pub mod cost;
 mod device;
 mod execution;
@@ -64,9 +65,21 @@ pub fn load_software(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<Software> {
             &spec.memory_reserve,
             crate::units::Dimension::Bytes,
         );
+        if spec
+            .attention_kernel
+            .as_ref()
+            .is_some_and(|k| k.trim().is_empty())
+        {
+            cx.error(
+                "attention_kernel",
+                "the attention kernel has no name",
+                Some("name a kernel the devices' `efficiency.attention` tables list, e.g. \"flash-attention-2\", or leave the field out".into()),
+            );
+        }
         cx.leave();
         Some(Software {
             name: spec.name.clone(),
+            attention_kernel: spec.attention_kernel.as_ref().map(|k| k.trim().to_string()),
             step_overhead: step?,
             mesh_relay_time: relay?,
             pipeline_stage_time: stage?,

@@ -18,6 +18,9 @@ pub struct Software {
     /// Bytes of each device's main memory the stack keeps for itself (the run's data gets the
     /// rest).
     pub memory_reserve: f64,
+    /// The attention kernel it runs, by the name the device's attention tables give it
+    /// (`Efficiency::attention`); `None`: the attention core runs at the dense-GEMM efficiency.
+    pub attention_kernel: Option<String>,
     /// Citations of its fitted figures (they name the cases they were fitted on).
     pub fitted: Vec<String>,
 }

@@ -241,6 +241,9 @@ pub struct Efficiency {
     /// Output tiles (rows, columns) its GEMM library chooses among, spread over the device's
     /// `cores`; empty: matrix products are taken at full occupancy whatever their size.
     pub tiles: Vec<(u32, u32)>,
+    /// Attention kernels' published rates on this device (`attention`); a software stack picks
+    /// one by name.
+    pub attention: Vec<super::attention::AttentionKernel>,
 }
 
 #[derive(Debug, Clone, Serialize)]

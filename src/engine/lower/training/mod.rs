@@ -12,8 +12,50 @@ use super::{attention_precision, run_precision, vector_precision, Builder, Reaso
 use crate::engine::program::*;
 use crate::model::mapping::Mapping;
 use crate::model::precision::Precision;
+use crate::model::system::attention::AttentionKernel;
 use crate::model::system::System;
 use crate::model::workload::{Target, Training, Transformer};
+use crate::vocab::AttentionPass;
+
+/// The attention kernel the run's software stack names, from the device's tables, where the
+/// attention is fused (FlashAttention); `None` where no stack names one (the attention core
+/// then runs at the dense-GEMM efficiency). Unsupported where the device gives no rates for
+/// it, or none of the run's causality.
+fn attention_kernel<'s>(
+    sys: &'s System,
+    t: &Transformer,
+    tr: &Training,
+) -> Result<Option<&'s AttentionKernel>, Reason> {
+    let named = sys
+        .software
+        .as_ref()
+        .and_then(|s| s.attention_kernel.as_ref());
+    let Some(name) = named.filter(|_| tr.flash_attention) else {
+        return Ok(None);
+    };
+    let Some(k) = sys
+        .device
+        .efficiency
+        .attention
+        .iter()
+        .find(|k| &k.name == name)
+    else {
+        return Err(Reason::unsupported(format!(
+            "the software stack runs attention kernel `{name}`, for which device `{}` gives no rates (`efficiency.attention`)",
+            sys.device.name
+        )));
+    };
+    let head_dim = t.q_dim() as f64 / t.heads as f64;
+    let rate = |pass| k.rate(tr.seq as f64, head_dim, t.causal, pass);
+    if rate(AttentionPass::Forward).is_none() || rate(AttentionPass::Backward).is_none() {
+        return Err(Reason::unsupported(format!(
+            "attention kernel `{name}` on device `{}` has no {} series for both passes",
+            sys.device.name,
+            if t.causal { "causal" } else { "non-causal" }
+        )));
+    }
+    Ok(Some(k))
+}
 
 /// What one device of a transformer-training mapping works with, derived once from the workload,
 /// the mapping and the system, and read by the operators, the collectives and the footprint.
@@ -86,6 +128,10 @@ struct Shape<'a> {
     expert_load: f64,
     /// The device's units and GEMM tiles (`None`: every product at full occupancy).
     tiling: Option<crate::engine::tiling::Tiling<'a>>,
+    /// The attention core's forward and backward rates as fractions of the dense-GEMM rate
+    /// at its precision (at most 1), from the kernel the software stack runs
+    /// ([`attention_kernel`]); `None`: it runs at the dense-GEMM efficiency.
+    attention: Option<[f64; 2]>,
 }
 
 impl<'a> Shape<'a> {
@@ -95,10 +141,12 @@ impl<'a> Shape<'a> {
         tr: &'a Training,
         m: &'a Mapping,
         stage: StageClass,
+        kernel: Option<&AttentionKernel>,
     ) -> Self {
         let (tp, cp, dp) = (m.tp, m.cp, m.dp);
         let prec = run_precision(sys, tr.compute);
         let p = prec.index();
+        let pa = attention_precision(sys, prec);
         let ab = tr.activations.bytes();
         let mb = m.micro_batch as f64;
         let seq = tr.seq as f64;
@@ -132,7 +180,7 @@ impl<'a> Shape<'a> {
             prec,
             p,
             vecp: vector_precision(sys, p),
-            pa: attention_precision(sys, prec),
+            pa,
             ab,
             wb: tr.weights.bytes().max(prec.bytes()),
             gb: tr.gradients.bytes(),
@@ -160,6 +208,22 @@ impl<'a> Shape<'a> {
             shardn: m.shard_group() as f64,
             etpf: m.etp() as f64,
             expert_load,
+            attention: kernel.map(|k| {
+                let e = &sys.device.efficiency;
+                let gemm = crate::engine::table::matrix_efficiency_of(
+                    e.matmul,
+                    e.low_precision_matmul,
+                    pa,
+                );
+                // the kernel's blocks: each rank's s / cp queries against s / cp keys at a time
+                // (the whole sequence without context parallelism)
+                let seq = tr.seq as f64 / cp as f64;
+                let head_dim = t.q_dim() as f64 / t.heads as f64;
+                [AttentionPass::Forward, AttentionPass::Backward].map(|pass| {
+                    k.fraction(seq, head_dim, t.causal, pass)
+                        .map_or(1.0, |f| (f / gemm).min(1.0))
+                })
+            }),
             // hybrid sharding is refused where the experts have groups of their own (`check`),
             // so where it applies the experts shard over the same group as the dense parameters
             eshardn: if let Some(g) = m.hybrid_shard() {
@@ -420,6 +484,7 @@ pub(super) fn transformer_training(
     m: &Mapping,
 ) -> Result<Program, Reason> {
     check(t, tr, m, sys.node.host_link.is_some())?;
+    let kernel = attention_kernel(sys, t, tr)?;
     let classes = stage_classes(t, m);
     // One class: the program as it always was (no stage list: all devices run that stage).
     // More: each class's operators and collectives in turn, on its dp × tp × cp devices per stage.
@@ -429,7 +494,7 @@ pub(super) fn transformer_training(
     let mut footprint = Footprint::default();
     for &(name, class, repeat) in &classes {
         let (o0, c0) = (b.ops.len(), b.comms.len());
-        let d = Shape::new(sys, t, tr, m, class);
+        let d = Shape::new(sys, t, tr, m, class, kernel);
         let fp = stage(&mut b, sys, &d);
         if fp.total() > footprint.total() || stages.is_empty() {
             footprint = fp;
@@ -459,6 +524,7 @@ pub(super) fn transformer_training(
             embedding: false,
             head: false,
         },
+        kernel,
     );
 
     let tokens = (tr.global_batch * tr.seq) as f64;

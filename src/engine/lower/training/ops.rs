@@ -22,11 +22,27 @@ enum Backward {
     /// only through LoRA's frozen base), weight bytes × 2 (read the weights, write their
     /// gradient), activation bytes as forward.
     Gemm,
-    /// No weights (the attention core, its softmax): FLOPs and activation bytes × 2, LoRA or not.
-    Weightless,
+    /// No weights (the attention core, its softmax): FLOPs × `flops` (2; 2.5 for a fused
+    /// attention core, [`FUSED_ATTENTION_BACKWARD`]) and activation bytes × 2, LoRA or not.
+    Weightless { flops: f64 },
     /// Elementwise work: FLOPs × 2, these activation bytes.
     Elementwise { act_bytes: f64 },
 }
+
+/// The backward FLOPs of a fused attention core (FlashAttention) over its forward's: the
+/// forward runs two matrix products (QKᵀ, PV), the backward five, for it recomputes the scores
+/// QKᵀ from the saved softmax statistics rather than reading a stored probability matrix, then
+/// forms dV = PᵀdO, dP = dO·Vᵀ, dQ = dS·K and dK = dSᵀ·Q: 2.5 × the forward (Dao 2023,
+/// FlashAttention-2, arXiv 2307.08691 §4.1, "5 matmuls in the backward pass, due to
+/// recomputation"; Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py `flops`:
+/// `2.5 * f` for the backward; MosaicML's benchmark README, "the attention multiplier would be 5
+/// instead of 4"). The unfused core keeps its probabilities and computes four products, 2×.
+///
+/// Counted where the core runs at a kernel's published rate (`Shape::attention`: the rates are
+/// FLOPs so counted over the measured time, so the time is the kernel's). At the dense-GEMM
+/// efficiency the fused core keeps 2×, as the shipped fits were made with it: counting 2.5×
+/// there moves them (NeMo 24.04's per-step cost 0.2183 → 0.2095 s, …) and is a refit of its own.
+pub const FUSED_ATTENTION_BACKWARD: f64 = 2.5;
 
 /// How recomputation redoes an operator: it repeats the forward FLOPs and weight bytes.
 ///
@@ -448,9 +464,16 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             flops: attn_f,
             weight_bytes: 0.0,
             act_bytes: attn_bytes,
-            // attention has no weights: its backward is 2× forward even for LoRA
-            occ: [attn_o, attn_o],
-            backward: Backward::Weightless,
+            // attention has no weights: its backward is 2× forward even for LoRA; at its
+            // kernel's rate where the stack names one, and then with the kernel's FLOPs (2.5×)
+            occ: d.attention.unwrap_or([attn_o, attn_o]),
+            backward: Backward::Weightless {
+                flops: if d.attention.is_some() {
+                    FUSED_ATTENTION_BACKWARD
+                } else {
+                    2.0
+                },
+            },
             // Selective recomputation redoes the whole attention core: QK^T, softmax, dropout and
             // the product with V (Korthikanti et al. 2022, §5).
             redo: Redo {
@@ -468,7 +491,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             weight_bytes: 0.0,
             act_bytes: softmax_bytes,
             occ: [1.0, 1.0],
-            backward: Backward::Weightless,
+            backward: Backward::Weightless { flops: 2.0 },
             redo: Redo {
                 full: "recompute: attention softmax + dropout",
                 selective: Some("recompute: attention softmax + dropout"),
@@ -521,7 +544,7 @@ fn layer(d: &Shape) -> [LayerOp; 8] {
             act_bytes: dispatch_bytes,
             // no weights: the input's and the routing weights' gradients, 2× forward
             occ: [1.0, 1.0],
-            backward: Backward::Weightless,
+            backward: Backward::Weightless { flops: 2.0 },
             // re-run with the FFN's input projections, whose inputs it makes
             redo: Redo {
                 full: "recompute: moe dispatch + combine",
@@ -590,7 +613,7 @@ impl LayerOp {
     fn backward(&self, d: &Shape) -> Op {
         let (k, act_bytes) = match self.backward {
             Backward::Gemm => (d.bwd, self.act_bytes),
-            Backward::Weightless => (2.0, self.act_bytes * 2.0),
+            Backward::Weightless { flops } => (flops, self.act_bytes * 2.0),
             Backward::Elementwise { act_bytes } => (2.0, act_bytes),
         };
         Op {
