@@ -37,6 +37,8 @@ pub enum Dimension {
     Mass,
     /// CO2-equivalent per energy, kg per joule (`"0.39 kg/kWh"`, `"57 gCO2e/kWh"`).
     CarbonIntensity,
+    /// Water consumed per energy, m³ per joule (`"0.55 L/kWh"`, `"3.1 m3/MWh"`).
+    WaterIntensity,
 }
 
 impl Dimension {
@@ -62,6 +64,7 @@ impl Dimension {
             Dimension::MoneyPerPower => "USD/W",
             Dimension::Mass => "kg",
             Dimension::CarbonIntensity => "kg/J",
+            Dimension::WaterIntensity => "m3/J",
         }
     }
     /// Units a user may write for this dimension, for messages and did-you-mean hints.
@@ -88,6 +91,7 @@ impl Dimension {
             Dimension::MoneyPerPower => &["$/W", "$/kW", "$/MW", "M$/MW"],
             Dimension::Mass => &["kg", "t", "g", "kgCO2e", "tCO2e"],
             Dimension::CarbonIntensity => &["kg/kWh", "g/kWh", "gCO2e/kWh", "t/MWh"],
+            Dimension::WaterIntensity => &["L/kWh", "mL/kWh", "L/MWh", "m3/MWh"],
         }
     }
 
@@ -112,6 +116,7 @@ impl Dimension {
             Dimension::MoneyPerPower => "a cost per unit of power",
             Dimension::Mass => "a mass (of CO2-equivalent)",
             Dimension::CarbonIntensity => "a carbon intensity (CO2-equivalent per energy)",
+            Dimension::WaterIntensity => "a water intensity (water consumed per energy)",
         }
     }
 }
@@ -191,6 +196,14 @@ fn base_units(dim: Dimension) -> &'static [(&'static str, f64)] {
             ("g/MWh", 1e-3 / 3.6e9),
             ("t/MWh", 1e3 / 3.6e9),
             ("tCO2e/MWh", 1e3 / 3.6e9),
+        ],
+        // litres (and cubic metres) per energy; SI m³ per joule
+        Dimension::WaterIntensity => &[
+            ("L/kWh", 1e-3 / 3.6e6),
+            ("l/kWh", 1e-3 / 3.6e6),
+            ("L/MWh", 1e-3 / 3.6e9),
+            ("m3/MWh", 1.0 / 3.6e9),
+            ("m3/J", 1.0),
         ],
     }
 }
@@ -277,6 +290,7 @@ fn dimension_of_unit(unit: &str) -> Option<Dimension> {
         MoneyPerTime,
         MoneyPerPower,
         CarbonIntensity,
+        WaterIntensity,
         Mass,
     ]
     .into_iter()
@@ -495,6 +509,7 @@ pub fn example(dim: Dimension) -> &'static str {
         Dimension::MoneyPerPower => "$10M/MW",
         Dimension::Mass => "150 kg",
         Dimension::CarbonIntensity => "0.37 kg/kWh",
+        Dimension::WaterIntensity => "0.55 L/kWh",
     }
 }
 
@@ -582,6 +597,19 @@ mod tests {
         assert_relative_eq!(p("0.7", Dimension::Ratio), 0.7);
         assert_relative_eq!(p("1e3 W", Dimension::Power), 1000.0);
         assert_relative_eq!(p("20 min", Dimension::Time), 1200.0);
+    }
+
+    /// Water intensity: litres per kWh and cubic metres per MWh are the same figure (1 L/kWh =
+    /// 1 m³/MWh = 1e-3 m³ / 3.6e6 J), a carbon intensity is not one.
+    #[test]
+    fn parses_water_intensity() {
+        let w = Dimension::WaterIntensity;
+        assert_relative_eq!(p("0.55 L/kWh", w), 0.55e-3 / 3.6e6);
+        assert_relative_eq!(p("3.14 m3/MWh", w), p("3.14 L/kWh", w));
+        assert_relative_eq!(p("550 mL/kWh", w), p("0.55 L/kWh", w));
+        assert_relative_eq!(p("1000 L/MWh", w), p("1 L/kWh", w));
+        let e = parse("0.37 kg/kWh", w).unwrap_err();
+        assert!(e.message.contains("a water intensity"), "{}", e.message);
     }
 
     #[test]

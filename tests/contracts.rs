@@ -290,6 +290,77 @@ fn compare() {
     insta::assert_snapshot!("compare", Shape::new(&[]).add(&v).render());
 }
 
+/// Issue 46: `compare` takes `--checkpoint-interval` and `--straggler` as `estimate` does: every
+/// system that states its reliability carries the same `goodput` object at the stated interval
+/// and slowdown, and `ratio_to_baseline.expected_time_to_train` compares the times with failures.
+#[test]
+fn compare_goodput() {
+    let v = tessera(&[
+        "compare",
+        "architectures/llama3-h100-16k.ron",
+        "architectures/eos-h100.ron",
+        "--workload",
+        "workloads/llama3.1-405b-pretrain.ron",
+        "--checkpoint-interval",
+        "1h",
+        "--straggler",
+        "5%",
+        "--format",
+        "json",
+    ]);
+    let rows = v["systems"].as_array().expect("systems");
+    for s in rows {
+        let g = &s["goodput"];
+        assert!(g.is_object(), "expected a goodput: {s}");
+        assert_eq!(g["checkpoint_interval_s"], 3600.0, "{g}");
+        assert_eq!(g["checkpoint_interval_auto"], false, "{g}");
+        assert!((g["straggler_slowdown"].as_f64().unwrap() - 0.05).abs() < 1e-12);
+    }
+    // the baseline against itself is 1; the other is its time with failures over the baseline's
+    let ttt = |s: &Value| s["goodput"]["expected_time_to_train_s"].as_f64().unwrap();
+    let r = rows[1]["ratio_to_baseline"]["expected_time_to_train"]
+        .as_f64()
+        .expect("ratio");
+    assert!((r - ttt(&rows[1]) / ttt(&rows[0])).abs() < 1e-9, "{r}");
+    assert_eq!(rows[0]["ratio_to_baseline"]["expected_time_to_train"], 1.0);
+    insta::assert_snapshot!("compare_goodput", Shape::new(&[]).add(&v).render());
+}
+
+/// `compare --straggler` and `--checkpoint-interval` refuse what `estimate` refuses, with the
+/// same message and exit code.
+#[test]
+fn compare_goodput_flags_fail_as_estimate_does() {
+    for bad in [["--straggler", "fast"], ["--checkpoint-interval", "soon"]] {
+        let run = |cmd: &[&str]| {
+            let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+                .args(cmd)
+                .args(bad)
+                .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+                .output()
+                .expect("run tessera");
+            let err = String::from_utf8_lossy(&out.stderr).to_string();
+            let line = err.lines().next().unwrap_or_default().to_string();
+            (out.status.code(), line)
+        };
+        let (code_c, msg_c) = run(&[
+            "compare",
+            "architectures/dgx-h100.ron",
+            "--workload",
+            "workloads/llama3.1-8b-pretrain.ron",
+        ]);
+        let (code_e, msg_e) = run(&[
+            "estimate",
+            "--arch",
+            "architectures/dgx-h100.ron",
+            "--workload",
+            "workloads/llama3.1-8b-pretrain.ron",
+        ]);
+        assert_eq!(code_c, Some(2), "{msg_c}");
+        assert_eq!((code_c, &msg_c), (code_e, &msg_e));
+        assert!(msg_c.contains(bad[0]), "{msg_c}");
+    }
+}
+
 /// Issue 14: `compare --software` names the one stack every system runs on once, at the top, and
 /// each row carries it as its estimate does; without the flag the key is `null`.
 #[test]

@@ -49,6 +49,23 @@ proptest! {
         prop_assert!(wall_factor(&none, interval_of(&none).0) <= fa * (1.0 + 1e-12));
     }
 
+    /// Past the optimum a longer checkpoint interval never helps, and short of it a shorter one
+    /// never does: the expected time is unimodal in the interval, its minimum at `auto`'s.
+    #[test]
+    fn a_longer_interval_past_the_optimum_never_helps(
+        mtbf_h in 0.05f64..1000.0, write in 0.01f64..3600.0, restart in 0.0f64..3600.0,
+        straggler in 0.0f64..0.5, a in 1.0f64..50.0, b in 1.0f64..50.0,
+    ) {
+        let rate = 1.0 / (mtbf_h * 3600.0);
+        let i = inputs(rate, write, restart, straggler, Interval::Auto);
+        let best = optimal_interval(rate, write);
+        let (near, far) = (a.min(b), a.max(b));
+        let f = |tau: f64| wall_factor(&i, tau);
+        prop_assert!(f(best * far) >= f(best * near) * (1.0 - 1e-12), "past: {far} beats {near}");
+        prop_assert!(f(best / far) >= f(best / near) * (1.0 - 1e-12), "short: {far} beats {near}");
+        prop_assert!(f(best * near) >= f(best) * (1.0 - 1e-12));
+    }
+
     /// `auto` minimises the modelled expected time: no interval of a fine log-spaced scan from
     /// a thousandth to a thousand times it does better, and Young/Daly's √(2δM) comes within
     /// 1 % of it where a checkpoint takes under a hundredth of the MTBF.

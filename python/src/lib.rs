@@ -259,27 +259,35 @@ fn estimate_json(
         concurrency.as_deref(),
         software.as_deref(),
     )?;
+    req.goodput = goodput_options(checkpoint_interval, straggler.as_deref())?;
+    let (sys, w) = (system.inner.clone(), &workload.inner);
+    let e = py.detach(|| req.estimate(sys, w)).map_err(refused)?;
+    serde_json::to_string(&e).map_err(usage)
+}
+
+/// The goodput choices `--checkpoint-interval` and `--straggler` make, parsed as the CLI parses
+/// them (the same messages).
+fn goodput_options(
+    checkpoint_interval: &str,
+    straggler: Option<&str>,
+) -> PyResult<tessera::model::reliability::GoodputOptions> {
     use tessera::model::reliability::{GoodputOptions, Interval};
-    req.goodput = GoodputOptions {
+    Ok(GoodputOptions {
         interval: Interval::parse(checkpoint_interval).map_err(usage)?,
         straggler: straggler
-            .as_deref()
             .map(GoodputOptions::parse_straggler)
             .transpose()
             .map_err(usage)?
             .unwrap_or(0.0),
         no_failures: false,
-    };
-    let (sys, w) = (system.inner.clone(), &workload.inner);
-    let e = py.detach(|| req.estimate(sys, w)).map_err(refused)?;
-    serde_json::to_string(&e).map_err(usage)
+    })
 }
 
 /// The comparison's JSON, as `tessera compare --format json` prints it (the first system is the
 /// baseline): the keywords make the library's `Request` the CLI's flags make, and the library
 /// runs it.
 #[pyfunction]
-#[pyo3(signature = (systems, workload, mapping = None, objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None, software = None, set = Vec::new(), power_budget = None, power_boundary = "facility", budget_basis = "rated", budget = None))]
+#[pyo3(signature = (systems, workload, mapping = None, objective = "time", devices = None, slo = None, min_user_rate = None, concurrency = None, software = None, set = Vec::new(), power_budget = None, power_boundary = "facility", budget_basis = "rated", budget = None, checkpoint_interval = "auto", straggler = None))]
 #[allow(clippy::too_many_arguments)]
 fn compare_json(
     py: Python<'_>,
@@ -297,6 +305,8 @@ fn compare_json(
     power_boundary: &str,
     budget_basis: &str,
     budget: Option<String>,
+    checkpoint_interval: &str,
+    straggler: Option<String>,
 ) -> PyResult<String> {
     if systems.is_empty() {
         return Err(usage("compare needs at least one system"));
@@ -318,6 +328,7 @@ fn compare_json(
     req.cost_budget = budget
         .map(|b| tessera::request::cost_budget(&b).map_err(|m| usage(format!("budget `{b}`: {m}"))))
         .transpose()?;
+    req.goodput = goodput_options(checkpoint_interval, straggler.as_deref())?;
     let sys: Vec<_> = systems.iter().map(|s| s.inner.clone()).collect();
     let w = &workload.inner;
     let c = py.detach(|| req.compare(sys, w)).map_err(refused)?;

@@ -210,6 +210,8 @@ _COMPARE_OPTIONS = (
     "power_boundary",
     "budget_basis",
     "budget",
+    "checkpoint_interval",
+    "straggler",
 )
 
 
@@ -228,6 +230,8 @@ def compare(
     power_boundary: str = "facility",
     budget_basis: str = "rated",
     budget: Union[str, float, None] = None,
+    checkpoint_interval: str = "auto",
+    straggler: Optional[str] = None,
     **path_overrides: Any,
 ):
     """Compare systems on one workload, as ``tessera compare --format json``; a pandas DataFrame
@@ -247,8 +251,10 @@ def compare(
     ``--set`` (applied to every system, each resolving its own paths). The load, target, stack,
     budget and boundary every system is put at are in ``df.attrs`` (``concurrency``, ``slo``,
     ``software``, ``power_budget_w``, ``power_budget_basis``, ``budget_usd``,
-    ``power_boundary``). Every row carries ``cost_per_unit_usd``, ``carbon_kg_co2e`` and their
-    parts (``cost.*``; docs/cost.md)."""
+    ``power_boundary``). Every row carries ``cost_per_unit_usd``, ``carbon_kg_co2e``,
+    ``water_l`` and their parts (``cost.*``; docs/cost.md); ``checkpoint_interval`` and
+    ``straggler`` are :func:`estimate`'s (``--checkpoint-interval``, ``--straggler``), every
+    system alike, and a system that states its reliability carries ``goodput.*``."""
     import pandas as pd
 
     pairs = _pairs("compare", set, path_overrides, _COMPARE_OPTIONS)
@@ -267,6 +273,8 @@ def compare(
         power_boundary=power_boundary,
         budget_basis=budget_basis,
         budget=_money(budget),
+        checkpoint_interval=str(checkpoint_interval),
+        straggler=_opt(straggler),
     )
     c = json.loads(text)
     df = pd.json_normalize(c["systems"])

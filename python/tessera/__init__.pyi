@@ -90,6 +90,9 @@ class Estimate:
     # null where the system gives no capital figures or the estimate is infeasible
     cost_per_unit_usd: Optional[float]
     carbon_kg_co2e: Optional[float]
+    # water the same unit consumes (litres): on site at the facility's WUE and off site
+    # generating its electricity (cost.water_onsite_l, cost.water_offsite_l)
+    water_l: Optional[float]
     cost: Optional[Dict[str, Any]]
     def __init__(self, d: Dict[str, Any]) -> None: ...
     def to_dict(self) -> Dict[str, Any]: ...
@@ -135,6 +138,8 @@ def compare(
     power_boundary: str = "facility",
     budget_basis: str = "rated",
     budget: Union[str, float, None] = None,
+    checkpoint_interval: str = "auto",
+    straggler: Optional[str] = None,
     **path_overrides: Any,
 ) -> pandas.DataFrame:
     """Compare systems on one workload, as `tessera compare --format json`: one row per system.

@@ -57,6 +57,8 @@ def compare_json(
     power_boundary: str = "facility",
     budget_basis: str = "rated",
     budget: Optional[str] = None,
+    checkpoint_interval: str = "auto",
+    straggler: Optional[str] = None,
 ) -> str: ...
 def run_sweep(
     file: Optional[str] = None,

@@ -168,6 +168,27 @@ def test_compare_budget_basis_is_the_cli(cli):
         tessera.compare(BUDGET, BUDGET_WORKLOAD, power_budget="1 MW", budget_basis="peak")
 
 
+def test_compare_goodput_and_water_are_the_cli(cli):
+    # issue 46: --checkpoint-interval and --straggler from Python, the same rows as the CLI's
+    # JSON; every row carries its water with its parts
+    two = ["architectures/llama3-h100-16k.ron", "architectures/eos-h100.ron"]
+    wl = "workloads/llama3.1-405b-pretrain.ron"
+    want = json.loads(
+        cli("compare", *two, "--workload", wl, "--checkpoint-interval", "1h",
+            "--straggler", "5%", "--format", "json").stdout
+    )
+    df = tessera.compare(two, wl, checkpoint_interval="1h", straggler="5%")
+    pd.testing.assert_frame_equal(df, _rows(want))
+    assert (df["goodput.checkpoint_interval_s"] == 3600.0).all()
+    assert (df["goodput.straggler_slowdown"] == 0.05).all()
+    parts = df["cost.water_onsite_l"] + df["cost.water_offsite_l"]
+    assert ((df["water_l"] - parts).abs() <= 1e-9 * df["water_l"]).all()
+    e = tessera.estimate(two[0], wl)
+    assert e.water_l == pytest.approx(e.cost["water_onsite_l"] + e.cost["water_offsite_l"])
+    with pytest.raises(tessera.TesseraError, match="straggler slowdown `fast`"):
+        tessera.compare(two, wl, straggler="fast")
+
+
 def test_set_reaches_compare(cli):
     # --set on every system (each resolving its own paths), at a device power boundary
     two = ["architectures/dgx-h100.ron", "architectures/dgx-b200.ron"]

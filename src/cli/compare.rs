@@ -40,6 +40,10 @@ pub struct Args {
     /// the first system) and the same latency target.
     #[command(flatten)]
     pub serve: common::ServeArgs,
+    /// Training goodput on systems that state their reliability: the checkpoint interval and
+    /// the stragglers' slowdown, every system alike (as `estimate` takes them).
+    #[command(flatten)]
+    pub goodput: common::GoodputArgs,
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     #[command(flatten)]
@@ -94,6 +98,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut req = common::request(a.objective, count, &a.power, &a.serve, &a.set);
     req.all_devices = matches!(a.devices, Some(Devices::All));
     req.cost_budget = a.budget;
+    req.goodput = a.goodput.options();
     req.mapping = match common::mapping_arg(a.mapping.as_deref()) {
         Ok(m) => m,
         Err(e) => return Ok(e),

@@ -321,6 +321,23 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
             .carbon_kg_co2e
             .map_or_else(|| "—".into(), |v| format!("{v:.4}"))
     }));
+    // training on systems that state their reliability: the goodput and the time with failures
+    if c.systems.iter().any(|r| r.estimate.goodput.is_some()) {
+        rows.push(row(c, "goodput", |r| {
+            r.estimate
+                .goodput
+                .as_ref()
+                .map_or_else(|| "—".into(), |g| format!("{:.1} %", g.fraction * 100.0))
+        }));
+        rows.push(row(c, "time to train with failures", |r| {
+            duration(
+                r.estimate
+                    .goodput
+                    .as_ref()
+                    .and_then(|g| g.expected_time_to_train_s),
+            )
+        }));
+    }
     rows.push(row(c, "bottleneck", |r| {
         r.estimate.bottleneck.clone().unwrap_or_else(|| "—".into())
     }));

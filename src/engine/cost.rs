@@ -1,7 +1,9 @@
 //! What an estimate costs and emits: the capital of what the run deploys written off over the
 //! hardware's paid hours, the energy the estimate counts at its power boundary at the system's
-//! energy price, the same work at a published rental price, and carbon (operational from that
-//! energy and the grid's intensity, embodied written off like capital). Economics, not physics:
+//! energy price, the same work at a published rental price, carbon (operational from that
+//! energy and the grid's intensity, embodied written off like capital) and water (on-site from
+//! the IT energy and the facility's WUE, off-site from that energy and the grid's water
+//! intensity). Economics, not physics:
 //! every figure comes from the estimate's time, energy and devices, so the cost program stays the
 //! one source of truth for the physics and both backends price alike.
 
@@ -43,6 +45,16 @@ pub struct CostReport {
     pub embodied_kg_co2e: Option<f64>,
     /// The grid intensity used (kg CO2e per kWh).
     pub grid_kg_co2e_per_kwh: f64,
+    /// On-site water: the unit's IT energy (its energy at the boundary, over the PUE at the
+    /// facility boundary) at the facility's WUE (litres).
+    pub water_onsite_l: f64,
+    /// Off-site water: the unit's energy at the boundary, as drawn from the grid, at the grid's
+    /// water intensity (litres).
+    pub water_offsite_l: f64,
+    /// The on-site water usage effectiveness used (litres per kWh of IT energy).
+    pub wue_l_per_kwh: f64,
+    /// The grid's water intensity used (litres per kWh drawn).
+    pub grid_water_l_per_kwh: f64,
     /// The defaults used for figures the system file does not give, each with its source.
     pub defaults: Vec<String>,
     /// Why `cost_per_unit_usd` is null (no capital figures, no amortisation period).
@@ -68,6 +80,7 @@ pub struct Work<'a> {
 pub struct Priced {
     pub cost_per_unit_usd: Option<f64>,
     pub carbon_kg_co2e: Option<f64>,
+    pub water_l: Option<f64>,
     pub cost: Option<CostReport>,
 }
 
@@ -137,6 +150,19 @@ fn deployed_embodied(sys: &System, devices: u64) -> Option<f64> {
     )
 }
 
+/// Litres of water consumed on site and off site for `energy` J counted at the boundary of
+/// `sys` (Li et al. 2023: on-site = IT energy × WUE, off-site = energy drawn × the grid's water
+/// intensity). At the facility boundary the IT energy is the energy over the PUE; at a boundary
+/// inside the IT it is the energy counted there, as carbon counts it.
+pub fn water_of(sys: &System, energy: f64) -> (f64, f64) {
+    let ec = &sys.economics;
+    let it = match sys.power_boundary {
+        PowerBoundary::Facility if sys.pue > 0.0 => energy / sys.pue,
+        _ => energy,
+    };
+    (it * ec.wue * 1e3, energy * ec.water_intensity * 1e3)
+}
+
 /// Price the work `e` of a run on `sys`: its `cost_per_unit_usd`, `carbon_kg_co2e` and `cost`
 /// (nothing for an infeasible estimate).
 pub fn price(sys: &System, e: &Work) -> Priced {
@@ -160,6 +186,21 @@ pub fn price(sys: &System, e: &Work) -> Priced {
             crate::model::system::cost::DEFAULT_GRID_SOURCE
         ));
     }
+    if ec.wue_default {
+        defaults.push(format!(
+            "on-site WUE {:.2} L/kWh: {}",
+            ec.wue * 3.6e9,
+            crate::model::system::cost::DEFAULT_WUE_SOURCE
+        ));
+    }
+    if ec.water_default {
+        defaults.push(format!(
+            "grid water intensity {:.2} L/kWh: {}",
+            ec.water_intensity * 3.6e9,
+            crate::model::system::cost::DEFAULT_WATER_SOURCE
+        ));
+    }
+    let (onsite, offsite) = water_of(sys, energy);
     let deployed = deployed_capital(sys, e.devices);
     let paid = ec.paid_seconds();
     let capital = deployed.zip(paid).map(|(c, p)| c / p * time);
@@ -188,6 +229,10 @@ pub fn price(sys: &System, e: &Work) -> Priced {
         operational_kg_co2e: operational,
         embodied_kg_co2e: embodied,
         grid_kg_co2e_per_kwh: ec.grid_intensity * 3.6e6,
+        water_onsite_l: onsite,
+        water_offsite_l: offsite,
+        wue_l_per_kwh: ec.wue * 3.6e9,
+        grid_water_l_per_kwh: ec.water_intensity * 3.6e9,
         defaults,
         unknown_reason,
         carbon_scope: if embodied.is_some() {
@@ -199,6 +244,7 @@ pub fn price(sys: &System, e: &Work) -> Priced {
     Priced {
         cost_per_unit_usd: capital.map(|c| c + energy_usd),
         carbon_kg_co2e: Some(operational + embodied.unwrap_or(0.0)),
+        water_l: Some(onsite + offsite),
         cost: Some(report),
     }
 }

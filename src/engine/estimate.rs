@@ -263,7 +263,10 @@ pub struct Estimate {
     /// Carbon of the same unit (kg CO2e): operational, plus embodied where the file gives it
     /// (`cost.carbon_scope`).
     pub carbon_kg_co2e: Option<f64>,
-    /// The parts of both ([`super::cost::CostReport`]).
+    /// Water the same unit consumes (litres): on site, cooling at the facility's WUE, and off
+    /// site, generating its electricity (`cost.water_onsite_l`, `cost.water_offsite_l`).
+    pub water_l: Option<f64>,
+    /// The parts of all three ([`super::cost::CostReport`]).
     pub cost: Option<super::cost::CostReport>,
     /// Training on a system that states its reliability and checkpoint storage: the goodput
     /// with failures, checkpoints and stragglers (`engine::goodput`); null otherwise (serving
@@ -365,6 +368,7 @@ impl Estimate {
             precision_schedule: None,
             cost_per_unit_usd: None,
             carbon_kg_co2e: None,
+            water_l: None,
             cost: None,
             goodput: None,
         }
@@ -633,6 +637,7 @@ pub fn finish(
         }),
         cost_per_unit_usd: None,
         carbon_kg_co2e: None,
+        water_l: None,
         cost: None,
         goodput: super::goodput::assess(sys, w, devices, time_to_train_s, e.throughput),
     };
@@ -650,6 +655,7 @@ pub fn finish(
     );
     est.cost_per_unit_usd = priced.cost_per_unit_usd;
     est.carbon_kg_co2e = priced.carbon_kg_co2e;
+    est.water_l = priced.water_l;
     est.cost = priced.cost;
     est
 }

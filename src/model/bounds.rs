@@ -114,6 +114,8 @@ fn upper_bound(dim: Dimension) -> f64 {
         Dimension::MoneyPerPower => 1e3,
         Dimension::Mass => 1e9,
         Dimension::CarbonIntensity => 1e-5,
+        // 3,600 L/kWh: a thousand times the wettest published grid figure
+        Dimension::WaterIntensity => 1e-6,
     }
 }
 

@@ -18,6 +18,11 @@ pub struct Ratios {
     pub cost_per_unit: Option<f64>,
     /// Carbon per unit of work (`carbon_kg_co2e`) over the baseline's.
     pub carbon: Option<f64>,
+    /// Water per unit of work (`water_l`) over the baseline's.
+    pub water: Option<f64>,
+    /// Training with goodput on both sides: the expected time to train with failures,
+    /// checkpoints and stragglers (`goodput.expected_time_to_train_s`) over the baseline's.
+    pub expected_time_to_train: Option<f64>,
     /// Whether the two throughputs' error bands overlap (`error_band`): `true`, the ratio is
     /// within what the model's validation can tell apart; null where either is unvalidated or
     /// infeasible.
@@ -113,6 +118,11 @@ pub fn compare(estimates: Vec<Estimate>) -> Comparison {
                     perf_per_watt: ratio(e.perf_per_watt, b.perf_per_watt),
                     cost_per_unit: ratio(e.cost_per_unit_usd, b.cost_per_unit_usd),
                     carbon: ratio(e.carbon_kg_co2e, b.carbon_kg_co2e),
+                    water: ratio(e.water_l, b.water_l),
+                    expected_time_to_train: ratio(
+                        e.goodput.as_ref().and_then(|g| g.expected_time_to_train_s),
+                        b.goodput.as_ref().and_then(|g| g.expected_time_to_train_s),
+                    ),
                     throughput_bands_overlap: overlap(&e, b),
                 },
                 None => Ratios::default(),

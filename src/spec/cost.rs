@@ -45,6 +45,14 @@ pub struct CostSpec {
     /// The grid's carbon intensity (`"0.37 kg/kWh"`); a sourced default where absent.
     #[serde(default)]
     pub grid_intensity: Option<Q>,
+    /// On-site water: the facility's water usage effectiveness, water evaporated for cooling per
+    /// unit of IT energy (`"0.55 L/kWh"`); a sourced default where absent.
+    #[serde(default)]
+    pub wue: Option<Q>,
+    /// Off-site water: the grid's water intensity, water consumed generating a unit of the
+    /// electricity drawn (`"3.14 L/kWh"`); a sourced default where absent.
+    #[serde(default)]
+    pub water_intensity: Option<Q>,
     /// Embodied (manufacturing) carbon of one device (`"150 kg"`).
     #[serde(default)]
     pub embodied_device: Option<Q>,

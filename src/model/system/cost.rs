@@ -1,6 +1,7 @@
-//! A system's economics, validated and in SI (USD, seconds, joules, kg CO2e): capital per part,
-//! the amortisation period and utilisation, the energy price and grid intensity (with sourced
-//! defaults where a file gives none), a published rental price, embodied carbon. A leaf: lowering
+//! A system's economics, validated and in SI (USD, seconds, joules, kg CO2e, m³): capital per
+//! part, the amortisation period and utilisation, the energy price, grid carbon intensity and
+//! on-site and off-site water intensities (with sourced defaults where a file gives none), a
+//! published rental price, embodied carbon. A leaf: lowering
 //! builds it, `engine::cost` prices an estimate with it, `--set cost.<field>` edits it.
 
 use crate::model::Ctx;
@@ -18,6 +19,17 @@ pub const DEFAULT_ENERGY_PRICE_SOURCE: &str = "US EIA, average retail price of e
 pub const DEFAULT_GRID_INTENSITY: f64 = 0.366 / 3.6e6;
 /// Where [`DEFAULT_GRID_INTENSITY`] comes from.
 pub const DEFAULT_GRID_SOURCE: &str = "US EIA FAQ 'How much carbon dioxide is produced per kilowatthour of U.S. electricity generation?': 2023, 4.18 trillion kWh and 1.53 billion metric tons of CO2, about 0.81 lb (0.366 kg) per kWh";
+
+/// The on-site water usage effectiveness an estimate uses where the system file gives none (m³
+/// per J of IT energy): Li et al.'s U.S. average, 0.55 L/kWh.
+pub const DEFAULT_WUE: f64 = 0.55e-3 / 3.6e6;
+/// Where [`DEFAULT_WUE`] comes from.
+pub const DEFAULT_WUE_SOURCE: &str = "P. Li, J. Yang, M. A. Islam, S. Ren, 'Making AI Less \"Thirsty\"' (arXiv 2304.03271, 2023), Table 1, U.S. average on-site WUE 0.55 L/kWh (recalled; consistent with its abstract's 700,000 L evaporated training GPT-3: 1,287 MWh x 0.55 L/kWh = 708,000 L)";
+/// The grid's water intensity an estimate uses where the system file gives none (m³ per J of
+/// electricity drawn): Li et al.'s U.S. average electricity water intensity factor, 3.14 L/kWh.
+pub const DEFAULT_WATER_INTENSITY: f64 = 3.142e-3 / 3.6e6;
+/// Where [`DEFAULT_WATER_INTENSITY`] comes from.
+pub const DEFAULT_WATER_SOURCE: &str = "P. Li, J. Yang, M. A. Islam, S. Ren, 'Making AI Less \"Thirsty\"' (arXiv 2304.03271, 2023), Table 1, U.S. average off-site electricity water intensity factor 3.142 L/kWh (recalled; with its PUE 1.17 it gives the table's 4.731 ML off-site for GPT-3's 1,287 MWh)";
 
 /// A system's cost and carbon figures (SI: USD, s, USD/J, USD/s, USD/W, kg, kg/J).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -46,6 +58,14 @@ pub struct Economics {
     pub grid_intensity: f64,
     /// The grid intensity is tessera's default ([`DEFAULT_GRID_INTENSITY`]).
     pub grid_default: bool,
+    /// On-site water per unit of IT energy (m³/J).
+    pub wue: f64,
+    /// The WUE is tessera's default ([`DEFAULT_WUE`]).
+    pub wue_default: bool,
+    /// Off-site water per unit of electricity drawn from the grid (m³/J).
+    pub water_intensity: f64,
+    /// The grid's water intensity is tessera's default ([`DEFAULT_WATER_INTENSITY`]).
+    pub water_default: bool,
     /// Embodied carbon of one device (kg CO2e).
     pub embodied_device_kg: Option<f64>,
     /// Embodied carbon of one node beyond its devices (kg CO2e).
@@ -68,6 +88,10 @@ impl Default for Economics {
             rental_usd_per_s: None,
             grid_intensity: DEFAULT_GRID_INTENSITY,
             grid_default: true,
+            wue: DEFAULT_WUE,
+            wue_default: true,
+            water_intensity: DEFAULT_WATER_INTENSITY,
+            water_default: true,
             embodied_device_kg: None,
             embodied_node_kg: None,
         }
@@ -90,7 +114,7 @@ impl Economics {
 }
 
 /// Paths `--set cost.<field>` takes, with the dimension of each.
-pub const SET_FIELDS: [(&str, D); 12] = [
+pub const SET_FIELDS: [(&str, D); 14] = [
     ("device", D::Money),
     ("node", D::Money),
     ("rack", D::Money),
@@ -101,6 +125,8 @@ pub const SET_FIELDS: [(&str, D); 12] = [
     ("energy_price", D::MoneyPerEnergy),
     ("rental", D::MoneyPerTime),
     ("grid_intensity", D::CarbonIntensity),
+    ("wue", D::WaterIntensity),
+    ("water_intensity", D::WaterIntensity),
     ("embodied_device", D::Mass),
     ("embodied_node", D::Mass),
 ];
@@ -140,6 +166,14 @@ pub fn set_field(
         "grid_intensity" => {
             e.grid_intensity = v;
             e.grid_default = false;
+        }
+        "wue" => {
+            e.wue = v;
+            e.wue_default = false;
+        }
+        "water_intensity" => {
+            e.water_intensity = v;
+            e.water_default = false;
         }
         "embodied_device" => e.embodied_device_kg = Some(v),
         _ => e.embodied_node_kg = Some(v),
@@ -195,6 +229,14 @@ pub(super) fn lower_cost(cx: &mut Ctx, spec: Option<&CostSpec>) -> Economics {
         e.grid_intensity = g;
         e.grid_default = false;
     }
+    if let Some(w) = q(cx, "wue", &s.wue, D::WaterIntensity) {
+        e.wue = w;
+        e.wue_default = false;
+    }
+    if let Some(w) = q(cx, "water_intensity", &s.water_intensity, D::WaterIntensity) {
+        e.water_intensity = w;
+        e.water_default = false;
+    }
     e.embodied_device_kg = q(cx, "embodied_device", &s.embodied_device, D::Mass);
     e.embodied_node_kg = q(cx, "embodied_node", &s.embodied_node, D::Mass);
     let amortised = e.has_capital() || e.has_embodied();
@@ -237,5 +279,21 @@ mod tests {
         assert!(h.unwrap().contains("cost.device"));
         let (m, _) = set_field(&mut e, "device", "30 kW").unwrap_err();
         assert!(m.contains("an amount of money"), "{m}");
+    }
+
+    #[test]
+    fn set_field_takes_both_water_intensities() {
+        let mut e = Economics::default();
+        assert!(e.wue_default && e.water_default);
+        set_field(&mut e, "wue", "0.2 L/kWh").unwrap();
+        assert!((e.wue * 3.6e6 * 1e3 - 0.2).abs() < 1e-12);
+        assert!(!e.wue_default);
+        set_field(&mut e, "water_intensity", "1.8 m3/MWh").unwrap();
+        assert!((e.water_intensity * 3.6e6 * 1e3 - 1.8).abs() < 1e-12);
+        assert!(!e.water_default);
+        let (m, _) = set_field(&mut e, "wue", "0.4 kg/kWh").unwrap_err();
+        assert!(m.contains("a water intensity"), "{m}");
+        let (m, _) = set_field(&mut e, "water_intensity", "-1 L/kWh").unwrap_err();
+        assert!(m.contains("≥ 0"), "{m}");
     }
 }
