@@ -244,9 +244,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // 4.52 % over 124, the largest still the v4.1 Server row's 15.0 %.
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
-    // with tolerances of their own, and stay out of it (they are gated like every case above).
+    // with tolerances of their own, and stay out of it (they are gated like every case above);
+    // so do a run's cost and carbon as their sources count them (`RentedCost`, `RatedCarbon`:
+    // a whole run's modelled time priced at a stated rental or counted at rated power, with
+    // tolerances of 20-25 % for the layouts and stacks their sources leave unstated).
     let (n, mape, max) = stats(cases, |c| {
-        c["fitted"] == false && c["metric"] != "goodput" && c["metric"] != "mtbf"
+        c["fitted"] == false
+            && !["goodput", "mtbf", "rated_carbon", "rented_cost"]
+                .contains(&c["metric"].as_str().unwrap_or(""))
     });
     assert!(n >= 30);
     assert!(mape <= 0.0452, "unfitted MAPE {mape} (target 0.08)");

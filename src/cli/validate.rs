@@ -113,6 +113,7 @@ fn value(m: Metric, v: f64) -> String {
         Metric::TimeToTrain | Metric::StepTime if v >= 1.0 => format!("{v:.3} s"),
         // carbon in grams with a prefix (kg with one reads as `kkg`)
         Metric::RatedCarbon => fmt_si(v * 1e3, "g"),
+        Metric::RentedCost => tessera::report::money(v),
         // below a second in SI prefixes (ms, us), three significant digits
         _ => fmt_si(v, m.unit()),
     }

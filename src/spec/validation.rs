@@ -191,6 +191,10 @@ pub enum MetricSpec {
     /// The job's mean time between unexpected interruptions (a published interruption count
     /// over a run's length).
     Mtbf,
+    /// What the whole run costs at a published rental price per device-hour (`cost.rental`,
+    /// the system's or set per case): devices × the run's modelled time × the price, as a report
+    /// that states its GPU-hours and a price per GPU-hour counts it.
+    RentedCost,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -28,7 +28,12 @@ pub fn figure_of(m: Metric) -> Option<Figure> {
         Metric::Energy => Some(Figure::Energy),
         // a ratio of two runs; carbon prices the time band's figure at rated power; goodput's
         // figures come from reliability data, not the roofline
-        Metric::ScalingEfficiency | Metric::RatedCarbon | Metric::Goodput | Metric::Mtbf => None,
+        // a rented cost prices the time band's figure at a published price: kept apart like carbon
+        Metric::ScalingEfficiency
+        | Metric::RatedCarbon
+        | Metric::Goodput
+        | Metric::Mtbf
+        | Metric::RentedCost => None,
     }
 }
 

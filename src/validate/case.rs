@@ -26,6 +26,7 @@ pub enum Metric {
     RatedCarbon,
     Goodput,
     Mtbf,
+    RentedCost,
 }
 
 impl Metric {
@@ -41,6 +42,7 @@ impl Metric {
             Metric::RatedCarbon => "carbon (rated power)",
             Metric::Goodput => "goodput",
             Metric::Mtbf => "job MTBF",
+            Metric::RentedCost => "cost (rented)",
         }
     }
     /// SI unit of the metric's values, for display.
@@ -52,6 +54,7 @@ impl Metric {
             Metric::AveragePower => "W",
             Metric::Energy => "J",
             Metric::RatedCarbon => "kg",
+            Metric::RentedCost => "USD",
         }
     }
 }
@@ -449,6 +452,7 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         MetricSpec::RatedCarbon => (Metric::RatedCarbon, None),
         MetricSpec::Goodput => (Metric::Goodput, None),
         MetricSpec::Mtbf => (Metric::Mtbf, None),
+        MetricSpec::RentedCost => (Metric::RentedCost, None),
     };
     cx.enter_part(cx.file(), crate::diag::Path::root(), Some(&s.source));
     let published = match metric {
@@ -469,6 +473,7 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         Metric::AveragePower => cx.positive("published", &s.published, Dimension::Power),
         Metric::Energy => cx.positive("published", &s.published, Dimension::Energy),
         Metric::RatedCarbon => cx.positive("published", &s.published, Dimension::Mass),
+        Metric::RentedCost => cx.positive("published", &s.published, Dimension::Money),
         Metric::Throughput => match parse_throughput(&s.published.0) {
             Ok(v) => {
                 // check the source tag like any quantity

@@ -207,6 +207,12 @@ pub fn predict(c: &Case) -> Result<(f64, String), String> {
             let rated = e.rated_power_w.ok_or("the estimate gives no rated power")?;
             rated * run_time()? * sys.economics.grid_intensity
         }
+        Metric::RentedCost => {
+            let price = sys.economics.rental_usd_per_s.ok_or(
+                "the system gives no rental price (`cost.rental`; set it in the case's `set`)",
+            )?;
+            n as f64 * run_time()? * price
+        }
         Metric::Goodput | Metric::Mtbf => {
             let g = e.goodput.as_ref().ok_or(
                 "the system states no reliability and storage (or the task is not training): no goodput",
