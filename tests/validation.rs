@@ -241,7 +241,11 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // Then the attention core got its kernel (issue 43 item 2): the llm-foundry rows on their
     // stack's Triton FlashAttention at FlashAttention 1.x's published rates, the backward at the
     // kernel's 2.5 × the forward's FLOPs, its ten gated rows +6.9..+14.9 % → -4.5..+4.5 %:
-    // 4.52 % over 124, the largest still the v4.1 Server row's 15.0 %.
+    // 4.52 % over 124, the largest still the v4.1 Server row's 15.0 %. Then the 39 llm-foundry
+    // rows that kernel brought inside their 15 % (all of the batch's known gaps that came inside,
+    // none left out: long context at -14.5..+13.9 %, one micro-batch and FSDP rows at
+    // +5.4..+13.3 %), nothing fitted on them, joined the gate: 5.49 % over 163, the record
+    // moving with the set, the largest unchanged.
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
     // with tolerances of their own, and stay out of it (they are gated like every case above);
@@ -254,7 +258,7 @@ fn the_gated_set_passes_and_reaches_the_targets() {
                 .contains(&c["metric"].as_str().unwrap_or(""))
     });
     assert!(n >= 30);
-    assert!(mape <= 0.0452, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0549, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     let (_, all, _) = stats(cases, |c| c["fitted"] == false);
     assert!((all - f(&s["unfitted"], "mape")).abs() < 1e-12);
