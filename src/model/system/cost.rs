@@ -24,12 +24,12 @@ pub const DEFAULT_GRID_SOURCE: &str = "US EIA FAQ 'How much carbon dioxide is pr
 /// per J of IT energy): Li et al.'s U.S. average, 0.55 L/kWh.
 pub const DEFAULT_WUE: f64 = 0.55e-3 / 3.6e6;
 /// Where [`DEFAULT_WUE`] comes from.
-pub const DEFAULT_WUE_SOURCE: &str = "P. Li, J. Yang, M. A. Islam, S. Ren, 'Making AI Less \"Thirsty\"' (arXiv 2304.03271, 2023), Table 1, U.S. average on-site WUE 0.55 L/kWh (recalled; consistent with its abstract's 700,000 L evaporated training GPT-3: 1,287 MWh x 0.55 L/kWh = 708,000 L)";
+pub const DEFAULT_WUE_SOURCE: &str = "P. Li, J. Yang, M. A. Islam, S. Ren, 'Making AI Less \"Thirsty\"' (arXiv 2304.03271, 2023), Table 1, U.S. average on-site WUE 0.55 L/kWh (checked against its abstract's 700,000 L evaporated training GPT-3: 1,287 MWh x 0.55 L/kWh = 708,000 L)";
 /// The grid's water intensity an estimate uses where the system file gives none (m³ per J of
 /// electricity drawn): Li et al.'s U.S. average electricity water intensity factor, 3.14 L/kWh.
 pub const DEFAULT_WATER_INTENSITY: f64 = 3.142e-3 / 3.6e6;
 /// Where [`DEFAULT_WATER_INTENSITY`] comes from.
-pub const DEFAULT_WATER_SOURCE: &str = "P. Li, J. Yang, M. A. Islam, S. Ren, 'Making AI Less \"Thirsty\"' (arXiv 2304.03271, 2023), Table 1, U.S. average off-site electricity water intensity factor 3.142 L/kWh (recalled; with its PUE 1.17 it gives the table's 4.731 ML off-site for GPT-3's 1,287 MWh)";
+pub const DEFAULT_WATER_SOURCE: &str = "P. Li, J. Yang, M. A. Islam, S. Ren, 'Making AI Less \"Thirsty\"' (arXiv 2304.03271, 2023), Table 1, U.S. average off-site electricity water intensity factor 3.142 L/kWh (checked: with its PUE 1.17 and the on-site 0.71 ML it gives the 5.4 ML its GPT-3 estimate is quoted at)";
 
 /// A system's cost and carbon figures (SI: USD, s, USD/J, USD/s, USD/W, kg, kg/J).
 #[derive(Debug, Clone, Serialize, PartialEq)]
