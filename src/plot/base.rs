@@ -231,6 +231,39 @@ pub fn wrap(text: &str, chars: usize, lines: usize) -> Vec<String> {
     out.into_iter().map(|l| ellipsize(&l, chars)).collect()
 }
 
+/// Break `text` at spaces into lines no wider than `width` at `font_size` (by [`text_width`]),
+/// at most `lines` of them; a word wider than the line stands on its own line, and the last line
+/// is shortened with an ellipsis only when the text needs more lines than that.
+pub fn fit_lines(text: &str, font_size: f64, width: f64, lines: usize) -> Vec<String> {
+    let lines = lines.max(1);
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let joined = if cur.is_empty() {
+            word.to_string()
+        } else {
+            format!("{cur} {word}")
+        };
+        if !cur.is_empty() && text_width(&joined, font_size) > width {
+            out.push(std::mem::replace(&mut cur, word.to_string()));
+        } else {
+            cur = joined;
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    if out.len() > lines {
+        let mut last = out[lines - 1..].join(" ");
+        out.truncate(lines - 1);
+        while text_width(&format!("{last}…"), font_size) > width && last.chars().count() > 1 {
+            last.pop();
+        }
+        out.push(format!("{}…", last.trim_end()));
+    }
+    out
+}
+
 /// Places small labels next to marks so that they overlap each other as little as it can: each
 /// label takes the first free spot of a few around its mark, else the first spot.
 #[derive(Default)]
@@ -240,7 +273,8 @@ pub struct LabelPlacer {
 
 impl LabelPlacer {
     /// Where to put a label of `width` × `height` next to a mark at (x, y), inside `bounds`:
-    /// the text's anchor point and whether it is anchored at its start (else its end).
+    /// the text's anchor point and whether it is anchored at its start (else its end). When
+    /// every spot is taken it still places the label (on the first spot inside).
     pub fn place(
         &mut self,
         x: f64,
@@ -249,6 +283,48 @@ impl LabelPlacer {
         height: f64,
         bounds: Rect,
     ) -> (f64, f64, bool) {
+        let (free, inside) = self.spots(x, y, width, height, bounds);
+        let (tx, ty, start, b) = free.or(inside).unwrap_or((
+            x + 6.0,
+            y - 5.0,
+            true,
+            (x + 6.0, y - 5.0 - height, x + 6.0 + width, y - 3.0),
+        ));
+        self.boxes.push(b);
+        (tx, ty, start)
+    }
+
+    /// As [`LabelPlacer::place`], but only on a spot inside `bounds` that no label placed
+    /// before overlaps; `None` (and nothing taken) when there is none.
+    pub fn try_place(
+        &mut self,
+        x: f64,
+        y: f64,
+        width: f64,
+        height: f64,
+        bounds: Rect,
+    ) -> Option<(f64, f64, bool)> {
+        let (tx, ty, start, b) = self.spots(x, y, width, height, bounds).0?;
+        self.boxes.push(b);
+        Some((tx, ty, start))
+    }
+
+    /// Keep the box (left, top, right, bottom) free of labels placed after it (a mark's own
+    /// text, a note).
+    pub fn reserve(&mut self, b: (f64, f64, f64, f64)) {
+        self.boxes.push(b);
+    }
+
+    /// The first free spot inside `bounds` and the first spot inside at all.
+    #[allow(clippy::type_complexity)]
+    fn spots(
+        &self,
+        x: f64,
+        y: f64,
+        width: f64,
+        height: f64,
+        bounds: Rect,
+    ) -> (Option<Spot>, Option<Spot>) {
         let spots = [
             (6.0, -5.0, true),
             (6.0, 12.0, true),
@@ -261,7 +337,7 @@ impl LabelPlacer {
             (14.0, 3.0, true),
             (-14.0, 3.0, false),
         ];
-        let mut choice = None;
+        let mut first_inside = None;
         for (dx, dy, start) in spots {
             let (tx, ty) = (x + dx, y + dy);
             let x0 = if start { tx } else { tx - width };
@@ -275,23 +351,21 @@ impl LabelPlacer {
                 .iter()
                 .any(|o| b.0 < o.2 && o.0 < b.2 && b.1 < o.3 && o.1 < b.3);
             if inside && free {
-                choice = Some((tx, ty, start, b));
-                break;
+                return (
+                    Some((tx, ty, start, b)),
+                    first_inside.or(Some((tx, ty, start, b))),
+                );
             }
-            if choice.is_none() && inside {
-                choice = Some((tx, ty, start, b));
+            if first_inside.is_none() && inside {
+                first_inside = Some((tx, ty, start, b));
             }
         }
-        let (tx, ty, start, b) = choice.unwrap_or((
-            x + 6.0,
-            y - 5.0,
-            true,
-            (x + 6.0, y - 5.0 - height, x + 6.0 + width, y - 3.0),
-        ));
-        self.boxes.push(b);
-        (tx, ty, start)
+        (None, first_inside)
     }
 }
+
+/// A label's spot: anchor x, y, anchored at its start, and its box.
+type Spot = (f64, f64, bool, (f64, f64, f64, f64));
 
 /// One entry of a legend: a label drawn with a series' marker, line or hatch.
 #[derive(Clone, Debug)]
@@ -339,5 +413,27 @@ mod tests {
         assert_eq!(tick_label(2.5e15), "2.5P");
         assert_eq!(tick_label(1.0), "1");
         assert_eq!(tick_label(0.001), "1m");
+    }
+
+    #[test]
+    fn lines_fit_their_width() {
+        // Hand-checked: "aaaa bbbb" is 8 × 0.58 + 0.32 = 4.96 font sizes, 49.6 px at 10 px.
+        let t = "aaaa bbbb cccc dddd";
+        assert_eq!(fit_lines(t, 10.0, 1000.0, 3), vec![t.to_string()]);
+        assert_eq!(
+            fit_lines(t, 10.0, 50.0, 3),
+            vec!["aaaa bbbb".to_string(), "cccc dddd".to_string()]
+        );
+        for l in fit_lines(t, 10.0, 50.0, 3) {
+            assert!(text_width(&l, 10.0) <= 50.0, "{l}");
+        }
+        // Too long for the lines allowed: the last is cut, with an ellipsis, within the width.
+        let cut = fit_lines(t, 10.0, 30.0, 2);
+        assert_eq!(cut.len(), 2);
+        assert_eq!(cut[0], "aaaa");
+        assert!(
+            cut[1].ends_with('…') && text_width(&cut[1], 10.0) <= 30.0,
+            "{cut:?}"
+        );
     }
 }

@@ -23,7 +23,7 @@ pub fn compare(c: &Comparison, size: Size, out: &mut dyn std::io::Write) -> std:
         "tessera-plot compare",
     );
     doc.hatches();
-    doc.title(&format!("{} — systems against {}", c.workload, c.baseline));
+    let dy = doc.title(&format!("{} — systems against {}", c.workload, c.baseline));
 
     let systems: Vec<LegendEntry> = c
         .systems
@@ -37,9 +37,9 @@ pub fn compare(c: &Comparison, size: Size, out: &mut dyn std::io::Write) -> std:
         .collect();
     let lw = w - 40.0;
     let lh = flow_height(lw, &systems);
-    doc.legend_flow(20.0, 34.0, lw, &systems);
+    doc.legend_flow(20.0, 34.0 + dy, lw, &systems);
 
-    let top = 34.0 + lh + 16.0;
+    let top = 34.0 + dy + lh + 16.0;
     let bottom = h - 80.0;
     let split = (w * 0.56).round();
     let left = Rect {

@@ -43,7 +43,7 @@ pub fn time_to_train(
         &format!("Time to train {workload} with and without failures"),
         "tessera-plot scale-goodput",
     );
-    doc.title(&format!(
+    let dy = doc.title(&format!(
         "{workload} — time to train, failure-free and with failures"
     ));
     let mut entries: Vec<LegendEntry> = s
@@ -62,8 +62,8 @@ pub fn time_to_train(
     });
     let lw = w - 40.0;
     let lh = flow_height(lw, &entries);
-    doc.legend_flow(20.0, 34.0, lw, &entries);
-    let top = 34.0 + lh + 14.0;
+    doc.legend_flow(20.0, 34.0 + dy, lw, &entries);
+    let top = 34.0 + dy + lh + 14.0;
     let rect = Rect {
         x: 80.0,
         y: top,

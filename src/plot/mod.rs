@@ -24,7 +24,7 @@ pub mod validate;
 
 pub use axis::{Axis, ScaleKind};
 pub use base::{
-    ellipsize, si, text_width, tick_label, wrap, LabelPlacer, LegendEntry, LegendKind, Rect, Shape,
-    Size, Style, HATCHES,
+    ellipsize, fit_lines, si, text_width, tick_label, wrap, LabelPlacer, LegendEntry, LegendKind,
+    Rect, Shape, Size, Style, HATCHES,
 };
 pub use svg::Doc;

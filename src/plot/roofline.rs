@@ -28,11 +28,11 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
         &format!("Roofline: {} on {}", r.workload, r.device),
         "tessera-plot roofline",
     );
-    doc.title(&format!("Roofline — {} — {}", r.device, r.workload));
+    let dy = doc.title(&format!("Roofline — {} — {}", r.device, r.workload));
     let m = &r.mapping;
     doc.note(
         w / 2.0,
-        38.0,
+        38.0 + dy,
         &ellipsize(
             &format!(
                 "{}, {} devices, dp {} × tp {} × pp {} × cp {}, micro-batch {}; per device, per call",
@@ -73,9 +73,9 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
     };
     let rect = Rect {
         x: 78.0,
-        y: 52.0,
+        y: 52.0 + dy,
         w: (w - 78.0 - 20.0 - key_w).max(100.0),
-        h: (h - 52.0 - 52.0).max(80.0),
+        h: (h - 52.0 - dy - 52.0).max(80.0),
     };
     let x = Axis::log("arithmetic intensity (FLOP/byte of memory traffic)", xs);
     let mut y = Axis::log("achieved rate (FLOP/s per device)", ys);

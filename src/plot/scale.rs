@@ -209,12 +209,12 @@ pub fn power(s: &[Scaling], size: Size, out: &mut dyn std::io::Write) -> std::io
         &format!("Throughput against power for {workload}"),
         "tessera-plot scale-power",
     );
-    doc.title(&format!("{workload} — throughput against {boundary} power"));
+    let dy = doc.title(&format!("{workload} — throughput against {boundary} power"));
     let entries = system_entries(s);
     let lw = w - 40.0;
     let lh = flow_height(lw, &entries);
-    doc.legend_flow(20.0, 34.0, lw, &entries);
-    let top = 34.0 + lh + 14.0;
+    doc.legend_flow(20.0, 34.0 + dy, lw, &entries);
+    let top = 34.0 + dy + lh + 14.0;
     let rect = Rect {
         x: 80.0,
         y: top,

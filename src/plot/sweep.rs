@@ -109,7 +109,7 @@ fn axis(d: &Dim, v: impl IntoIterator<Item = f64>) -> Axis {
 pub fn sweep(p: &SweepPlot, size: Size, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let (w, h) = (size.width as f64, size.height as f64);
     let mut doc = Doc::new(size, &p.title, "tessera-plot sweep");
-    doc.title(&p.title);
+    let dy = doc.title(&p.title);
     let front = p
         .front
         .clone()
@@ -117,9 +117,9 @@ pub fn sweep(p: &SweepPlot, size: Size, out: &mut dyn std::io::Write) -> std::io
     let show = shown(p, &front);
     let rect = Rect {
         x: 78.0,
-        y: 48.0,
+        y: 48.0 + dy,
         w: w - 78.0 - 24.0,
-        h: h - 48.0 - 76.0,
+        h: h - 48.0 - dy - 76.0,
     };
     let f = Frame {
         rect,

@@ -8,7 +8,10 @@
 
 use super::svg::legend::flow_height;
 use super::svg::{Anchor, Frame};
-use super::{ellipsize, si, Axis, Doc, LegendEntry, LegendKind, Rect, Size, Style};
+use super::{si, Axis, Doc, LabelPlacer, LegendEntry, LegendKind, Rect, Size, Style};
+
+/// At most this many cases outside the tolerance are named on the picture.
+const LABELLED: usize = 12;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -39,7 +42,7 @@ pub fn validate(
 ) -> std::io::Result<()> {
     let (w, h) = (size.width as f64, size.height as f64);
     let mut doc = Doc::new(size, &v.title, "tessera-plot validate");
-    doc.title(&v.title);
+    let dy = doc.title(&v.title);
     let mut families: Vec<&str> = Vec::new();
     for p in &v.points {
         if !families.contains(&p.family.as_str()) {
@@ -72,7 +75,7 @@ pub fn validate(
         .flat_map(|p| [p.published, p.predicted])
         .collect();
     let a = Axis::log("", vals);
-    let top = 34.0 + lh + 12.0;
+    let top = 34.0 + dy + lh + 16.0;
     // A square plot, as large as fits, so the identity line runs at 45°.
     let side = (h - top - 52.0).min(w - 90.0 - 20.0).max(60.0);
     let rect = Rect {
@@ -93,7 +96,7 @@ pub fn validate(
         },
     };
     doc.hatches();
-    doc.legend_flow(20.0, 34.0, lw, &entries);
+    doc.legend_flow(20.0, 34.0 + dy, lw, &entries);
     doc.raw(&format!(
         "<defs><clipPath id=\"plot-clip\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
         super::svg::n(rect.x),
@@ -155,24 +158,58 @@ pub fn validate(
                 err * 100.0
             ),
         );
-        if !p.pass {
+    }
+    doc.close_group();
+    // Labels for the cases outside the tolerance, the largest errors first, each where it
+    // overlaps no other; at most LABELLED of them, and the note says how many.
+    let mut outside: Vec<&&ValidationPoint> = shown.iter().filter(|p| !p.pass).collect();
+    outside.sort_by(|a, b| {
+        let e = |p: &ValidationPoint| (p.predicted / p.published).ln().abs();
+        e(b).total_cmp(&e(a)).then_with(|| a.case.cmp(&b.case))
+    });
+    let mut placer = LabelPlacer::default();
+    // Labels keep off the marks too, so that no label hides a case.
+    for p in &shown {
+        let (px, py) = (f.px(p.published), f.py(p.predicted));
+        placer.reserve((px - 5.0, py - 5.0, px + 5.0, py + 5.0));
+    }
+    let mut labelled = 0;
+    doc.open_group("point-labels", None);
+    for p in outside {
+        if labelled == LABELLED {
+            break;
+        }
+        let (px, py) = (f.px(p.published), f.py(p.predicted));
+        let err = p.predicted / p.published - 1.0;
+        let label = format!("{} ({:+.0}%)", p.case, err * 100.0);
+        let width = super::text_width(&label, 9.0);
+        if let Some((tx, ty, start)) = placer.try_place(px, py, width, 9.0, rect) {
             doc.text(
-                px + 7.0,
-                py + 4.0,
-                &format!("{} ({:+.0}%)", ellipsize(&p.case, 28), err * 100.0),
+                tx,
+                ty,
+                &label,
                 9.0,
-                Anchor::Start,
+                if start { Anchor::Start } else { Anchor::End },
                 "point-label",
                 r##"fill="#B00000""##,
             );
+            labelled += 1;
         }
     }
     doc.close_group();
     let pass = shown.iter().filter(|p| p.pass).count();
+    let fail = shown.len() - pass;
+    let named = if fail == 0 {
+        String::new()
+    } else if labelled == fail {
+        "; every case outside named".to_string()
+    } else {
+        format!("; {labelled} of the {fail} outside named, largest first")
+    };
     doc.note(
         rect.right(),
-        rect.y - 4.0,
-        &format!("{pass} of {} cases within tolerance", shown.len()),
+        rect.y - 8.0,
+        &format!("{pass} of {} cases within tolerance{named}", shown.len()),
         Anchor::End,
     );
     doc.finish(out)

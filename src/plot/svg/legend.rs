@@ -85,8 +85,9 @@ impl Doc {
     ) -> (super::Rect, super::Rect) {
         let lw = w - 40.0;
         let lh = flow_height(lw, entries);
-        self.legend_flow(20.0, 34.0, lw, entries);
-        let top = 34.0 + lh + 14.0;
+        let y0 = 34.0 + self.title_dy;
+        self.legend_flow(20.0, y0, lw, entries);
+        let top = y0 + lh + 14.0;
         let bottom = h - 50.0;
         let split = (w * 0.5).round();
         let left = super::Rect {

@@ -56,7 +56,12 @@ impl Anchor {
 pub struct Doc {
     buf: String,
     pub size: Size,
+    /// How much lower than one line the title ends (see [`Doc::title`]).
+    pub title_dy: f64,
 }
+
+/// The distance between the lines of a title.
+const TITLE_LINE: f64 = 18.0;
 
 /// A plot area with its two axes: maps data to picture coordinates.
 #[derive(Clone, Debug)]
@@ -95,7 +100,11 @@ impl Doc {
             buf,
             r##"<rect class="background" x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##
         );
-        Doc { buf, size }
+        Doc {
+            buf,
+            size,
+            title_dy: 0.0,
+        }
     }
 
     /// Hatch patterns `hatch-0` … for bar fills: each has its own line direction and density and
@@ -494,23 +503,26 @@ impl Doc {
         self.buf.push_str("</g>\n");
     }
 
-    /// The picture's title, centred at the top.
-    pub fn title(&mut self, s: &str) {
+    /// The picture's title, centred at the top, broken into as many lines (up to three) as its
+    /// width needs rather than cut; returns how much lower than a one-line title it ends, which
+    /// each plot adds to the top of what it draws below (also kept in [`Doc::title_dy`]).
+    pub fn title(&mut self, s: &str) -> f64 {
         let w = self.size.width as f64;
-        let mut s = s.to_string();
-        while text_width(&s, 18.0) > w - 24.0 && s.chars().count() > 8 {
-            let k = s.chars().count();
-            s = super::base::ellipsize(&s, k - 2);
+        // Bold type is about a fifth wider than the estimate for regular type.
+        let lines = super::base::fit_lines(s, 15.0 * 1.2, w - 24.0, 3);
+        for (i, line) in lines.iter().enumerate() {
+            self.text(
+                w / 2.0,
+                22.0 + TITLE_LINE * i as f64,
+                line,
+                15.0,
+                Anchor::Middle,
+                "title",
+                r#"font-weight="bold""#,
+            );
         }
-        self.text(
-            w / 2.0,
-            22.0,
-            &s,
-            15.0,
-            Anchor::Middle,
-            "title",
-            r#"font-weight="bold""#,
-        );
+        self.title_dy = TITLE_LINE * lines.len().saturating_sub(1) as f64;
+        self.title_dy
     }
 
     /// A note in small grey type.
