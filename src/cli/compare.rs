@@ -2,7 +2,7 @@
 
 use super::common::{self, si};
 use super::compare_table::{self, Defaults};
-use super::plot::PlotArgs;
+use super::plot::{svg_string, PlotArgs, ReportArgs};
 use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::{MappingChoice, Objective};
@@ -48,6 +48,8 @@ pub struct Args {
     pub format: Format,
     #[command(flatten)]
     pub plot: PlotArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 /// The line stating the budget and what it is held against.
@@ -140,6 +142,20 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     };
     a.plot
         .draw(|size, o| tessera::plot::compare::compare(&c, size, o))?;
+    if a.report.report.is_some() {
+        let svg = svg_string(|o| tessera::plot::compare::compare(&c, a.plot.plot_size, o))?;
+        a.report.write(|| {
+            let pictures = [tessera::report::html::page::Picture {
+                svg,
+                caption: format!(
+                    "Systems against {}: throughput, performance per watt and energy as ratios, \
+                     and where the time per unit of work goes",
+                    c.baseline
+                ),
+            }];
+            tessera::report::html::compare::compare_report(&c, &a.systems, &pictures)
+        })?;
+    }
     a.plot.output(out, |out| {
         match a.format {
             Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&c).expect("json"))?,

@@ -77,6 +77,41 @@ impl PlotArgs {
     }
 }
 
+/// `--report FILE.html`, for the commands whose result is worth sharing as one document.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Also write the report as one self-contained HTML file (tables, assumptions and sources,
+    /// error bands, the pictures inline; nothing fetched from elsewhere): what stdout shows is
+    /// unchanged.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+}
+
+// Writes the HTML file --report names.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+impl ReportArgs {
+    /// Build the page (only when `--report` was given), write it whole and say so on stderr.
+    pub fn write(&self, page: impl FnOnce() -> String) -> std::io::Result<()> {
+        let Some(path) = &self.report else {
+            return Ok(());
+        };
+        let html = page();
+        create_parent(path)?;
+        super::output::write_atomic(path, html.as_bytes()).map_err(|e| with_path(e, path))?;
+        let _ = writeln!(std::io::stderr(), "wrote {}", path.display());
+        Ok(())
+    }
+}
+
+/// An SVG picture drawn into memory, for a report.
+pub fn svg_string(
+    render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<String> {
+    let mut buf = Vec::new();
+    render(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
 fn with_path(e: std::io::Error, p: &Path) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
 }

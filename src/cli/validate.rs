@@ -33,6 +33,8 @@ pub struct Args {
     pub cross_validate: Option<CrossBy>,
     #[command(flatten)]
     pub plot: super::plot::PlotArgs,
+    #[command(flatten)]
+    pub report: super::plot::ReportArgs,
     /// Write the error bands of this run (each hardware family's check-set error spread, for
     /// training and serving, per figure) to FILE, as RON: what estimates and comparisons report
     /// as `error_band` (`tessera validate --write-bands src/validate/bands.ron` updates the
@@ -400,6 +402,21 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
     let p = picture(&results);
     a.plot
         .draw(|size, w| tessera::plot::validate::validate(&p, size, w))?;
+    if a.report.report.is_some() {
+        let svg = super::plot::svg_string(|w| {
+            tessera::plot::validate::validate(&p, a.plot.plot_size, w)
+        })?;
+        a.report.write(|| {
+            let pictures = [tessera::report::html::page::Picture {
+                svg,
+                caption: "Every case predicted against published, by hardware family, with the \
+                          median tolerance as the band (each case is judged against its own)"
+                    .into(),
+            }];
+            let bands = tessera::validate::bands::Bands::of(&results);
+            tessera::report::html::validate::validate_report(&results, &summary, &bands, &pictures)
+        })?;
+    }
     if a.format == Format::Markdown {
         if let Some(img) = a.plot.markdown_image("predicted against published") {
             writeln!(out, "\n{img}")?;

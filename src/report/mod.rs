@@ -1,6 +1,7 @@
 //! Reports as data, and renderers that write them as tables, JSON, CSV or Markdown to any writer.
 
 pub mod catalogue;
+pub mod html;
 pub mod placement;
 pub mod records;
 pub mod roofline;
