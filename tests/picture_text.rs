@@ -3,7 +3,9 @@
 //! SVG as written — each `<text>` element's x, y, font size, anchor, rotation and content — and
 //! sizes its box with the same width estimate the plotting code lays text out with
 //! ([`tessera::plot::text_width`], bold a tenth wider), from the baseline 0.8 of the font size up
-//! and 0.2 down.
+//! and 0.2 down, turned with the text; two boxes overlap when no edge of either separates them
+//! (by more than half a pixel of rounding). Each picture is drawn at the default 800×500 and,
+//! where its command takes `--plot-size`, at 640×400.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
@@ -16,6 +18,34 @@ struct TextBox {
     class: String,
     text: String,
     b: [f64; 4],
+    /// The box's corners as drawn (turned with the text).
+    corners: [(f64, f64); 4],
+}
+
+/// How deep two boxes (each four corners in order) overlap: the least overlap of their
+/// projections on the axes of their edges (separating axes; zero or less: apart).
+fn overlap_depth(p: &[(f64, f64); 4], q: &[(f64, f64); 4]) -> f64 {
+    let mut depth = f64::INFINITY;
+    for poly in [p, q] {
+        for i in 0..2 {
+            let (a, b) = (poly[i], poly[i + 1]);
+            let len = ((b.0 - a.0).powi(2) + (b.1 - a.1).powi(2)).sqrt();
+            if len == 0.0 {
+                continue;
+            }
+            let axis = (-(b.1 - a.1) / len, (b.0 - a.0) / len);
+            let span = |c: &[(f64, f64); 4]| {
+                let d: Vec<f64> = c.iter().map(|v| v.0 * axis.0 + v.1 * axis.1).collect();
+                (
+                    d.iter().copied().fold(f64::INFINITY, f64::min),
+                    d.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                )
+            };
+            let ((p0, p1), (q0, q1)) = (span(p), span(q));
+            depth = depth.min(p1.min(q1) - p0.max(q0));
+        }
+    }
+    depth
 }
 
 fn attr(attrs: &str, name: &str) -> Option<String> {
@@ -62,10 +92,9 @@ fn text_boxes(svg: &str) -> Vec<TextBox> {
             _ => x,
         };
         let (top, bottom) = (y - 0.8 * fs, y + 0.2 * fs);
-        let b = match attr(attrs, "transform").as_deref() {
-            None => [x0, top, x0 + w, bottom],
-            // Turned around (x, y) (`rotate(DEG X Y)`, the only transform the plots write): the
-            // box that holds the turned box.
+        // Turned around (x, y) by `rotate(DEG X Y)`, the only transform the plots write.
+        let deg = match attr(attrs, "transform").as_deref() {
+            None => 0.0,
             Some(t) => {
                 let v: Vec<f64> = t
                     .strip_prefix("rotate(")
@@ -79,29 +108,37 @@ fn text_boxes(svg: &str) -> Vec<TextBox> {
                     v.len() == 3 && v[1] == x && v[2] == y,
                     "rotation not about the anchor: {t}"
                 );
-                let (sin, cos) = v[0].to_radians().sin_cos();
-                let turn = |px: f64, py: f64| {
-                    let (dx, dy) = (px - x, py - y);
-                    (x + dx * cos - dy * sin, y + dx * sin + dy * cos)
-                };
-                let c = [
-                    turn(x0, top),
-                    turn(x0 + w, top),
-                    turn(x0, bottom),
-                    turn(x0 + w, bottom),
-                ];
-                [
-                    c.iter().map(|p| p.0).fold(f64::INFINITY, f64::min),
-                    c.iter().map(|p| p.1).fold(f64::INFINITY, f64::min),
-                    c.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max),
-                    c.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max),
-                ]
+                v[0]
             }
         };
+        let (sin, cos) = f64::to_radians(deg).sin_cos();
+        let turn = |px: f64, py: f64| {
+            let (dx, dy) = (px - x, py - y);
+            (x + dx * cos - dy * sin, y + dx * sin + dy * cos)
+        };
+        let corners = [
+            turn(x0, top),
+            turn(x0 + w, top),
+            turn(x0 + w, bottom),
+            turn(x0, bottom),
+        ];
+        let b = [
+            corners.iter().map(|p| p.0).fold(f64::INFINITY, f64::min),
+            corners.iter().map(|p| p.1).fold(f64::INFINITY, f64::min),
+            corners
+                .iter()
+                .map(|p| p.0)
+                .fold(f64::NEG_INFINITY, f64::max),
+            corners
+                .iter()
+                .map(|p| p.1)
+                .fold(f64::NEG_INFINITY, f64::max),
+        ];
         out.push(TextBox {
             class: attr(attrs, "class").unwrap_or_default(),
             text,
             b,
+            corners,
         });
     }
     out
@@ -126,12 +163,11 @@ fn problems(svg: &str) -> Vec<String> {
     }
     for (i, p) in boxes.iter().enumerate() {
         for q in &boxes[..i] {
-            let ox = p.b[2].min(q.b[2]) - p.b[0].max(q.b[0]);
-            let oy = p.b[3].min(q.b[3]) - p.b[1].max(q.b[1]);
-            // Half a pixel either way is rounding in the written coordinates, not an overlap.
-            if ox > 0.5 && oy > 0.5 {
+            // Half a pixel is rounding in the written coordinates, not an overlap.
+            let depth = overlap_depth(&p.corners, &q.corners);
+            if depth > 0.5 {
                 bad.push(format!(
-                    "overlap ({ox:.0}×{oy:.0} px): {} {:?} and {} {:?}",
+                    "overlap ({depth:.1} px deep): {} {:?} and {} {:?}",
                     p.class, p.text, q.class, q.text
                 ));
             }
@@ -334,11 +370,23 @@ const PICTURES: &[(&str, &[&str])] = &[
 fn every_picture_keeps_its_text_on_the_canvas_and_apart() {
     let mut report = Vec::new();
     for (name, args) in PICTURES {
-        let svg = draw(name, args);
-        let boxes = text_boxes(&svg);
-        assert!(boxes.iter().any(|t| t.class == "title"), "{name}: no title");
-        for p in problems(&svg) {
-            report.push(format!("{name}: {p}"));
+        // At the default size, and on a narrower canvas where the command takes a size.
+        let mut runs = vec![(name.to_string(), args.to_vec())];
+        if args.contains(&"--plot") {
+            let mut narrow = args.to_vec();
+            narrow.extend(["--plot-size", "640x400"]);
+            runs.push((format!("{name} at 640x400"), narrow));
+        }
+        for (label, args) in runs {
+            let svg = draw(&label.replace(' ', "-"), &args);
+            let boxes = text_boxes(&svg);
+            assert!(
+                boxes.iter().any(|t| t.class == "title"),
+                "{label}: no title"
+            );
+            for p in problems(&svg) {
+                report.push(format!("{label}: {p}"));
+            }
         }
     }
     assert!(

@@ -40,8 +40,22 @@ pub fn compare(c: &Comparison, size: Size, out: &mut dyn std::io::Write) -> std:
     doc.legend_flow(20.0, 34.0 + dy, lw, &systems);
 
     let top = 34.0 + dy + lh + 16.0;
-    let bottom = h - 80.0;
     let split = (w * 0.56).round();
+    // The categories' legend goes under the right panel; where it needs more than two rows
+    // (a narrow picture) the panels end higher.
+    let cats: Vec<LegendEntry> = CATEGORIES
+        .iter()
+        .enumerate()
+        .map(|(k, c)| LegendEntry {
+            label: c.to_string(),
+            style: Style::nth(k),
+            kind: LegendKind::Shade,
+        })
+        .collect();
+    let cats_x = split + 62.0 - 40.0;
+    let cats_w = w - cats_x - 10.0;
+    let cats_h = flow_height(cats_w, &cats);
+    let bottom = h - 80.0 - (cats_h - 34.0).max(0.0);
     let left = Rect {
         x: 66.0,
         y: top,
@@ -284,15 +298,6 @@ pub fn compare(c: &Comparison, size: Size, out: &mut dyn std::io::Write) -> std:
         }
     }
     doc.close_group();
-    let cats: Vec<LegendEntry> = CATEGORIES
-        .iter()
-        .enumerate()
-        .map(|(k, c)| LegendEntry {
-            label: c.to_string(),
-            style: Style::nth(k),
-            kind: LegendKind::Shade,
-        })
-        .collect();
-    doc.legend_flow(right.x - 40.0, h - 36.0, w - right.x + 30.0, &cats);
+    doc.legend_flow(cats_x, h - 2.0 - cats_h.max(34.0), cats_w, &cats);
     doc.finish(out)
 }

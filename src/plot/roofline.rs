@@ -175,6 +175,8 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
         }
     }
     let mut last_y = f64::NEG_INFINITY;
+    // The ceiling labels' boxes, which the roof labels keep off.
+    let mut ceiling_boxes: Vec<(f64, f64, f64, f64)> = Vec::new();
     for (v, labels) in &merged {
         let yy = f.py(*v);
         if yy < rect.y || yy > rect.bottom() || (yy - last_y).abs() < 11.0 {
@@ -190,6 +192,7 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
         };
         let text = format!("{} {}", labels.join(", "), si(*v, "FLOP/s"));
         let x1 = (ridge - 6.0).max(rect.x + 6.0 + text_width(&text, 10.0));
+        ceiling_boxes.push((x1 - text_width(&text, 10.0), yy - 12.0, x1, yy));
         doc.text(
             x1,
             yy - 3.0,
@@ -218,20 +221,47 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
         if px > rect.right() - 40.0 || py < rect.y + 10.0 {
             continue;
         }
-        while used
-            .iter()
-            .any(|(ux, uy)| (ux - px).abs() < 60.0 && (uy - py).abs() < 12.0)
-        {
-            px += 24.0;
-            py -= 24.0 * (-angle.to_radians()).tan();
-        }
-        used.push((px, py));
         let label = format!(
             "{}{} {}",
             roof.level,
             if roof.cache { " (cache)" } else { "" },
             si(b, "B/s")
         );
+        // Along the roof past other roofs' labels and off the ceilings' labels: points along
+        // the label's baseline and a font height above it, turned with the text.
+        let (lw, (sa, ca)) = (text_width(&label, 10.0), angle.to_radians().sin_cos());
+        let on_ceiling = |px: f64, py: f64| {
+            (0..=8).any(|k| {
+                let t = lw * k as f64 / 8.0;
+                [0.0, 8.0].iter().any(|h| {
+                    let (qx, qy) = (px + t * ca + h * sa, py + t * sa - h * ca);
+                    ceiling_boxes
+                        .iter()
+                        .any(|b| qx >= b.0 && qx <= b.2 && qy >= b.1 && qy <= b.3)
+                })
+            })
+        };
+        let mut tries = 0;
+        while tries < 16
+            && (on_ceiling(px, py)
+                || used
+                    .iter()
+                    .any(|(ux, uy)| (ux - px).abs() < 60.0 && (uy - py).abs() < 12.0))
+        {
+            px += 24.0;
+            py -= 24.0 * (-angle.to_radians()).tan();
+            tries += 1;
+        }
+        // Dropped where it would leave the plot (its far end above the top or past the right).
+        if tries == 16
+            || px > rect.right() - 40.0
+            || py < rect.y + 10.0
+            || py + lw * sa < rect.y
+            || px + lw * ca > rect.right()
+        {
+            continue;
+        }
+        used.push((px, py));
         let extra = format!(
             r##"fill="#222222" transform="rotate({} {} {})""##,
             n(angle),

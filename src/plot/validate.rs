@@ -206,11 +206,12 @@ pub fn validate(
     } else {
         format!("; {labelled} of the {fail} outside named, largest first")
     };
-    doc.note(
-        rect.right(),
-        rect.y - 8.0,
-        &format!("{pass} of {} cases within tolerance{named}", shown.len()),
-        Anchor::End,
-    );
+    // Right-aligned over the plot; where it is wider than the plot it reaches right rather
+    // than over the vertical axis's title.
+    let note = format!("{pass} of {} cases within tolerance{named}", shown.len());
+    let nx = rect
+        .right()
+        .max((rect.x - 10.0 + super::text_width(&note, 10.0)).min(w - 10.0));
+    doc.note(nx, rect.y - 8.0, &note, Anchor::End);
     doc.finish(out)
 }
