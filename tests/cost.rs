@@ -83,7 +83,10 @@ fn dgx_h100_serving_is_priced_by_hand() {
     assert!((c.water_onsite_l - onsite).abs() <= 1e-9 * onsite);
     assert!((c.water_offsite_l - offsite).abs() <= 1e-9 * offsite);
     assert!((e.water_l.unwrap() - (onsite + offsite)).abs() <= 1e-9 * offsite);
-    assert_eq!((c.wue_l_per_kwh, c.grid_water_l_per_kwh), (0.55, GRID_WATER));
+    assert_eq!(
+        (c.wue_l_per_kwh, c.grid_water_l_per_kwh),
+        (0.55, GRID_WATER)
+    );
     // energy price, grid intensity, WUE and grid water: the four defaults, each with its source
     assert_eq!(c.defaults.len(), 4, "{:?}", c.defaults);
     assert!(c.defaults.iter().any(|d| d.contains("Making AI Less")));
