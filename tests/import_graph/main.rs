@@ -43,6 +43,10 @@ use std::path::Path;
 /// re-exports its children while they use items it defines (`Builder`, `domain_size`,
 /// `place_group`, `Shape`, `kv_tokens`, …), and `inference/{layer, shape, stages, regions}.rs`
 /// use one another. The remedy is the one used elsewhere: the shared items in leaf files.
+/// `training/{dp, host, outer}.rs` were split out of `comms.rs` and `ops.rs` (issue 40: no file
+/// over 800 lines) and carry the imports they had there (`Builder`, `Shape`): the same code in
+/// more files, not a new edge; they leave the circle with the rest once `Builder` and `Shape`
+/// sit in leaf files.
 const KNOWN_CIRCLES: &[&[&str]] = &[&[
     "src/engine/lower/cnn.rs",
     "src/engine/lower/graph.rs",
@@ -57,10 +61,13 @@ const KNOWN_CIRCLES: &[&[&str]] = &[&[
     "src/engine/lower/inference/stages.rs",
     "src/engine/lower/mod.rs",
     "src/engine/lower/training/comms.rs",
+    "src/engine/lower/training/dp.rs",
+    "src/engine/lower/training/host.rs",
     "src/engine/lower/training/memory.rs",
     "src/engine/lower/training/mesh.rs",
     "src/engine/lower/training/mod.rs",
     "src/engine/lower/training/ops.rs",
+    "src/engine/lower/training/outer.rs",
     "src/engine/lower/training/stream.rs",
 ]];
 

@@ -3,9 +3,12 @@
 //! (`memory`).
 
 mod comms;
+mod dp;
+mod host;
 mod memory;
 mod mesh;
 mod ops;
+mod outer;
 mod stream;
 
 use super::{attention_precision, run_precision, vector_precision, Builder, Reason};
@@ -573,9 +576,9 @@ fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
     let mut own = Builder::default();
     ops::build(&mut own, d, &state);
     comms::build(&mut own, sys, d, &state);
-    comms::offload(&mut own, &act);
-    comms::offload_optimizer(&mut own, &state);
-    comms::offload_weights(&mut own, d, &state);
+    host::offload(&mut own, &act);
+    host::offload_optimizer(&mut own, &state);
+    host::offload_weights(&mut own, d, &state);
     mesh::build(&mut own, sys, d);
     if stream::streams(sys, &footprint, m.devices()) {
         stream::apply(&mut own, d, &state);

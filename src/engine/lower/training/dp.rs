@@ -1,0 +1,201 @@
+//! The data-parallel collectives of a training step: the gradient reduction over the replicas and
+//! the shard group (ZeRO 0-3, hybrid sharding, the expert-data-parallel ranks), and ZeRO 3's
+//! parameter gathers, each by its role.
+
+use super::Shape;
+use crate::engine::lower::{Builder, Collective, Group};
+use crate::engine::program::*;
+
+/// Hybrid sharding's second reduction: each shard group reduce-scatters the gradients inside
+/// itself (`step_reduction`), then the ranks holding the same shard in the other groups
+/// all-reduce it, `grad_bytes` each (the gradients over the shard group), over `group`. It
+/// follows the first: once per step where gradients are reduced once per step (ZeRO 1; ZeRO 0,
+/// where the replicas are all there is; ZeRO 2 and 3 under a pipeline schedule), every
+/// micro-batch where each micro-batch's are (ZeRO 2, 3 without one), behind the backward like
+/// it. A bucket's all-reduce can only start once its reduce-scatter is done, so the step's last
+/// bucket is exposed here too, after the shard group's.
+pub(super) fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, group: Group) {
+    let m = d.m;
+    let c = Collective {
+        name: "dp replica gradient all-reduce".into(),
+        role: Role::GradientReduction,
+        kind: CollKind::AllReduce,
+        bytes: grad_bytes,
+        group,
+        count: 1.0,
+        section: Section::Step,
+        overlap: if m.overlap_grad_reduce {
+            Overlap::Backward
+        } else {
+            Overlap::None
+        },
+    };
+    b.grad_comm(
+        c,
+        m.gradients_sharded_through_step()
+            .then_some(d.micro_batches),
+    );
+}
+
+/// Labels of one group's gradient reduction and parameter gathers.
+pub(super) struct StepNames {
+    all_reduce: &'static str,
+    reduce_scatter: &'static str,
+    zero3_gather: &'static str,
+    param_gather: &'static str,
+}
+
+pub(super) const DP_NAMES: StepNames = StepNames {
+    all_reduce: "dp gradient all-reduce",
+    reduce_scatter: "dp gradient reduce-scatter",
+    zero3_gather: "zero-3 weight all-gather",
+    param_gather: "dp parameter all-gather",
+};
+
+pub(super) const EDP_NAMES: StepNames = StepNames {
+    all_reduce: "edp expert gradient all-reduce",
+    reduce_scatter: "edp expert gradient reduce-scatter",
+    zero3_gather: "zero-3 expert weight all-gather",
+    param_gather: "edp expert parameter all-gather",
+};
+
+/// The gradient reduction of `grad_bytes` over `group` once per step, and the ZeRO parameter
+/// gathers of `weight_bytes`; `last_bucket`: its last bucket is exposed (`Builder::grad_comm`).
+pub(super) fn step_reduction(
+    b: &mut Builder,
+    d: &Shape,
+    n: &StepNames,
+    grad_bytes: f64,
+    weight_bytes: f64,
+    group: Group,
+    last_bucket: bool,
+) {
+    let m = d.m;
+    let (mbs, stp) = (Section::MicroBatch, Section::Step);
+    let z = m.zero;
+    let ov = if m.overlap_grad_reduce {
+        Overlap::Backward
+    } else {
+        Overlap::None
+    };
+    let (name, kind) = if z == 0 {
+        (n.all_reduce, CollKind::AllReduce)
+    } else {
+        (n.reduce_scatter, CollKind::ReduceScatter)
+    };
+    let c = Collective {
+        name: name.into(),
+        role: Role::GradientReduction,
+        kind,
+        bytes: grad_bytes,
+        group,
+        count: 1.0,
+        section: stp,
+        overlap: ov,
+    };
+    // Sharded gradients (ZeRO 2, ZeRO 3 / FSDP): a rank keeps only its shard of the gradients,
+    // so each micro-batch's gradients are reduce-scattered as its backward produces them, not
+    // once per step (DeepSpeed reduces every micro-step at stages 2 and 3; PyTorch FSDP does
+    // unless `no_sync` keeps the unsharded gradients, which NeMo AutoModel's
+    // `defer_fsdp_grad_sync: False` turns off).
+    // Under a pipeline schedule they stay whole and are reduced once per step
+    // (`Mapping::gradients_sharded_through_step`).
+    let every = m
+        .gradients_sharded_through_step()
+        .then_some(d.micro_batches);
+    if last_bucket {
+        b.grad_comm(c, every);
+    } else if every.is_some() {
+        b.comm(Collective { section: mbs, ..c });
+    } else {
+        b.comm(c);
+    }
+    // ZeRO-3 shards every parameter, frozen ones too (a LoRA run's base weights: FSDP wraps
+    // them with the adapters, and `memory::state` counts them sharded), so each layer's weights
+    // are gathered before its forward and backward whatever is trained. ZeRO 1 and 2 keep the
+    // weights whole and gather only the updated ones after the step: none of a LoRA base.
+    // Under a pipeline schedule FSDP gathers a stage's weights once, layer by layer behind the
+    // step's first forward, and keeps them whole to its last backward
+    // (`Mapping::weights_sharded_through_step`).
+    if z >= 3 || (z >= 1 && d.tr.lora.is_none()) {
+        if z >= 3 {
+            weight_gathers(b, d, n, weight_bytes, group);
+        } else {
+            b.comm(Collective {
+                name: n.param_gather.into(),
+                role: Role::ParameterGather,
+                kind: CollKind::AllGather,
+                bytes: weight_bytes,
+                group,
+                count: 1.0,
+                section: stp,
+                overlap: ov,
+            });
+        }
+    }
+}
+
+/// ZeRO-3 / FSDP's gathers of the sharded weights, `weight_bytes` per pass over the stage's
+/// layers. Without a pipeline schedule FSDP (`FULL_SHARD`, `reshard_after_forward`) frees each
+/// layer's gathered weights after its forward and gathers them again before its backward, every
+/// micro-batch: two gathers per micro-batch, one behind the forward, one behind the backward
+/// (DeepSpeed ZeRO-3 likewise fetches each sub-module's parameters in the forward and again in
+/// the backward, Rajbhandari et al., SC'20 §5.3). Each pass prefetches one layer ahead: layer
+/// i + 1's gather runs while layer i computes, so the pass's first gather has nothing before it
+/// to hide behind ("The 1st all-gather will not be able to overlap with anything", PyTorch,
+/// *FSDP Notes: FSDP Prefetch Nuances*; FSDP2 keeps two all-gather outputs alive in the forward
+/// and prefetches one module ahead in the backward). So one layer's share of each pass's gather
+/// is exposed, and the rest runs on the link timelines behind the pass's compute, where with
+/// layers of equal work "each layer's gather hidden behind the previous layer's compute"
+/// exposes what the pass's gathers (with the gradient reduce-scatters on the same links in the
+/// backward) take beyond its compute, as the timelines measure (`cpu::schedule`). Under a
+/// pipeline schedule FSDP gathers a stage's weights once, layer by layer behind the step's
+/// first forward, and keeps them whole to its last backward
+/// (`Mapping::weights_sharded_through_step`).
+fn weight_gathers(b: &mut Builder, d: &Shape, n: &StepNames, weight_bytes: f64, group: Group) {
+    let gather = |name: Name, bytes, count, section, overlap| Collective {
+        name,
+        role: Role::WeightGather,
+        kind: CollKind::AllGather,
+        bytes,
+        group,
+        count,
+        section,
+        overlap,
+    };
+    let mbs = Section::MicroBatch;
+    if !d.m.weights_sharded_through_step() {
+        let stp = Section::Step;
+        b.comm(gather(
+            n.zero3_gather.into(),
+            weight_bytes,
+            1.0,
+            stp,
+            Overlap::Forward,
+        ));
+        return;
+    }
+    let first = weight_bytes / d.l.max(1.0);
+    let rest = weight_bytes - first;
+    b.comm(gather(
+        format!("{} (forward)", n.zero3_gather).into(),
+        rest,
+        1.0,
+        mbs,
+        Overlap::Forward,
+    ));
+    b.comm(gather(
+        format!("{} (backward)", n.zero3_gather).into(),
+        rest,
+        1.0,
+        mbs,
+        Overlap::Backward,
+    ));
+    b.comm(gather(
+        format!("{} (first layer of each pass, exposed)", n.zero3_gather).into(),
+        first,
+        2.0,
+        mbs,
+        Overlap::None,
+    ));
+}
