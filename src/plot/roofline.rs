@@ -160,6 +160,182 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
     }
     doc.raw("</g>\n");
 
+    roof_labels(&mut doc, r, &f, angle, fastest, top);
+
+    // Operators.
+    doc.open_group("points", None);
+    let mut placer = LabelPlacer::default();
+    for (o, i, a) in &shown {
+        let (px, py) = (f.px(*i), f.py(a.max(f.y.min)));
+        let style = phase_style(o.phase);
+        let tip = format!(
+            "{}. {} ({}, {} {}): {:.3} FLOP/B, {}, bound by {}",
+            o.index,
+            o.name,
+            o.phase,
+            o.precision,
+            o.engine,
+            i,
+            si(*a, "FLOP/s"),
+            o.bound_by
+        );
+        doc.marker(
+            px,
+            py,
+            4.5,
+            style,
+            style.shape(),
+            o.engine == "matrix",
+            "point",
+            &format!(r#"data-op="{}""#, o.index),
+            &tip,
+        );
+        let label = o.index.to_string();
+        let (tx, ty, start) = placer.place(px, py, text_width(&label, 9.0), 9.0, rect);
+        doc.text(
+            tx,
+            ty,
+            &label,
+            9.0,
+            if start { Anchor::Start } else { Anchor::End },
+            "point-label",
+            r##"fill="#222222""##,
+        );
+    }
+    doc.close_group();
+
+    phase_legend(&mut doc, r, rect);
+    if !r.feasible {
+        doc.text(
+            rect.x + rect.w / 2.0,
+            rect.y + rect.h / 2.0,
+            &ellipsize(
+                &format!("infeasible: {}", r.reason.clone().unwrap_or_default()),
+                (rect.w / 6.0) as usize,
+            ),
+            12.0,
+            Anchor::Middle,
+            "infeasible",
+            r##"fill="#B00000""##,
+        );
+    }
+    let hidden = r.ops.len() - shown.len();
+    if hidden > 0 {
+        doc.note(
+            rect.x,
+            h - 8.0,
+            &format!("{hidden} operator(s) without FLOPs or memory traffic not shown"),
+            Anchor::Start,
+        );
+    }
+
+    if key_w > 0.0 {
+        key(&mut doc, r, rect, key_w, h);
+    }
+    doc.finish(out)
+}
+
+/// The key beside the plot: each operator's number, name, phase and what bounds it, as many as
+/// fit in `key_w` × the canvas height `h`, then how many more the table holds.
+fn key(doc: &mut Doc, r: &Roofline, rect: Rect, key_w: f64, h: f64) {
+    let kx = rect.right() + 16.0;
+    let mut ky = rect.y + 2.0;
+    doc.open_group("key", None);
+    doc.text(
+        kx,
+        ky,
+        "operators",
+        11.0,
+        Anchor::Start,
+        "key-title",
+        r#"font-weight="bold""#,
+    );
+    ky += 14.0;
+    let row = 12.0;
+    let rows = ((h - 10.0 - ky) / row).floor().max(1.0) as usize;
+    let chars = ((key_w - 8.0) / text_width("n", 9.0)) as usize;
+    for (k, o) in r.ops.iter().enumerate() {
+        if k + 1 == rows && r.ops.len() > rows {
+            doc.text(
+                kx,
+                ky,
+                &format!("… {} more (see the table)", r.ops.len() - k),
+                9.0,
+                Anchor::Start,
+                "key-more",
+                "",
+            );
+            break;
+        }
+        let short = match o.phase {
+            "forward" => "fwd",
+            "backward" => "bwd",
+            "recompute" => "rec",
+            _ => "upd",
+        };
+        doc.text(
+            kx,
+            ky,
+            &ellipsize(
+                &format!(
+                    "{:>2} {} ({short}; {})",
+                    o.index,
+                    o.name,
+                    if o.bound_by.starts_with("compute") {
+                        "compute"
+                    } else {
+                        &o.bound_by
+                    }
+                ),
+                chars,
+            ),
+            9.0,
+            Anchor::Start,
+            "key-entry",
+            "",
+        );
+        ky += row;
+    }
+    doc.close_group();
+}
+
+/// The phases' legend, bottom right (high intensity at a low rate: rarely an operator there),
+/// with what filled and hollow marks mean.
+fn phase_legend(doc: &mut Doc, r: &Roofline, rect: Rect) {
+    let mut phases: Vec<&str> = Vec::new();
+    for o in &r.ops {
+        if !phases.contains(&o.phase) {
+            phases.push(o.phase);
+        }
+    }
+    let entries: Vec<LegendEntry> = phases
+        .iter()
+        .map(|p| LegendEntry {
+            label: p.to_string(),
+            style: phase_style(p),
+            kind: LegendKind::Marker,
+        })
+        .collect();
+    if !entries.is_empty() {
+        let note = "filled: matrix engine; hollow: vector";
+        let lw = entries
+            .iter()
+            .map(|e| text_width(&e.label, 11.0))
+            .fold(0.0, f64::max)
+            + 44.0;
+        let lh = 17.0 * entries.len() as f64 + 8.0;
+        let lx = rect.right() - lw.max(text_width(note, 10.0) + 8.0) - 6.0;
+        let ly = rect.bottom() - lh - 22.0;
+        doc.legend(lx, ly, &entries);
+        doc.note(lx + 2.0, ly + lh + 13.0, note, Anchor::Start);
+    }
+}
+
+/// The roofs' and ceilings' labels: ceilings at the right end above their line (equal rates
+/// share one), roofs along their slope (`angle`, in degrees on the canvas) where they enter the
+/// plot, kept off the ceilings' labels and dropped where they would leave it.
+fn roof_labels(doc: &mut Doc, r: &Roofline, f: &Frame, angle: f64, fastest: f64, top: f64) {
+    let rect = f.rect;
     // Labels: ceilings at the right end above their line, roofs along their slope where they
     // enter the plot.
     doc.open_group("roof-labels", None);
@@ -271,162 +447,4 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
         doc.text(px, py, &label, 10.0, Anchor::Start, "roof-label", &extra);
     }
     doc.close_group();
-
-    // Operators.
-    doc.open_group("points", None);
-    let mut placer = LabelPlacer::default();
-    for (o, i, a) in &shown {
-        let (px, py) = (f.px(*i), f.py(a.max(f.y.min)));
-        let style = phase_style(o.phase);
-        let tip = format!(
-            "{}. {} ({}, {} {}): {:.3} FLOP/B, {}, bound by {}",
-            o.index,
-            o.name,
-            o.phase,
-            o.precision,
-            o.engine,
-            i,
-            si(*a, "FLOP/s"),
-            o.bound_by
-        );
-        doc.marker(
-            px,
-            py,
-            4.5,
-            style,
-            style.shape(),
-            o.engine == "matrix",
-            "point",
-            &format!(r#"data-op="{}""#, o.index),
-            &tip,
-        );
-        let label = o.index.to_string();
-        let (tx, ty, start) = placer.place(px, py, text_width(&label, 9.0), 9.0, rect);
-        doc.text(
-            tx,
-            ty,
-            &label,
-            9.0,
-            if start { Anchor::Start } else { Anchor::End },
-            "point-label",
-            r##"fill="#222222""##,
-        );
-    }
-    doc.close_group();
-
-    // Phase legend, bottom right (high intensity at a low rate: rarely an operator there).
-    let mut phases: Vec<&str> = Vec::new();
-    for o in &r.ops {
-        if !phases.contains(&o.phase) {
-            phases.push(o.phase);
-        }
-    }
-    let entries: Vec<LegendEntry> = phases
-        .iter()
-        .map(|p| LegendEntry {
-            label: p.to_string(),
-            style: phase_style(p),
-            kind: LegendKind::Marker,
-        })
-        .collect();
-    if !entries.is_empty() {
-        let note = "filled: matrix engine; hollow: vector";
-        let lw = entries
-            .iter()
-            .map(|e| text_width(&e.label, 11.0))
-            .fold(0.0, f64::max)
-            + 44.0;
-        let lh = 17.0 * entries.len() as f64 + 8.0;
-        let lx = rect.right() - lw.max(text_width(note, 10.0) + 8.0) - 6.0;
-        let ly = rect.bottom() - lh - 22.0;
-        doc.legend(lx, ly, &entries);
-        doc.note(lx + 2.0, ly + lh + 13.0, note, Anchor::Start);
-    }
-    if !r.feasible {
-        doc.text(
-            rect.x + rect.w / 2.0,
-            rect.y + rect.h / 2.0,
-            &ellipsize(
-                &format!("infeasible: {}", r.reason.clone().unwrap_or_default()),
-                (rect.w / 6.0) as usize,
-            ),
-            12.0,
-            Anchor::Middle,
-            "infeasible",
-            r##"fill="#B00000""##,
-        );
-    }
-    let hidden = r.ops.len() - shown.len();
-    if hidden > 0 {
-        doc.note(
-            rect.x,
-            h - 8.0,
-            &format!("{hidden} operator(s) without FLOPs or memory traffic not shown"),
-            Anchor::Start,
-        );
-    }
-
-    // Key: number → operator.
-    if key_w > 0.0 {
-        let kx = rect.right() + 16.0;
-        let mut ky = rect.y + 2.0;
-        doc.open_group("key", None);
-        doc.text(
-            kx,
-            ky,
-            "operators",
-            11.0,
-            Anchor::Start,
-            "key-title",
-            r#"font-weight="bold""#,
-        );
-        ky += 14.0;
-        let row = 12.0;
-        let rows = ((h - 10.0 - ky) / row).floor().max(1.0) as usize;
-        let chars = ((key_w - 8.0) / text_width("n", 9.0)) as usize;
-        for (k, o) in r.ops.iter().enumerate() {
-            if k + 1 == rows && r.ops.len() > rows {
-                doc.text(
-                    kx,
-                    ky,
-                    &format!("… {} more (see the table)", r.ops.len() - k),
-                    9.0,
-                    Anchor::Start,
-                    "key-more",
-                    "",
-                );
-                break;
-            }
-            let short = match o.phase {
-                "forward" => "fwd",
-                "backward" => "bwd",
-                "recompute" => "rec",
-                _ => "upd",
-            };
-            doc.text(
-                kx,
-                ky,
-                &ellipsize(
-                    &format!(
-                        "{:>2} {} ({short}; {})",
-                        o.index,
-                        o.name,
-                        if o.bound_by.starts_with("compute") {
-                            "compute"
-                        } else {
-                            &o.bound_by
-                        }
-                    ),
-                    chars,
-                ),
-                9.0,
-                Anchor::Start,
-                "key-entry",
-                "",
-            );
-            ky += row;
-        }
-        doc.close_group();
-    }
-    doc.finish(out)
 }
