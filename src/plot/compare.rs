@@ -181,6 +181,15 @@ pub fn compare(c: &Comparison, size: Size, out: &mut dyn std::io::Write) -> std:
         Anchor::Middle,
     );
 
+    time_per_unit(&mut doc, c, right, ns);
+    doc.legend_flow(cats_x, h - 2.0 - cats_h.max(34.0), cats_w, &cats);
+    doc.finish(out)
+}
+
+/// The right panel: each system's time per unit of work, stacked by category (compute, memory,
+/// communication, bubble, other) on one axis in a readable unit, the system's name under its
+/// bar; "infeasible" where a system has no step.
+fn time_per_unit(doc: &mut Doc, c: &Comparison, right: Rect, ns: usize) {
     // Right: time per unit of work by category.
     let unit = c
         .systems
@@ -298,6 +307,4 @@ pub fn compare(c: &Comparison, size: Size, out: &mut dyn std::io::Write) -> std:
         }
     }
     doc.close_group();
-    doc.legend_flow(cats_x, h - 2.0 - cats_h.max(34.0), cats_w, &cats);
-    doc.finish(out)
 }
