@@ -6,20 +6,13 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run tessera")
-}
+use common::tessera;
 
+/// A path for `name` in a folder of its own (`common::scratch_dir`).
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-report-html-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    common::scratch_dir("tessera-report-html").join(name)
 }
 
 const SYSTEMS: [&str; 3] = [
