@@ -304,3 +304,47 @@ fn gpu_columns_match_the_cpu() {
         }
     }
 }
+
+/// Issue 45: a GB200 NVL72 serving sweep's `mapping` dictionary held 566 entries with 451
+/// distinct labels (mappings that differ only where the label does not look print alike), which
+/// pandas refuses (`Categorical categories must be unique`). The dictionary now holds each label
+/// once, and every row still reads its own program's label.
+#[test]
+fn a_serving_sweeps_mapping_labels_are_a_dictionary_pandas_can_read() {
+    let path = common::scratch_dir("tessera-arrow-labels").join("serving.arrow");
+    let out = common::tessera(&[
+        "sweep",
+        "--arch",
+        "architectures/gb200-nvl72.ron",
+        "--workload",
+        "workloads/llama3.1-70b-serving.ron",
+        "--vary",
+        "device.tdp=800 W .. 1200 W step 200 W",
+        "--backend",
+        "cpu",
+        "--quiet",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = std::fs::File::open(&path).unwrap();
+    let reader = arrow::ipc::reader::FileReader::try_new(file, None).unwrap();
+    let mut rows = 0;
+    for b in reader {
+        let b = b.unwrap();
+        let mapping = b.column(2).as_dictionary::<UInt32Type>();
+        let labels = mapping.values().as_string::<i32>();
+        let distinct: std::collections::BTreeSet<&str> = labels.iter().flatten().collect();
+        assert_eq!(
+            distinct.len(),
+            labels.len(),
+            "a label repeats in the dictionary"
+        );
+        rows += b.num_rows();
+    }
+    assert!(rows > 0);
+}

@@ -412,3 +412,21 @@ def test_compare_csv_is_numeric_data(cli):
         if r["feasible"]:
             assert df["throughput_per_s"][i] == pytest.approx(r["throughput_per_s"], rel=1e-12)
     assert len(set(df.columns)) == len(df.columns)
+
+
+def test_a_serving_sweep_converts_to_pandas():
+    # issue 45: mappings that print alike made the `mapping` dictionary repeat labels, and
+    # pandas refused it ("Categorical categories must be unique")
+    t = tessera.sweep(
+        {
+            "arch": "architectures/gb200-nvl72.ron",
+            "workload": "workloads/llama3.1-70b-serving.ron",
+            "vary": {"device.tdp": "800 W .. 1200 W step 200 W"},
+        },
+        backend="cpu",
+    )
+    df = t.to_pandas()
+    assert len(df) == t.num_rows > 0
+    labels = t.column("mapping").combine_chunks().dictionary.to_pylist()
+    assert len(labels) == len(set(labels))
+    assert df["mapping"].nunique() == len(set(df["mapping"].astype(str)))

@@ -88,7 +88,12 @@ pub fn schema(plan: &Plan) -> SchemaRef {
 /// Turns [`Columns`] of one plan into record batches of its [`schema`].
 pub struct Batcher {
     schema: SchemaRef,
+    /// The distinct labels of the plan's programs, in first-seen order: two programs can print the
+    /// same label (mappings that differ only where the label does not look), and a dictionary
+    /// with a repeated value is not one pandas can read (`to_pandas` needs unique categories).
     labels: Arc<StringArray>,
+    /// Each program's key into `labels`.
+    keys: Vec<u32>,
     devices: Vec<u64>,
     reasons: Arc<StringArray>,
     axes: Vec<usize>,
@@ -96,11 +101,22 @@ pub struct Batcher {
 
 impl Batcher {
     pub fn new(plan: &Plan) -> Self {
+        let mut distinct: Vec<&str> = Vec::new();
+        let mut seen: HashMap<&str, u32> = HashMap::new();
+        let keys = plan
+            .programs
+            .iter()
+            .map(|p| {
+                *seen.entry(p.label.as_str()).or_insert_with(|| {
+                    distinct.push(p.label.as_str());
+                    (distinct.len() - 1) as u32
+                })
+            })
+            .collect();
         Batcher {
             schema: schema(plan),
-            labels: Arc::new(StringArray::from_iter_values(
-                plan.programs.iter().map(|p| p.label.as_str()),
-            )),
+            labels: Arc::new(StringArray::from_iter_values(distinct)),
+            keys,
             devices: plan.programs.iter().map(|p| p.devices).collect(),
             reasons: Arc::new(StringArray::from_iter_values(
                 (0..reason::COUNT as u8).map(reason::name),
@@ -119,8 +135,12 @@ impl Batcher {
             .iter()
             .map(|&p| self.devices[p as usize])
             .collect();
+        let mut program = c.program;
+        for p in &mut program {
+            *p = self.keys[*p as usize];
+        }
         let mapping = DictionaryArray::<UInt32Type>::try_new(
-            UInt32Array::from(c.program),
+            UInt32Array::from(program),
             self.labels.clone(),
         )?;
         let reason = DictionaryArray::<UInt8Type>::try_new(
