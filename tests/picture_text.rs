@@ -9,8 +9,8 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+mod common;
 use std::path::PathBuf;
-use std::process::Command;
 
 /// One piece of text as drawn: its box (left, top, right, bottom) and what it says.
 #[derive(Debug, Clone)]
@@ -177,9 +177,7 @@ fn problems(svg: &str) -> Vec<String> {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-picture-text-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    common::scratch_dir("tessera-picture-text").join(name)
 }
 
 /// Run `tessera ARGS` with `{}` replaced by a fresh SVG path; the SVG it wrote.
@@ -190,11 +188,7 @@ fn draw(name: &str, args: &[&str]) -> String {
         .iter()
         .map(|a| if *a == "{}" { p.as_str() } else { a })
         .collect();
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(&args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run tessera");
+    let out = common::tessera(&args);
     assert!(
         out.status.success(),
         "{name}: tessera {args:?}: {}",

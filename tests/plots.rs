@@ -8,9 +8,9 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use tessera::engine::program::Breakdown;
 use tessera::engine::{estimate, lower, search, Estimate, MappingChoice, Objective};
 use tessera::model::system::{load_system, System};
@@ -704,13 +704,7 @@ fn roofline_structure() {
 
 // ---------------------------------------------------------------- the CLI and the README
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run tessera")
-}
+use common::tessera;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tessera-plots-{}", std::process::id()));

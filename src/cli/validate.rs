@@ -162,16 +162,11 @@ fn summary_tables(s: &Summary) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
         .iter()
         .map(|x| x.to_string())
         .collect();
-    let mut head = vec![
-        stats_row("check set (the gate)", &s.check),
-        stats_row("calibration set (not gated)", &s.calibration),
-        stats_row("unfitted", &s.unfitted),
-        stats_row("fitted", &s.fitted),
-        stats_row("all outside known gaps", &s.all),
-    ];
-    if s.known_gaps.cases > 0 {
-        head.push(stats_row("known gaps (not gated)", &s.known_gaps));
-    }
+    let head = s
+        .headline()
+        .into_iter()
+        .map(|(name, st)| stats_row(name, st))
+        .collect();
     let fam = s
         .by_family
         .iter()

@@ -106,6 +106,25 @@ pub struct Summary {
     pub pass: bool,
 }
 
+impl Summary {
+    /// The sets every report of a run shows first, with their names: the check set (the gate),
+    /// the calibration set, the unfitted and fitted cases, all outside the known gaps, and the
+    /// known gaps where there are any. The table printer and the HTML report both read this.
+    pub fn headline(&self) -> Vec<(&'static str, &Stats)> {
+        let mut v = vec![
+            ("check set (the gate)", &self.check),
+            ("calibration set (not gated)", &self.calibration),
+            ("unfitted", &self.unfitted),
+            ("fitted", &self.fitted),
+            ("all outside known gaps", &self.all),
+        ];
+        if self.known_gaps.cases > 0 {
+            v.push(("known gaps (not gated)", &self.known_gaps));
+        }
+        v
+    }
+}
+
 fn groups<F: Fn(&CaseResult) -> String>(rs: &[&CaseResult], key: F) -> Vec<Group> {
     let mut names: Vec<String> = rs.iter().map(|r| key(r)).collect();
     names.sort();

@@ -157,16 +157,11 @@ pub fn validate_report(
     );
     page.open_section("summary", "Summary");
     page.para("verdict", &verdict);
-    let mut rows = vec![
-        stats_row("check set (the gate)", &summary.check),
-        stats_row("calibration set (not gated)", &summary.calibration),
-        stats_row("unfitted", &summary.unfitted),
-        stats_row("fitted", &summary.fitted),
-        stats_row("all outside known gaps", &summary.all),
-    ];
-    if summary.known_gaps.cases > 0 {
-        rows.push(stats_row("known gaps (not gated)", &summary.known_gaps));
-    }
+    let rows: Vec<_> = summary
+        .headline()
+        .into_iter()
+        .map(|(name, st)| stats_row(name, st))
+        .collect();
     page.table("summary", &stats_columns(), &rows);
     page.h3("Check set by hardware family");
     let fam: Vec<_> = summary
