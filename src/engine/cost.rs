@@ -171,35 +171,47 @@ pub fn price(sys: &System, e: &Work) -> Priced {
     };
     let ec = &sys.economics;
     let kwh = energy / 3.6e6;
-    let mut defaults = Vec::new();
-    if ec.energy_price_default {
-        defaults.push(format!(
-            "energy price {:.4} $/kWh: {}",
+    // the figures left at a default, each with its value, unit, precision and source
+    use crate::model::system::cost as dc;
+    let left = [
+        (
+            ec.energy_price_default,
+            "energy price",
             ec.energy_price * 3.6e6,
-            crate::model::system::cost::DEFAULT_ENERGY_PRICE_SOURCE
-        ));
-    }
-    if ec.grid_default {
-        defaults.push(format!(
-            "grid intensity {:.3} kg/kWh: {}",
+            4,
+            "$/kWh",
+            dc::DEFAULT_ENERGY_PRICE_SOURCE,
+        ),
+        (
+            ec.grid_default,
+            "grid intensity",
             ec.grid_intensity * 3.6e6,
-            crate::model::system::cost::DEFAULT_GRID_SOURCE
-        ));
-    }
-    if ec.wue_default {
-        defaults.push(format!(
-            "on-site WUE {:.2} L/kWh: {}",
+            3,
+            "kg/kWh",
+            dc::DEFAULT_GRID_SOURCE,
+        ),
+        (
+            ec.wue_default,
+            "on-site WUE",
             ec.wue * 3.6e9,
-            crate::model::system::cost::DEFAULT_WUE_SOURCE
-        ));
-    }
-    if ec.water_default {
-        defaults.push(format!(
-            "grid water intensity {:.2} L/kWh: {}",
+            2,
+            "L/kWh",
+            dc::DEFAULT_WUE_SOURCE,
+        ),
+        (
+            ec.water_default,
+            "grid water intensity",
             ec.water_intensity * 3.6e9,
-            crate::model::system::cost::DEFAULT_WATER_SOURCE
-        ));
-    }
+            2,
+            "L/kWh",
+            dc::DEFAULT_WATER_SOURCE,
+        ),
+    ];
+    let defaults: Vec<String> = left
+        .into_iter()
+        .filter(|l| l.0)
+        .map(|(_, what, v, prec, unit, src)| format!("{what} {v:.prec$} {unit}: {src}"))
+        .collect();
     let (onsite, offsite) = water_of(sys, energy);
     let deployed = deployed_capital(sys, e.devices);
     let paid = ec.paid_seconds();
