@@ -573,3 +573,79 @@ fn the_bottleneck_detail_is_the_largest_item_of_its_category() {
         ))
     );
 }
+
+/// A graph with its block: `grid: P` puts every operator on P × P cores (WaferLLM compiles its
+/// decode layer for one such block) and a `MeshAllReduce` of one value (a norm's sum, a softmax's
+/// max) is the streamed two-tree chain along a row of that block, as a product's MeshGEMV
+/// all-reduce is. On a device with no mesh, or a block wider than the mesh, it is infeasible with
+/// its reason; a block under 2 cores a side is a located error.
+#[test]
+fn a_graph_compiled_for_a_block_runs_every_operator_on_it() {
+    let mut fs = tessera::model::system::MemFs::default();
+    let graph = |grid: &str| {
+        format!(
+            "Workload(version: 1, name: \"p\", description: \"\", sources: {{\"x\": \"test\"}}, \
+             source: \"x\", model: Graph({grid}ops: [Matmul(m: 1, n: 4320, k: 4320, precision: \"fp16\"), \
+             MeshAllReduce(elements: 1, precision: \"fp16\", count: 2), \
+             Elementwise(elements: 4320, precision: \"fp16\")]), \
+             task: Run(steps: 1, samples_per_step: 1))"
+        )
+        .into_bytes()
+    };
+    fs.0.insert("block.ron".into(), graph("grid: 360, "));
+    fs.0.insert("wide.ron".into(), graph("grid: 751, "));
+    fs.0.insert("none.ron".into(), graph(""));
+    fs.0.insert("one.ron".into(), graph("grid: 1, "));
+    let cs2 = load_system("architectures/cerebras-cs2.ron", &CrateFs)
+        .value
+        .expect("system");
+    let run = |sys: &tessera::model::system::System, file: &str| {
+        let w = load_workload(file, &fs).value.expect("workload");
+        engine::prepare(sys, &w, &MappingChoice::Auto(Objective::Time), Some(1))
+    };
+    let p = run(&cs2, "block.ron").expect("feasible").program;
+    let side: f64 = 360.0;
+    let share = side * side / 745_500.0;
+    assert_eq!(p.ops.len(), 2);
+    for op in &p.ops {
+        assert_relative_eq!(op.occupancy, share, max_relative = 1e-12);
+    }
+    let [gemv, reduce] = &p.comms[..] else {
+        panic!("{:?}", p.comms)
+    };
+    // without the block the product would take 720 (the widest side ≤ 750 dividing 4,320)
+    assert_relative_eq!(gemv.mesh, side, max_relative = 1e-12);
+    assert_relative_eq!(gemv.bytes, 4320.0 / side * 2.0, max_relative = 1e-12);
+    assert_eq!(reduce.kind, tessera::engine::program::CollKind::AllReduce);
+    assert_relative_eq!(reduce.mesh, side, max_relative = 1e-12);
+    assert_relative_eq!(reduce.bytes, 2.0, max_relative = 1e-12);
+    assert_eq!(reduce.count, 2.0);
+    let r = side.sqrt();
+    // √n stages of 5 cycles to the middle root over (n + √n)/2 hops, the multicast back
+    assert_relative_eq!(
+        reduce.coeffs.mesh.latencies,
+        side + r + 5.0 * (r + 1.0),
+        max_relative = 1e-12
+    );
+    assert_relative_eq!(reduce.coeffs.mesh.bytes, 12.0, max_relative = 1e-12);
+    let free = run(&cs2, "none.ron").expect("feasible").program;
+    assert_relative_eq!(free.comms[0].mesh, 720.0, max_relative = 1e-12);
+    let Err(e) = run(&cs2, "wide.ron") else {
+        panic!("a 751-wide block fits no CS-2")
+    };
+    assert!(format!("{e:?}").contains("751 x 751"), "{e:?}");
+    let h100 = load_system("architectures/dgx-h100.ron", &CrateFs)
+        .value
+        .expect("system");
+    let Err(e) = run(&h100, "block.ron") else {
+        panic!("an H100 has no mesh of cores")
+    };
+    assert!(format!("{e:?}").contains("no mesh of cores"), "{e:?}");
+    let bad = load_workload("one.ron", &fs);
+    assert!(bad.value.is_none());
+    let msg = format!("{:?}", bad.diagnostics);
+    assert!(
+        msg.contains("grid") && msg.contains("1 cores a side"),
+        "{msg}"
+    );
+}

@@ -446,6 +446,6 @@ fn inference_files_describe_their_claims() {
     };
     assert_eq!(i.batch, 1);
     let w = workload("workloads/graph-gemm-example.ron");
-    assert!(matches!(w.model, Model::Graph(ref ops) if ops.len() == 4));
+    assert!(matches!(w.model, Model::Graph(ref g) if g.ops.len() == 4 && g.grid.is_none()));
     assert!(matches!(w.task, Task::Run(ref r) if r.steps == Some(100.0)));
 }

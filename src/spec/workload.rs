@@ -143,6 +143,11 @@ pub enum CnnFamily {
 #[serde(deny_unknown_fields)]
 pub struct GraphSpec {
     pub ops: Vec<OpSpec>,
+    /// On a device with a mesh of cores: the side P of the square of cores the graph's kernels
+    /// were compiled for (WaferLLM's `P`: every operator runs on a P × P block, the rest of the
+    /// mesh idle). Default: each product on the widest square whose side divides it.
+    #[serde(default)]
+    pub grid: Option<u64>,
 }
 
 /// One operator of a plain operator graph. `count` repeats it.
@@ -207,6 +212,16 @@ pub enum OpSpec {
         bytes: Q,
         /// Devices taking part.
         group: u64,
+        #[serde(default)]
+        count: Option<u64>,
+    },
+    /// An all-reduce of `elements` values a core along each row of the block of cores the graph
+    /// runs on, streamed as a chain (a norm's sum of squares, a softmax's max or sum: one value),
+    /// on a device with a mesh of cores.
+    MeshAllReduce {
+        elements: u64,
+        #[serde(default)]
+        precision: Option<String>,
         #[serde(default)]
         count: Option<u64>,
     },

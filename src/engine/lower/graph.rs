@@ -8,15 +8,10 @@ use crate::engine::program::*;
 use crate::model::mapping::Mapping;
 use crate::model::precision::Precision;
 use crate::model::system::System;
-use crate::model::workload::{GraphOp, Run};
+use crate::model::workload::{Graph, GraphOp, Run};
 use crate::vocab::CollectiveKind;
 
-pub(super) fn graph_run(
-    sys: &System,
-    g: &[GraphOp],
-    r: &Run,
-    m: &Mapping,
-) -> Result<Program, Reason> {
+pub(super) fn graph_run(sys: &System, g: &Graph, r: &Run, m: &Mapping) -> Result<Program, Reason> {
     let n = m.devices();
     let dom = domain_size(sys, n);
     let mut b = Builder::default();
@@ -32,11 +27,28 @@ pub(super) fn graph_run(
             (ms.square_side(), x as f64 * y as f64)
         })
         .filter(|&(side, _)| side > 1.0);
+    // the block of cores the file compiled the graph for, where it names one: every operator on it
+    let block = match (g.grid, mesh) {
+        (None, _) => None,
+        (Some(p), Some((side, cores))) if p <= side => Some((p, p * p / cores)),
+        (Some(p), Some((side, _))) => {
+            return Err(Reason::mapping(format!(
+                "the graph is compiled for a block of {p} x {p} cores, but the device's mesh \
+                 holds at most {side} x {side}"
+            )))
+        }
+        (Some(p), None) => {
+            return Err(Reason::unsupported(format!(
+                "the graph is compiled for a block of {p} x {p} cores, but the device has no \
+                 mesh of cores"
+            )))
+        }
+    };
     let mut wbytes = 0.0;
     let mut abytes: f64 = 0.0;
     let mut flops = 0.0;
     let mut mfu_p = Precision::Bf16;
-    for op in g {
+    for op in &g.ops {
         match op {
             GraphOp::Compute {
                 name,
@@ -50,8 +62,9 @@ pub(super) fn graph_run(
             } => {
                 let pr = run_precision(sys, *precision);
                 // on a mesh, a product's square of cores ([`grid_side`]); the rest idle
-                let grid = match (mesh, gemm, *matrix) {
-                    (Some((side, cores)), Some(g), true) => {
+                let grid = match (block, mesh, gemm, *matrix) {
+                    (Some(b), ..) => Some(b),
+                    (None, Some((side, cores)), Some(g), true) => {
                         let p = grid_side(side, g);
                         Some((p, p * p / cores))
                     }
@@ -72,7 +85,7 @@ pub(super) fn graph_run(
                     section: Section::MicroBatch,
                     phase: Phase::Forward,
                 });
-                if let (Some((side, _)), Some(g)) = (grid, gemm) {
+                if let (Some((side, _)), Some(g), true) = (grid, gemm, *matrix) {
                     if let Some(c) = mesh_product(name, g, side, pr.bytes(), *count) {
                         b.mesh_comm(c, side);
                     }
@@ -113,6 +126,32 @@ pub(super) fn graph_run(
                     section: Section::MicroBatch,
                     overlap: Overlap::None,
                 });
+            }
+            GraphOp::MeshReduce {
+                elements,
+                precision,
+                count,
+            } => {
+                // along a row of the graph's block, or of the device's widest square
+                let Some(side) = block.or(mesh).map(|(side, _)| side) else {
+                    return Err(Reason::unsupported(
+                        "an all-reduce over a mesh of cores, but the device has no mesh",
+                    ));
+                };
+                let pr = run_precision(sys, *precision);
+                b.mesh_comm(
+                    Collective {
+                        name: format!("mesh: all-reduce of {elements} values").into(),
+                        role: Role::TensorParallel,
+                        kind: CollKind::AllReduce,
+                        bytes: elements * pr.bytes(),
+                        group: (1.0, 1.0, 1.0),
+                        count: *count,
+                        section: Section::MicroBatch,
+                        overlap: Overlap::None,
+                    },
+                    side,
+                );
             }
             GraphOp::HostTransfer { bytes, count } => {
                 if sys.weight_store.is_none() {

@@ -1,19 +1,34 @@
 //! Operator-graph workloads: each matmul, convolution, elementwise, attention, embedding,
 //! collective or host-transfer operator lowered to its FLOPs and bytes.
 
-use super::types::{ConvLayer, Gemm, GraphOp};
+use super::types::{ConvLayer, Gemm, Graph, GraphOp};
 use crate::model::precision::Precision;
 use crate::model::Ctx;
 use crate::spec::workload::*;
 use crate::units::Dimension as D;
 
-pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
+pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Graph> {
     let mut out = Vec::new();
     let mut ok = true;
     if g.ops.is_empty() {
         cx.error("ops", "the graph has no operators", None);
         return None;
     }
+    let grid = match g.grid {
+        Some(p) if p < 2 => {
+            cx.error(
+                "grid",
+                format!("a block of {p} cores a side runs nothing in parallel"),
+                Some(
+                    "give the side P of the P x P block the kernels were compiled for (at least 2), or leave `grid` out"
+                        .into(),
+                ),
+            );
+            ok = false;
+            None
+        }
+        p => p.map(|p| p as f64),
+    };
     for (i, op) in g.ops.iter().enumerate() {
         cx.enter_field("ops", None);
         cx.enter(crate::diag::Seg::Index(i), None);
@@ -160,6 +175,19 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
                     _ => None,
                 }
             }
+            OpSpec::MeshAllReduce {
+                elements,
+                precision: p,
+                count,
+            } => {
+                let p = prec(cx, p);
+                cx.count("elements", *elements)
+                    .map(|e| GraphOp::MeshReduce {
+                        elements: e as f64,
+                        precision: p,
+                        count: cnt(count),
+                    })
+            }
             OpSpec::HostTransfer { bytes, count } => {
                 cx.non_negative("bytes", bytes, D::Bytes)
                     .map(|b| GraphOp::HostTransfer {
@@ -175,7 +203,7 @@ pub(super) fn lower_graph(cx: &mut Ctx, g: &GraphSpec) -> Option<Vec<GraphOp>> {
             None => ok = false,
         }
     }
-    ok.then_some(out)
+    ok.then_some(Graph { ops: out, grid })
 }
 
 pub(super) fn precision(cx: &mut Ctx, field: &str, s: &str) -> Precision {

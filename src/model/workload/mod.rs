@@ -9,7 +9,7 @@ mod types;
 
 pub use cnn::resnet;
 pub use types::{
-    BatchScaling, Cnn, ConvLayer, Experts, Gemm, GraphOp, Inference, Lora, Mla, Model,
+    BatchScaling, Cnn, ConvLayer, Experts, Gemm, Graph, GraphOp, Inference, Lora, Mla, Model,
     PrecisionPhase, Run, Speculative, Target, Task, Training, Transformer, Workload,
 };
 

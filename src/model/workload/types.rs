@@ -42,7 +42,16 @@ impl Workload {
 pub enum Model {
     Transformer(Transformer),
     Cnn(Cnn),
-    Graph(Vec<GraphOp>),
+    Graph(Graph),
+}
+
+/// An operator graph as validated: its operators in order and, on a device with a mesh of cores,
+/// the side of the square block of cores it was compiled for (`None`: each product on the widest
+/// square that divides it).
+#[derive(Debug, Clone, Serialize)]
+pub struct Graph {
+    pub ops: Vec<GraphOp>,
+    pub grid: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -194,6 +203,13 @@ pub enum GraphOp {
         kind: CollectiveKind,
         bytes: f64,
         group: u64,
+        count: f64,
+    },
+    /// An all-reduce of `elements` values a core along each row of the graph's block of cores
+    /// (a device with a mesh of cores only), at `precision`.
+    MeshReduce {
+        elements: f64,
+        precision: Precision,
         count: f64,
     },
     /// Bytes per device between the device and the host's memory, over the host link.
