@@ -35,10 +35,22 @@ const CPU_ONLY: &[(&str, &str)] = &[
 ];
 
 /// Kernel functions with no counterpart on the CPU, and why.
-const KERNEL_ONLY: &[(&str, &str)] = &[(
-    "div",
-    "f32 division that flags a zero divisor (the CPU tests `is_finite` instead)",
-)];
+const KERNEL_ONLY: &[(&str, &str)] = &[
+    (
+        "div",
+        "f32 division that flags a zero divisor (the CPU tests `is_finite` instead)",
+    ),
+    (
+        "tax_group",
+        "reads a collective's packed `booking` as `program::Booking::tax_group`, a method the \
+         CPU evaluator calls on the lowering's type (not under `engine/cpu/`)",
+    ),
+    (
+        "booking_pass",
+        "reads a collective's packed `booking` as `program::Booking::pass`, a method the CPU \
+         evaluator calls on the lowering's type (not under `engine/cpu/`)",
+    ),
+];
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))

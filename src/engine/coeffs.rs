@@ -7,7 +7,7 @@
 //! the collective algorithms (ring, hierarchical, tree across domains, in-network reduction) are
 //! written once, here.
 
-use super::program::{Coeffs, CollKind, Comm, Link, Op, Phase, Tier};
+use super::program::{Booking, Coeffs, CollKind, Comm, Link, Op, Phase, Tier};
 use super::table as t;
 use serde::Serialize;
 
@@ -322,6 +322,11 @@ pub fn tier_wgsl() -> String {
 }
 
 impl Comm {
+    /// Where it is booked on the link timelines ([`Booking::of`] its overlap and section).
+    pub fn booking(&self) -> Booking {
+        Booking::of(self.overlap, self.section)
+    }
+
     /// This collective with its coefficients computed from its kind, payload and group.
     pub fn with_coeffs(mut self) -> Comm {
         self.coeffs = Coeffs {

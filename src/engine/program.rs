@@ -86,7 +86,7 @@ pub enum CollKind {
 /// forward collectives delayed); the step section's compute-overlapped collectives have their
 /// own; the step's collectives behind the backward ride the last micro-batch's timeline, those
 /// behind the forward the first's; with one micro-batch per step the two are one, and the
-/// backward's start and the micro-batch's end move by what the forward waited (`cpu::comm_pass`).
+/// backward's start and the micro-batch's end move by what the forward waited (`Booking::pass`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[repr(u32)]
 pub enum Overlap {
@@ -98,6 +98,84 @@ pub enum Overlap {
     /// Behind the forward compute of the micro-batch (activations copied to host memory while
     /// the next layers run).
     Forward = 3,
+}
+
+/// Where a collective is booked on a stage's link timelines and whose compute it takes cores
+/// from, settled once from its [`Overlap`] and [`Section`] ([`Booking::of`]): the CPU evaluator
+/// reads it through [`Comm::booking`] and the GPU kernel from its packed record, so neither
+/// re-derives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[repr(u32)]
+pub enum Booking {
+    /// Hides behind nothing: its links' time is exposed.
+    Exposed = 0,
+    /// A micro-batch's collective behind that micro-batch's forward.
+    MicroBatchForward = 1,
+    /// A micro-batch's collective behind all of that micro-batch's compute.
+    MicroBatch = 2,
+    /// A step-section collective behind the step section's compute.
+    Step = 3,
+    /// A micro-batch's collective behind its backward.
+    MicroBatchBackward = 4,
+    /// A once-per-step collective riding the next step's first forward.
+    StepForward = 5,
+    /// A once-per-step collective behind the last micro-batch's backward.
+    StepBackward = 6,
+}
+
+impl Booking {
+    /// Every booking, by code.
+    pub const ALL: [Booking; 7] = [
+        Booking::Exposed,
+        Booking::MicroBatchForward,
+        Booking::MicroBatch,
+        Booking::Step,
+        Booking::MicroBatchBackward,
+        Booking::StepForward,
+        Booking::StepBackward,
+    ];
+
+    /// The booking of a collective overlapped as `overlap` in `section`.
+    pub fn of(overlap: Overlap, section: Section) -> Booking {
+        match (overlap, section) {
+            (Overlap::None, _) => Booking::Exposed,
+            (Overlap::Forward, Section::MicroBatch) => Booking::MicroBatchForward,
+            (Overlap::Compute, Section::MicroBatch) => Booking::MicroBatch,
+            (Overlap::Compute, Section::Step) => Booking::Step,
+            (Overlap::Backward, Section::MicroBatch) => Booking::MicroBatchBackward,
+            (Overlap::Forward, Section::Step) => Booking::StepForward,
+            (Overlap::Backward, Section::Step) => Booking::StepBackward,
+        }
+    }
+
+    /// The pass of the evaluators' link timelines that books it (`cpu::PASSES`): 0, released at
+    /// its section's start (and the exposed ones); 1, behind a micro-batch's backward; 2, the
+    /// step's behind the next step's first forward; 3, the step's behind the last backward.
+    pub fn pass(self) -> usize {
+        match self {
+            Booking::Exposed | Booking::MicroBatchForward | Booking::MicroBatch | Booking::Step => {
+                0
+            }
+            Booking::MicroBatchBackward => 1,
+            Booking::StepForward => 2,
+            Booking::StepBackward => 3,
+        }
+    }
+
+    /// The group whose compute window an overlapped collective takes cores from
+    /// (`cpu::collective_tax`): a micro-batch's forward, its backward, the whole micro-batch;
+    /// the step section; the forward or backward a step's collective rides. `None`: exposed.
+    pub fn tax_group(self) -> Option<usize> {
+        match self {
+            Booking::Exposed => None,
+            Booking::MicroBatchForward => Some(0),
+            Booking::MicroBatchBackward => Some(1),
+            Booking::MicroBatch => Some(2),
+            Booking::Step => Some(3),
+            Booking::StepForward => Some(4),
+            Booking::StepBackward => Some(5),
+        }
+    }
 }
 
 /// What a collective is for: policies (which collectives a framework overlaps) read this, never
@@ -481,6 +559,45 @@ impl Eval {
                 host: self.host_memory,
             }),
             r => r,
+        }
+    }
+}
+
+#[cfg(test)]
+mod booking_tests {
+    use super::{Booking, Overlap, Section};
+
+    /// Each overlap in each section books one distinct way; only a collective overlapped with
+    /// nothing is exposed, and only an exposed one takes no cores from any compute window.
+    #[test]
+    fn every_overlap_and_section_books_once() {
+        let mut seen = Vec::new();
+        for o in [
+            Overlap::None,
+            Overlap::Backward,
+            Overlap::Compute,
+            Overlap::Forward,
+        ] {
+            for s in [Section::MicroBatch, Section::Step] {
+                let b = Booking::of(o, s);
+                assert_eq!(b == Booking::Exposed, o == Overlap::None);
+                assert_eq!(b.tax_group().is_none(), o == Overlap::None);
+                assert!(Booking::ALL.contains(&b));
+                if o != Overlap::None {
+                    assert!(!seen.contains(&b), "{o:?} {s:?} books as another pair does");
+                }
+                seen.push(b);
+            }
+        }
+        // the step's collectives that ride a micro-batch get their own passes (2, 3)
+        assert_eq!(Booking::of(Overlap::Forward, Section::Step).pass(), 2);
+        assert_eq!(Booking::of(Overlap::Backward, Section::Step).pass(), 3);
+        assert_eq!(
+            Booking::of(Overlap::Backward, Section::MicroBatch).pass(),
+            1
+        );
+        for (i, b) in Booking::ALL.iter().enumerate() {
+            assert_eq!(*b as usize, i);
         }
     }
 }

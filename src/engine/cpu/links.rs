@@ -103,27 +103,8 @@ pub(super) fn extend(end: &mut f64, at: f64) -> f64 {
     }
 }
 
-/// Which pass of [`eval_traced`]'s link timelines an overlapped collective runs in (`None` for
-/// one that hides behind nothing): 0, released at its section's start (forward-overlapped and
-/// compute-overlapped); 1, a micro-batch's collectives released when its backward begins; then
-/// the step's collectives that ride a micro-batch: 2, those behind the next step's first
-/// forward, booked on the first micro-batch's own timeline after its forward's collectives and
-/// before its backward's (which [`PASSES`] books there again, after them: issued in that order,
-/// they queue on the links in that order); 3, those behind the last backward (after 2: with one
-/// micro-batch per step the first is the last, and what the first forward waited for delays its
-/// backward too).
-pub(super) fn comm_pass(c: &Comm) -> Option<usize> {
-    match (c.overlap, c.section) {
-        (Overlap::None, _) => None,
-        (Overlap::Compute, _) | (Overlap::Forward, Section::MicroBatch) => Some(0),
-        (Overlap::Backward, Section::MicroBatch) => Some(1),
-        (Overlap::Forward, Section::Step) => Some(2),
-        (Overlap::Backward, Section::Step) => Some(3),
-    }
-}
-
-/// The passes [`eval_traced`] makes over a stage's collectives, each naming the [`comm_pass`]
-/// it books: the micro-batch's own (0, 1), the step's behind the first forward (2), then the
+/// The passes [`eval_traced`] makes over a stage's collectives, each naming the
+/// [`Booking::pass`] it books: the micro-batch's own (0, 1), the step's behind the first forward (2), then the
 /// first micro-batch's backward collectives again (1) on that micro-batch's timeline, after the
 /// step's (so a link is never booked twice at once), then the step's behind the last backward
 /// (3).
@@ -171,14 +152,8 @@ pub fn collective_tax(p: &Program, st: &Stage, m: &Machine, windows: [f64; 4]) -
         if c.coeffs.cores <= 0.0 {
             continue;
         }
-        let g = match (c.overlap, c.section) {
-            (Overlap::None, _) => continue,
-            (Overlap::Forward, Section::MicroBatch) => 0,
-            (Overlap::Backward, Section::MicroBatch) => 1,
-            (Overlap::Compute, Section::MicroBatch) => 2,
-            (Overlap::Compute, Section::Step) => 3,
-            (Overlap::Forward, Section::Step) => 4,
-            (Overlap::Backward, Section::Step) => 5,
+        let Some(g) = c.booking().tax_group() else {
+            continue;
         };
         let l = collective_links(c, m);
         let t = if c.coeffs.overlapped {

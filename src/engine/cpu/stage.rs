@@ -3,9 +3,7 @@
 //! the compute they hide behind). Mirrors the operator and collective loops of the kernel's
 //! `evaluate`.
 
-use super::links::{
-    collective_links, collective_tax, combine, comm_pass, extend, schedule, LINKS, PASSES,
-};
+use super::links::{collective_links, collective_tax, combine, extend, schedule, LINKS, PASSES};
 use super::roofline::{op_time, tier_energy, OpTime};
 use crate::engine::program::*;
 use crate::engine::table::{self as t, Machine};
@@ -199,8 +197,8 @@ fn stage_links(
         }
         for i in st.comms.clone() {
             let c = &p.comms[i];
-            let cp = comm_pass(c);
-            if cp.unwrap_or(0) != books {
+            let booking = c.booking();
+            if booking.pass() != books {
                 continue;
             }
             let s = c.section as usize;
@@ -209,7 +207,6 @@ fn stage_links(
                 *x *= c.count;
             }
             let o = c.coeffs.overlapped;
-            let mb = c.section == Section::MicroBatch;
             if pass == 3 {
                 // the first micro-batch's backward collectives again, on its timeline: what
                 // they add to its end is the step's collectives' doing (traced on the last
@@ -221,18 +218,22 @@ fn stage_links(
                 }
                 continue;
             }
-            let exposed = match (cp, c.overlap) {
-                (None, _) => combine(&lt, o),
-                (Some(0), Overlap::Forward) => {
+            let exposed = match booking {
+                Booking::Exposed => combine(&lt, o),
+                Booking::MicroBatchForward => {
                     let f = schedule(&lt, o, 0.0, &mut free);
                     late_fwd = late_fwd.max(f - fwd_mb);
                     extend(&mut end_mb, f - fwd_mb + busy[0])
                 }
-                (Some(0), _) if mb => extend(&mut end_mb, schedule(&lt, o, 0.0, &mut free)),
-                (Some(0), _) => extend(&mut end_step, schedule(&lt, o, 0.0, &mut free_step)),
-                (Some(1), _) => extend(&mut end_mb, schedule(&lt, o, release_bwd, &mut free)),
-                (Some(3), _) => extend(&mut end_last, schedule(&lt, o, release_bwd, &mut free)),
-                _ => {
+                Booking::MicroBatch => extend(&mut end_mb, schedule(&lt, o, 0.0, &mut free)),
+                Booking::Step => extend(&mut end_step, schedule(&lt, o, 0.0, &mut free_step)),
+                Booking::MicroBatchBackward => {
+                    extend(&mut end_mb, schedule(&lt, o, release_bwd, &mut free))
+                }
+                Booking::StepBackward => {
+                    extend(&mut end_last, schedule(&lt, o, release_bwd, &mut free))
+                }
+                Booking::StepForward => {
                     let f = schedule(&lt, o, 0.0, &mut first);
                     late_first = late_first.max(f - fwd_mb);
                     last_step_fwd = Some(i);

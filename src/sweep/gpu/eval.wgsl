@@ -119,18 +119,10 @@ fn collective_tax(st: StageRec, w: vec4<f32>) -> vec4<f32> {
     var d = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     for (var i = 0u; i < st.n_comms; i++) {
         let c = read_CommRec(st.comm_start + i * CommRec_RECS);
-        if (c.overlap == OVERLAP_NONE || c.cores <= 0.0) {
+        if (c.booking == BOOKING_EXPOSED || c.cores <= 0.0) {
             continue;
         }
-        let mb = c.section == SECTION_MICRO_BATCH;
-        var g = 0u;
-        if (c.overlap == OVERLAP_FORWARD) {
-            g = select(4u, 0u, mb);
-        } else if (c.overlap == OVERLAP_BACKWARD) {
-            g = select(5u, 1u, mb);
-        } else {
-            g = select(3u, 2u, mb);
-        }
+        let g = tax_group(c.booking);
         let l = collective_links(c);
         var t = l[0] + l[1];
         if (c.overlapped != 0u) {
@@ -143,6 +135,30 @@ fn collective_tax(st: StageRec, w: vec4<f32>) -> vec4<f32> {
     let cm = share * min(d[2], w.z);
     let step = share * min(d[3], w.w) + share * min(d[4], w.x) + share * min(d[5], w.y);
     return vec4<f32>(f + b + cm, f + cm / 3.0, b + 2.0 * cm / 3.0, step);
+}
+
+// The group whose compute window an overlapped collective takes cores from
+// (`Booking::tax_group`): 0 a micro-batch's forward, 1 its backward, 2 the whole micro-batch,
+// 3 the step section, 4 and 5 the forward and backward a step's collective rides.
+fn tax_group(b: u32) -> u32 {
+    switch b {
+        case BOOKING_MICRO_BATCH_FORWARD: { return 0u; }
+        case BOOKING_MICRO_BATCH_BACKWARD: { return 1u; }
+        case BOOKING_MICRO_BATCH: { return 2u; }
+        case BOOKING_STEP: { return 3u; }
+        case BOOKING_STEP_FORWARD: { return 4u; }
+        default: { return 5u; }
+    }
+}
+
+// The pass of the link timelines that books a collective (`Booking::pass`).
+fn booking_pass(b: u32) -> u32 {
+    switch b {
+        case BOOKING_MICRO_BATCH_BACKWARD: { return 1u; }
+        case BOOKING_STEP_FORWARD: { return 2u; }
+        case BOOKING_STEP_BACKWARD: { return 3u; }
+        default: { return 0u; }
+    }
 }
 
 // Move a section's end to `at` if later; returns by how much (`cpu::extend`).
@@ -489,7 +505,7 @@ fn evaluate(li: u32) -> Point {
         // behind that forward, then its backward's again); passes as `cpu::PASSES`: 0 the
         // collectives released at their section's start, 1 those behind a micro-batch's
         // backward, 2 the step's behind the first forward, 3 the first micro-batch's backward
-        // ones again on its timeline, 4 the step's behind the last backward (`cpu::comm_pass`)
+        // ones again on its timeline, 4 the step's behind the last backward (`Booking::pass`)
         var free = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var free_st = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var first = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
@@ -523,7 +539,7 @@ fn evaluate(li: u32) -> Point {
                 release_bwd = release_first;
                 end_last = end_first;
             }
-            // the pass of `cpu::comm_pass` this pass books
+            // the pass of `Booking::pass` this pass books
             var books = ps;
             if (ps == 3u) {
                 books = 1u;
@@ -533,16 +549,7 @@ fn evaluate(li: u32) -> Point {
             for (var i = 0u; i < st.n_comms; i++) {
                 let c = read_CommRec(st.comm_start + i * CommRec_RECS);
                 let s = c.section;
-                let mb = s == SECTION_MICRO_BATCH;
-                var cp = 0u;
-                if (c.overlap == OVERLAP_BACKWARD && mb) {
-                    cp = 1u;
-                } else if (c.overlap == OVERLAP_FORWARD && !mb) {
-                    cp = 2u;
-                } else if (c.overlap == OVERLAP_BACKWARD && !mb) {
-                    cp = 3u;
-                }
-                if (cp != books) {
+                if (booking_pass(c.booking) != books) {
                     continue;
                 }
                 var lt = collective_links(c);
@@ -556,19 +563,19 @@ fn evaluate(li: u32) -> Point {
                     continue;
                 }
                 var exposed = 0.0;
-                if (c.overlap == OVERLAP_NONE) {
+                if (c.booking == BOOKING_EXPOSED) {
                     exposed = combine(lt, c.overlapped);
-                } else if (ps == 0u && c.overlap == OVERLAP_FORWARD) {
+                } else if (c.booking == BOOKING_MICRO_BATCH_FORWARD) {
                     let f = schedule(lt, c.overlapped, 0.0, &free);
                     late_fwd = max(late_fwd, f - fwd_mb);
                     exposed = extend(&end_mb, f - fwd_mb + busy[0]);
-                } else if (ps == 0u && mb) {
+                } else if (c.booking == BOOKING_MICRO_BATCH) {
                     exposed = extend(&end_mb, schedule(lt, c.overlapped, 0.0, &free));
-                } else if (ps == 0u) {
+                } else if (c.booking == BOOKING_STEP) {
                     exposed = extend(&end_st, schedule(lt, c.overlapped, 0.0, &free_st));
-                } else if (ps == 1u) {
+                } else if (c.booking == BOOKING_MICRO_BATCH_BACKWARD) {
                     exposed = extend(&end_mb, schedule(lt, c.overlapped, release_bwd, &free));
-                } else if (ps == 4u) {
+                } else if (c.booking == BOOKING_STEP_BACKWARD) {
                     exposed = extend(&end_last, schedule(lt, c.overlapped, release_bwd, &free));
                 } else {
                     let f = schedule(lt, c.overlapped, 0.0, &first);

@@ -140,7 +140,8 @@ gpu_record! {
         mesh_relayed: f32,
         /// Bytes × hops on the mesh (`Link::hop_bytes`), for its energy per bit-hop.
         mesh_hop_bytes: f32,
-        pad5: f32,
+        /// Where it is booked on the link timelines (`program::Booking`, settled when packed).
+        booking: u32,
         pad6: f32,
     }
 }
@@ -305,12 +306,30 @@ fn codes() -> String {
     .iter()
     .map(|(n, c)| (n.to_string(), *c))
     .collect();
+    for b in crate::engine::program::Booking::ALL {
+        v.push((
+            format!("BOOKING_{}", upper_snake(&format!("{b:?}"))),
+            b as u32,
+        ));
+    }
     for m in crate::sweep::metric::Metric::ALL {
         v.push((format!("METRIC_{}", m.name().to_uppercase()), m.code()));
     }
     v.iter()
         .map(|(n, c)| format!("const {n}: u32 = {c}u;\n"))
         .collect()
+}
+
+/// `MicroBatchForward` → `MICRO_BATCH_FORWARD`.
+fn upper_snake(name: &str) -> String {
+    let mut s = String::new();
+    for (i, ch) in name.chars().enumerate() {
+        if ch.is_ascii_uppercase() && i > 0 {
+            s.push('_');
+        }
+        s.push(ch.to_ascii_uppercase());
+    }
+    s
 }
 
 /// The generated part of the shader: every record's struct, the readers of those in the shared

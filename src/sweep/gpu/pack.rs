@@ -76,6 +76,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 mesh_bytes: f(k.mesh.bytes),
                 mesh_relayed: f(k.mesh.relayed),
                 mesh_hop_bytes: f(k.mesh.hop_bytes),
+                booking: c.booking() as u32,
                 host_lat: f(k.host.latencies),
                 host_bytes: f(k.host.bytes),
                 ..CommRec::default()
