@@ -113,11 +113,12 @@ pub(super) fn state(d: &Shape) -> State {
     // gathered layer besides its shard, and the next layer's gather in flight (prefetch), so two
     // layers' unsharded parameters (DeepSpeed's `stage3_prefetch_bucket_size` / FSDP's
     // `forward_prefetch` keep one ahead; Rajbhandari et al., ZeRO, SC'20, §5.3 — an assumption
-    // of two buffers).
+    // of two buffers). A stage of one layer has no next layer to prefetch: one buffer (two would
+    // make sharding a one-layer stage's weights cost more than holding them whole).
     let gather = if weights_sharded && (shardn > 1.0 || eshardn > 1.0) {
         let per_layer = (dense_layer / tpf * (1.0 - 1.0 / shardn))
             .max(expert_layer / (etpf * m.ep as f64) * (1.0 - 1.0 / eshardn));
-        2.0 * per_layer * wb
+        l.min(2.0) * per_layer * wb
     } else {
         0.0
     };
