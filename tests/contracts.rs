@@ -550,6 +550,36 @@ fn validate() {
 }
 
 #[test]
+fn validate_memory_metrics() {
+    // A case of each memory metric: the metric names are contracts, the values bytes (SI), and
+    // the keys those of every other case.
+    let v = tessera(&[
+        "validate",
+        "validation/megatron-bridge/mbridge-mem-llama3-70b-sft-h100-32-tp8-pp4.ron",
+        "validation/zero/zero-7p5b-states-dp64-z1.ron",
+        "--format",
+        "json",
+    ]);
+    let cases = v["cases"].as_array().expect("cases");
+    let metric = |id: &str| {
+        let c = cases.iter().find(|c| c["id"] == id).expect(id);
+        (
+            c["metric"].clone(),
+            c["published"].as_f64().expect("published"),
+        )
+    };
+    assert_eq!(
+        metric("mbridge-mem-llama3-70b-sft-h100-32-tp8-pp4"),
+        (Value::from("peak_memory"), 50.2e9)
+    );
+    assert_eq!(
+        metric("zero-7p5b-states-dp64-z1"),
+        (Value::from("state_memory"), 31.4e9)
+    );
+    insta::assert_snapshot!("validate_memory", Shape::new(&[]).add(&v).render());
+}
+
+#[test]
 fn validate_cross_validate() {
     // A family whose fitted figure falls back when it is held out, and a family that informs no
     // figure, so `refitted[]` has an element and may be empty.

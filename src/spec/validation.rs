@@ -195,6 +195,14 @@ pub enum MetricSpec {
     /// the system's or set per case): devices × the run's modelled time × the price, as a report
     /// that states its GPU-hours and a price per GPU-hour counts it.
     RentedCost,
+    /// The most memory one device holds at the peak of a training step (`"61.2 GiB"`): the
+    /// estimate's `memory_per_device_bytes` (model state and working data on the device, not
+    /// what is offloaded to host memory), against a framework's measured peak
+    /// (`torch.cuda.max_memory_allocated` and the like).
+    PeakMemory,
+    /// The model states one device holds (`"31.4 GB"`): weights, gradients and optimizer state,
+    /// ZeRO-3's gathered layers included, no activations; what the ZeRO paper's tables count.
+    StateMemory,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -29,11 +29,14 @@ pub fn figure_of(m: Metric) -> Option<Figure> {
         // a ratio of two runs; carbon prices the time band's figure at rated power; goodput's
         // figures come from reliability data, not the roofline
         // a rented cost prices the time band's figure at a published price: kept apart like carbon
+        // memory is a capacity check, not a time, power or energy figure
         Metric::ScalingEfficiency
         | Metric::RatedCarbon
         | Metric::Goodput
         | Metric::Mtbf
-        | Metric::RentedCost => None,
+        | Metric::RentedCost
+        | Metric::PeakMemory
+        | Metric::StateMemory => None,
     }
 }
 

@@ -27,6 +27,10 @@ pub enum Metric {
     Goodput,
     Mtbf,
     RentedCost,
+    /// Bytes one device holds at the peak of a step (model state and working data).
+    PeakMemory,
+    /// Bytes of model state (weights, gradients, optimizer state) one device holds.
+    StateMemory,
 }
 
 impl Metric {
@@ -43,6 +47,8 @@ impl Metric {
             Metric::Goodput => "goodput",
             Metric::Mtbf => "job MTBF",
             Metric::RentedCost => "cost (rented)",
+            Metric::PeakMemory => "peak memory",
+            Metric::StateMemory => "model-state memory",
         }
     }
     /// SI unit of the metric's values, for display.
@@ -55,6 +61,7 @@ impl Metric {
             Metric::Energy => "J",
             Metric::RatedCarbon => "kg",
             Metric::RentedCost => "USD",
+            Metric::PeakMemory | Metric::StateMemory => "B",
         }
     }
 }
@@ -453,6 +460,8 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         MetricSpec::Goodput => (Metric::Goodput, None),
         MetricSpec::Mtbf => (Metric::Mtbf, None),
         MetricSpec::RentedCost => (Metric::RentedCost, None),
+        MetricSpec::PeakMemory => (Metric::PeakMemory, None),
+        MetricSpec::StateMemory => (Metric::StateMemory, None),
     };
     cx.enter_part(cx.file(), crate::diag::Path::root(), Some(&s.source));
     let published = match metric {
@@ -474,6 +483,9 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         Metric::Energy => cx.positive("published", &s.published, Dimension::Energy),
         Metric::RatedCarbon => cx.positive("published", &s.published, Dimension::Mass),
         Metric::RentedCost => cx.positive("published", &s.published, Dimension::Money),
+        Metric::PeakMemory | Metric::StateMemory => {
+            cx.positive("published", &s.published, Dimension::Bytes)
+        }
         Metric::Throughput => match parse_throughput(&s.published.0) {
             Ok(v) => {
                 // check the source tag like any quantity

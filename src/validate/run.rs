@@ -40,14 +40,23 @@ pub struct CaseResult {
     pub detail: String,
 }
 
-/// Resolve the mapping and evaluate `w` on `n` devices: the estimate and, per step, the share of
-/// operator time spent in forward passes (for evaluation passes).
+/// What [`evaluate`] gives besides the estimate.
+struct Extra {
+    /// Per step, the share of operator time spent in forward passes (for evaluation passes).
+    fwd_share: f64,
+    /// Model state (weights, gradients, optimizer state) per device of the stage class that
+    /// holds the most memory, in bytes.
+    state_bytes: f64,
+}
+
+/// Resolve the mapping and evaluate `w` on `n` devices: the estimate and what else a metric
+/// reads from the program ([`Extra`]).
 fn evaluate(
     sys: &System,
     w: &Workload,
     choice: &MappingChoice,
     n: u64,
-) -> Result<(engine::Estimate, f64), String> {
+) -> Result<(engine::Estimate, Extra), String> {
     let prep = engine::prepare(sys, w, choice, Some(n)).map_err(|i| i.reason.to_string())?;
     let (m, p, mach) = (prep.mapping, prep.program, prep.machine);
     let e = engine::finish(sys, w, &m, &p, &mach);
@@ -66,7 +75,13 @@ fn evaluate(
         }
     }
     let share = if all > 0.0 { fwd / all } else { 1.0 };
-    Ok((e, share))
+    Ok((
+        e,
+        Extra {
+            fwd_share: share,
+            state_bytes: p.footprint.state(),
+        },
+    ))
 }
 
 fn mapping_words(e: &engine::Estimate) -> String {
@@ -155,7 +170,8 @@ pub fn predict(c: &Case) -> Result<(f64, String), String> {
     if let (Some(rate), Metric::AveragePower) = (c.at_rate, c.metric) {
         return power_at_rate(&sys, &c.workload, &c.mapping, n, rate);
     }
-    let (e, fwd_share) = evaluate(&sys, &c.workload, &c.mapping, n)?;
+    let (e, extra) = evaluate(&sys, &c.workload, &c.mapping, n)?;
+    let fwd_share = extra.fwd_share;
     let words = mapping_words(&e);
     let step = e.step_time_s.unwrap_or(f64::NAN);
     let power = e.average_power_w.unwrap_or(f64::NAN);
@@ -213,6 +229,8 @@ pub fn predict(c: &Case) -> Result<(f64, String), String> {
             )?;
             n as f64 * run_time()? * price
         }
+        Metric::PeakMemory => e.memory_per_device_bytes.unwrap_or(f64::NAN),
+        Metric::StateMemory => extra.state_bytes,
         Metric::Goodput | Metric::Mtbf => {
             let g = e.goodput.as_ref().ok_or(
                 "the system states no reliability and storage (or the task is not training): no goodput",
