@@ -555,7 +555,7 @@ fn validate_memory_metrics() {
     // the keys those of every other case.
     let v = tessera(&[
         "validate",
-        "validation/megatron-bridge/mbridge-mem-llama3-70b-sft-h100-32-tp8-pp4.ron",
+        "validation/megatron-bridge/mem-mbridge-llama3-70b-sft-h100-32-tp8-pp4.ron",
         "validation/zero/zero-7p5b-states-dp64-z1.ron",
         "--format",
         "json",
@@ -569,7 +569,7 @@ fn validate_memory_metrics() {
         )
     };
     assert_eq!(
-        metric("mbridge-mem-llama3-70b-sft-h100-32-tp8-pp4"),
+        metric("mem-mbridge-llama3-70b-sft-h100-32-tp8-pp4"),
         (Value::from("peak_memory"), 50.2e9)
     );
     assert_eq!(
