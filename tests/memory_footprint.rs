@@ -1,6 +1,7 @@
 //! The training footprint per device against the published arithmetic it follows: Korthikanti et
 //! al. 2022's activations per layer with tensor and sequence parallelism (GPT-3 175B), the ZeRO
-//! paper's model states by stage (Table 1's ratios), ZeRO-3's gathered layers; and the law that
+//! paper's model states by stage (Table 1's ratios), ZeRO-3's gathered layers, the micro-batches
+//! the pipeline schedule keeps in flight on the first stage; and the law that
 //! more sharding or more recomputation never makes a device hold more.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
@@ -140,6 +141,34 @@ fn zero_3_holds_its_shard_and_the_gathered_layers() {
         max_relative = 1e-12
     );
     assert!(z3 <= whole, "{z3} > {whole}");
+}
+
+#[test]
+fn the_first_stage_holds_the_schedules_micro_batches_in_flight() {
+    // 40 layers of SMALL, global batch 16, micro-batch 1. Activations without the head's logits
+    // (tok · vocab · 4 B on the stage with the head, which every layout here has).
+    let w = SMALL.replace("layers: 4", "layers: 40");
+    let logits = 1024.0 * 32000.0 * 4.0;
+    let acts = |pp: u64, v: u64, dp: u64| {
+        let m = Mapping {
+            dp,
+            pp,
+            interleave: v,
+            micro_batch: 1,
+            ..Mapping::single()
+        };
+        program(&w, &m).footprint.activations - logits
+    };
+    // one layer's activations of one micro-batch
+    let layer = acts(1, 1, 16) / 40.0;
+    // 1F1B, 16 micro-batches over 4 stages: the first stage holds 4 of its 10 layers' worth
+    assert_relative_eq!(acts(4, 1, 1), 4.0 * 10.0 * layer, max_relative = 1e-12);
+    // 2 micro-batches per pipeline: only 2 are ever in flight
+    assert_relative_eq!(acts(4, 1, 8), 2.0 * 10.0 * layer, max_relative = 1e-12);
+    // Interleaved, 5 chunks of 2 layers per stage: Megatron-Core's warm-up on the first stage,
+    // (pp − 1) · 2 + (v − 1) · pp = 22 chunks, and one more in the steady state, hold
+    // 23 · 2 = 46 layers' worth: Korthikanti et al.'s pp · (1 + (pp − 1) / (pp · v)) stages.
+    assert_relative_eq!(acts(4, 5, 1), 46.0 * layer, max_relative = 1e-12);
 }
 
 fn recompute_of(i: usize) -> Recompute {
