@@ -1,10 +1,11 @@
 //! Convolutional network training: data parallelism only, per layer a convolution and a fused
 //! batch-norm + ReLU forward and backward, the gradient all-reduce and the optimizer update.
 
-use super::{
-    domain_size, place_group, run_precision, vector_precision, Builder, Collective, Reason,
-};
+use super::builder::{Builder, Collective};
+use super::place::{domain_size, place_group};
+use super::precision::{run_precision, vector_precision};
 use crate::engine::program::*;
+use crate::engine::reason::Reason;
 use crate::model::mapping::Mapping;
 use crate::model::system::System;
 use crate::model::workload::{Cnn, Target, Training};

@@ -3,8 +3,11 @@
 //! link to the host's memory); on a device with a mesh of cores (a wafer), each matrix product
 //! spread over the mesh with the collectives that spreading needs.
 
-use super::{domain_size, place_group, run_precision, Builder, Collective, Reason};
+use super::builder::{Builder, Collective};
+use super::place::{domain_size, mesh_gemm_bytes, place_group};
+use super::precision::run_precision;
 use crate::engine::program::*;
+use crate::engine::reason::Reason;
 use crate::model::mapping::Mapping;
 use crate::model::precision::Precision;
 use crate::model::system::System;
@@ -237,7 +240,7 @@ fn mesh_product(
             Overlap::None,
         )
     } else {
-        let tiles = super::mesh_gemm_bytes(&[(g.m * g.k, g.k * n)], side);
+        let tiles = mesh_gemm_bytes(&[(g.m * g.k, g.k * n)], side);
         (
             CollKind::AllGather,
             "shifts (MeshGEMM)",

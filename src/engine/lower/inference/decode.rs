@@ -4,10 +4,10 @@
 //! to the next stage.
 
 use super::layer::{self, DECODE, DRAFT};
-use super::shape::{Round, Shape};
-use super::stages::Piece;
-use super::At;
-use crate::engine::lower::{place_group, Builder, Collective};
+use super::piece::Piece;
+use super::shape::{At, Round, Shape};
+use crate::engine::lower::builder::{Builder, Collective};
+use crate::engine::lower::place::place_group;
 use crate::engine::program::{CollKind, Op, Overlap, Phase, Role, Section};
 use crate::engine::tiling::{self, Gemm};
 

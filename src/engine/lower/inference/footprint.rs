@@ -2,9 +2,9 @@
 //! the head), the embedding table or output head, the paged KV cache of the requests in flight,
 //! and the activations of a prompt's pass.
 
-use super::shape::{Round, Shape};
-use super::stages::Piece;
-use super::{kv_tokens, At};
+use super::kv::kv_tokens;
+use super::piece::Piece;
+use super::shape::{At, Round, Shape};
 use crate::engine::program::Footprint;
 
 /// The footprint of one device of stage class `c`.

@@ -1,14 +1,13 @@
 //! A transformer layer's kernels at serving time, as data: what one device of a stage reads and
 //! computes for a pass of some tokens through a layer, kernel by kernel as the serving stack
-//! launches them (`vocab::Kernels`), and what of a layer it holds and reads where expert
-//! parallelism shares the experts. Decode, the draft and prefill build their operators from the
-//! same list.
+//! launches them (`vocab::Kernels`); what of a layer it reads is `params`'. Decode, the draft
+//! and prefill build their operators from the same list.
 
+use super::params::read;
 use super::shape::Shape;
-use crate::engine::lower::Builder;
+use crate::engine::lower::builder::Builder;
 use crate::engine::program::{Op, Phase, Section};
 use crate::engine::tiling::{self, Gemm};
-use crate::model::workload::Transformer;
 use crate::vocab::Kernels;
 
 /// The names of a pass's kernels: [matrix products (compiled), qkv, output projection, mlp up,
@@ -41,53 +40,6 @@ pub(super) const PREFILL: Names = [
     "prefill: mlp down",
     "prefill: elementwise",
 ];
-
-/// Parameters of one layer a forward pass over `tokens` tokens reads on one device, where `ep`
-/// model instances share their experts (expert parallelism: each holds E / ep of a layer's routed
-/// experts and computes the tokens all `ep` instances route to them): all of a dense layer; of a
-/// mixture of experts, attention, the router, the shared experts and those of the device's routed
-/// experts at least one of the group's ep × `tokens` tokens goes to. With top-k of E experts and
-/// routing spread evenly (what the load-balancing loss trains for @assumed), each expert is
-/// missed by all n tokens with probability (1 − k/E)^n, so the device reads
-/// (E / ep)(1 − (1 − k/E)^(ep × tokens)) of its experts on average: k for one token without
-/// expert parallelism, all of its share for a long prompt. With a dense/MoE mix: the mean over
-/// the layers (as [`Transformer::layer_ffn_params`]).
-pub(super) fn read(t: &Transformer, tokens: f64, ep: u64) -> f64 {
-    match &t.experts {
-        Some(e) if e.count > 0 => {
-            let (n, k, ep) = (
-                e.count as f64,
-                e.top_k.min(e.count) as f64,
-                ep.max(1) as f64,
-            );
-            let distinct = n / ep * (1.0 - (1.0 - k / n).powf((ep * tokens).max(1.0)));
-            t.attn_params()
-                + t.layer_mix(
-                    (t.hidden * e.count) as f64
-                        + t.ffn_params(e.ffn) * (e.shared as f64 + distinct),
-                    t.ffn_params(t.ffn),
-                )
-        }
-        _ => t.attn_params() + t.layer_ffn_params(),
-    }
-}
-
-/// Parameters of one layer one device holds (before tensor parallelism splits them) where `ep`
-/// instances share their experts: attention, the router and the shared experts whole, E / ep of
-/// the routed experts (the mean over a dense/MoE mix). Without expert parallelism, the layer.
-pub(super) fn held(t: &Transformer, ep: u64) -> f64 {
-    match &t.experts {
-        Some(e) if e.count > 0 => {
-            let share = e.count as f64 / ep.max(1) as f64;
-            t.attn_params()
-                + t.layer_mix(
-                    t.ffn_params(e.ffn) * (share + e.shared as f64) + (t.hidden * e.count) as f64,
-                    t.ffn_params(t.ffn),
-                )
-        }
-        _ => t.attn_params() + t.layer_ffn_params(),
-    }
-}
 
 /// One kind of kernel of a layer pass on one device: launched `launches` times per layer, each
 /// launch doing 1/`launches` of the work below and paying the device's kernel overhead once.

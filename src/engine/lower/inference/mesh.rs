@@ -3,10 +3,10 @@
 //! (MeshGEMV and the attention's, the norms' and the softmax's), prefill's cyclic shifts
 //! (MeshGEMM) and score reductions, and the output head's reduction.
 
-use super::shape::{Round, Shape};
-use super::stages::Piece;
-use super::At;
-use crate::engine::lower::{mesh_gemm_bytes, Builder, Collective};
+use super::piece::Piece;
+use super::shape::{At, Round, Shape};
+use crate::engine::lower::builder::{Builder, Collective};
+use crate::engine::lower::place::mesh_gemm_bytes;
 use crate::engine::program::{CollKind, Overlap, Role, Section};
 
 /// A collective along a line of the region's cores (the group is the mesh's, not the devices').

@@ -2,7 +2,7 @@
 //! blocks of the stated cores as tile the mesh, each the next run of layers, each holding its
 //! layers' weights and KV cache in its cores' SRAM, or the mapping is refused with the shortfall.
 
-use super::stages::Piece;
+use super::piece::Piece;
 use crate::engine::reason::{Reason, RegionShortfall};
 
 /// What a wafer offers the core regions a mapping states for a phase, and what the model puts

@@ -1,16 +1,43 @@
 //! The figures every part of an inference lowering reads, derived once from the system, the
 //! workload and the mapping: precisions and element sizes, the model's widths, the load in
-//! flight, the mesh a wafer offers; then, once the stages are known, the round's micro-batches.
+//! flight, the mesh a wafer offers; then, once the stages are known, the round's micro-batches
+//! and what a device of each stage class works with ([`At`]). Which program is built ([`Mode`])
+//! is part of it.
 
-use super::stages::Piece;
-use super::Mode;
-use crate::engine::lower::{domain_size, run_precision, vector_precision};
+use super::params::held;
+use super::piece::Piece;
+use crate::engine::lower::place::{domain_size, place_group, Group};
+use crate::engine::lower::precision::{run_precision, vector_precision};
 use crate::engine::tiling::Tiling;
 use crate::model::mapping::{Mapping, Placement};
 use crate::model::precision::Precision;
 use crate::model::system::System;
 use crate::model::workload::{Inference, Speculative, Transformer};
 use crate::vocab::Kernels;
+
+/// Which program of a serving run to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// The steady-state round of continuous batching: a decode token for every request in
+    /// flight, and the prompts of the requests that join (batch / output of them per round)
+    /// interleaved into it (the step section).
+    Round,
+    /// One request's prompt alone through the instance (one micro-batch through every stage,
+    /// the first token from the output head): what time to first token is made of.
+    Prefill,
+}
+
+/// Requests in flight per instance in `mode`: the serving load's (the mapping's), else the
+/// workload's; in the prompt-alone program the one request whose prompt it runs.
+pub(super) fn requests(inf: &Inference, m: &Mapping, mode: Mode) -> f64 {
+    if mode == Mode::Prefill {
+        1.0
+    } else if m.batch > 0 {
+        m.batch as f64
+    } else {
+        inf.batch as f64
+    }
+}
 
 /// What one lowering of a transformer's serving run works with.
 pub(super) struct Shape<'a> {
@@ -93,18 +120,12 @@ impl<'a> Shape<'a> {
         placement: Placement,
     ) -> Self {
         let prefill_only = mode == Mode::Prefill;
-        // the decode instances' devices (a prefill pool's stage is built apart: `pool_stage`)
+        // the decode instances' devices (a prefill pool's stage is built apart: `pool::attach`)
         let n = m.decode_devices();
         let prec = run_precision(sys, inf.compute);
         let p = prec.index();
         let h = t.hidden as f64;
-        let batch = if prefill_only {
-            1.0
-        } else if m.batch > 0 {
-            m.batch as f64
-        } else {
-            inf.batch as f64
-        };
+        let batch = requests(inf, m, mode);
         let (score_dim, context_dim) = t.decode_core_dims();
         let ffn_mats = if t.gated_ffn { 3.0 } else { 2.0 };
         // Speculative decoding (the round only): a request's round verifies its drafted tokens
@@ -142,7 +163,7 @@ impl<'a> Shape<'a> {
             batch,
             stages: placement.stages(),
             ctx: inf.prompt as f64 + inf.output as f64 / 2.0,
-            layer_params: super::layer::held(t, m.ep),
+            layer_params: held(t, m.ep),
             ep: m.ep.max(1),
             layer_active: t.attn_params() + t.layer_ffn_active(),
             dp: m.dp as f64,
@@ -220,6 +241,42 @@ impl Round {
                 (batch / mbatch).ceil()
             },
             vt: mbatch * s.verify,
+        }
+    }
+}
+
+/// What a device of one stage class works with: the share of a device it holds (below 1 on a
+/// wafer's region), what divides its KV cache, its layers, its tensor- and expert-parallel
+/// groups, and whether it runs the decode round and the output head in this program.
+pub(super) struct At {
+    pub d: f64,
+    pub kv_div: f64,
+    pub l: f64,
+    pub g_tp: Group,
+    pub g_ep: Group,
+    pub dec: bool,
+    pub head: bool,
+}
+
+impl At {
+    pub fn of(s: &Shape, c: &Piece) -> Self {
+        let d = c.share;
+        // the device's expert-parallel peers: the same place in the other instances of its
+        // group (instances laid out one after the other)
+        let g_ep = place_group(s.sys, s.ep, s.placement.devices(), s.dom);
+        // the phases this stage costs: a stage of decode's own region has nothing in the
+        // prompt-alone program; the output head gives the first token from prefill's region
+        let dec = c.decode && (!s.prefill_only || c.prefill);
+        At {
+            d,
+            // what the KV cache is divided by: the share, but for a latent cache on several
+            // devices
+            kv_div: if s.t.kv_cache_split() { d } else { d.min(1.0) },
+            l: c.layers as f64,
+            g_tp: place_group(s.sys, c.devices, 1, s.dom),
+            g_ep,
+            dec,
+            head: c.head && (dec || (s.prefill_only && c.prefill)),
         }
     }
 }

@@ -4,8 +4,9 @@
 
 use super::dp::{replica_reduction, step_reduction, DP_NAMES, EDP_NAMES};
 use super::memory::State;
-use super::Shape;
-use crate::engine::lower::{domain_size, place_group, Builder, Collective, Group};
+use super::shape::Shape;
+use crate::engine::lower::builder::{Builder, Collective};
+use crate::engine::lower::place::{domain_size, place_group, Group};
 use crate::engine::program::*;
 use crate::model::mapping::{ExtraOverlap, Recompute};
 use crate::model::system::System;

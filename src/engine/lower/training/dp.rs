@@ -2,8 +2,9 @@
 //! the shard group (ZeRO 0-3, hybrid sharding, the expert-data-parallel ranks), and ZeRO 3's
 //! parameter gathers, each by its role.
 
-use super::Shape;
-use crate::engine::lower::{Builder, Collective, Group};
+use super::shape::Shape;
+use crate::engine::lower::builder::{Builder, Collective};
+use crate::engine::lower::place::Group;
 use crate::engine::program::*;
 
 /// Hybrid sharding's second reduction: each shard group reduce-scatters the gradients inside

@@ -3,8 +3,8 @@
 //! weights, each hidden behind the compute beside it where the framework overlaps it.
 
 use super::memory::{Activations, State};
-use super::Shape;
-use crate::engine::lower::Builder;
+use super::shape::Shape;
+use crate::engine::lower::builder::Builder;
 use crate::engine::program::*;
 
 /// The copies of offloaded activations between the device and its node's host memory, per

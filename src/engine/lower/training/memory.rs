@@ -1,7 +1,7 @@
 //! The memory footprint of transformer training per device: parameters and model state by ZeRO
 //! stage, and the activations kept for the backward pass under the pipeline schedule.
 
-use super::Shape;
+use super::shape::Shape;
 use crate::model::mapping::Recompute;
 use crate::model::precision::Precision;
 use crate::vocab::LayerPart;

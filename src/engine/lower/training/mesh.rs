@@ -6,8 +6,9 @@
 //! and column), so the busiest link of an [M, K] × [K, N] product carries max(M·K, K·N) / s
 //! bytes, shifted while the previous tile is multiplied (overlapped with the compute).
 
-use super::Shape;
-use crate::engine::lower::{mesh_gemm_bytes, Builder, Collective};
+use super::shape::Shape;
+use crate::engine::lower::builder::{Builder, Collective};
+use crate::engine::lower::place::mesh_gemm_bytes;
 use crate::engine::program::*;
 use crate::model::system::System;
 use crate::vocab::LayerPart;

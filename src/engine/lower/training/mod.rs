@@ -9,16 +9,18 @@ mod memory;
 mod mesh;
 mod ops;
 mod outer;
+mod shape;
 mod stream;
 
-use super::{attention_precision, run_precision, vector_precision, Builder, Reason};
+use super::builder::Builder;
 use crate::engine::program::*;
+use crate::engine::reason::Reason;
 use crate::model::mapping::Mapping;
-use crate::model::precision::Precision;
 use crate::model::system::attention::AttentionKernel;
 use crate::model::system::System;
 use crate::model::workload::{Target, Training, Transformer};
 use crate::vocab::AttentionPass;
+use shape::{Shape, StageClass};
 
 /// The attention kernel the run's software stack names, from the device's tables, where the
 /// attention is fused (FlashAttention); `None` where no stack names one (the attention core
@@ -58,195 +60,6 @@ fn attention_kernel<'s>(
         )));
     }
     Ok(Some(k))
-}
-
-/// What one device of a transformer-training mapping works with, derived once from the workload,
-/// the mapping and the system, and read by the operators, the collectives and the footprint.
-struct Shape<'a> {
-    t: &'a Transformer,
-    tr: &'a Training,
-    m: &'a Mapping,
-    /// The precision the block's GEMMs run at, and its index.
-    prec: Precision,
-    p: usize,
-    /// Precision of elementwise work and of the attention core and LM head.
-    vecp: usize,
-    pa: usize,
-    /// Bytes per activation, weight and gradient element.
-    ab: f64,
-    wb: f64,
-    gb: f64,
-    /// Micro-batch (sequences) and sequence length.
-    mb: f64,
-    seq: f64,
-    /// Tokens of a micro-batch on one device (the sequence split over cp).
-    tok: f64,
-    h: f64,
-    /// Width of the queries: heads × their query/key width (= `h` unless the model sets
-    /// `head_dim` apart or uses latent attention).
-    qd: f64,
-    /// Width of the attention context (the values over all heads; = `qd` but for latent
-    /// attention).
-    vd: f64,
-    /// The mean width of the keys and values: kv heads × head dimension (`Transformer::kv_dim`).
-    kvd: f64,
-    tpf: f64,
-    /// Layers on the pipeline stage this shape describes.
-    l: f64,
-    /// That stage holds the input embedding (the first stage, or the only one) and the output
-    /// head with its loss (the last stage, or the only one).
-    embedding: bool,
-    head: bool,
-    micro_batches: f64,
-    /// Sequence parallelism in effect (sp with tp > 1), and what it splits the replicated
-    /// activations by.
-    sp: bool,
-    act_shard: f64,
-    /// Backward cost of the weight-bearing GEMMs relative to forward: 2× for trained weights;
-    /// LoRA computes only input gradients through the frozen base (1×).
-    bwd: f64,
-    /// Width of the FFN's inner activation per token (top-k plus shared experts with MoE, the
-    /// routed ones at the busiest expert-parallel rank's load).
-    ffn_inner: f64,
-    /// Inputs of the FFN activation: 2 for a gated FFN.
-    act_in: f64,
-    /// Activation traffic of a matmul reading or writing a tok × h tensor.
-    x: f64,
-    /// The logits of a micro-batch (fp32).
-    logits: f64,
-    /// Ranks of the gradient reduction: dp × cp.
-    dpn: f64,
-    /// Ranks that share out the model state under ZeRO (`Mapping::shard_group`: dp × cp unless
-    /// hybrid sharding makes it fewer), for the dense parameters and for the routed experts
-    /// (their expert-data-parallel ranks, `Mapping::edp`: those of a stage holding the same
-    /// expert shard, over which expert gradients are reduced and expert state sharded; dp × cp
-    /// without experts).
-    shardn: f64,
-    eshardn: f64,
-    /// The routed experts' tensor-parallel width (`Mapping::etp`).
-    etpf: f64,
-    /// The routed pairs the busiest device computes over an even share: the capacity factor of
-    /// dropped-token dispatch, else `Experts::load_imbalance` with ep > 1; 1 without experts or
-    /// with all of them on every device.
-    expert_load: f64,
-    /// The device's units and GEMM tiles (`None`: every product at full occupancy).
-    tiling: Option<crate::engine::tiling::Tiling<'a>>,
-    /// The attention core's forward and backward rates as fractions of the dense-GEMM rate
-    /// at its precision (at most 1), from the kernel the software stack runs
-    /// ([`attention_kernel`]); `None`: it runs at the dense-GEMM efficiency.
-    attention: Option<[f64; 2]>,
-}
-
-impl<'a> Shape<'a> {
-    fn new(
-        sys: &'a System,
-        t: &'a Transformer,
-        tr: &'a Training,
-        m: &'a Mapping,
-        stage: StageClass,
-        kernel: Option<&AttentionKernel>,
-    ) -> Self {
-        let (tp, cp, dp) = (m.tp, m.cp, m.dp);
-        let prec = run_precision(sys, tr.compute);
-        let p = prec.index();
-        let pa = attention_precision(sys, prec);
-        let ab = tr.activations.bytes();
-        let mb = m.micro_batch as f64;
-        let seq = tr.seq as f64;
-        let tok = mb * seq / cp as f64;
-        let h = t.hidden as f64;
-        let tpf = tp as f64;
-        let sp = m.sp && tp > 1;
-        // Routed pairs on the busiest device over an even share: the capacity factor where
-        // tokens are dropped at a fixed capacity (every device computes its slots, filled or
-        // padded), else the router's imbalance where the experts are spread over ep ranks.
-        let expert_load = match t.experts.as_ref() {
-            Some(e) => match e.capacity_factor {
-                Some(cf) => cf,
-                None if m.ep > 1 => e.load_imbalance,
-                None => 1.0,
-            },
-            None => 1.0,
-        };
-        // the busiest expert-parallel rank's: its routed pairs at `expert_load` × the mean
-        let ffn_inner = match t.experts.as_ref() {
-            Some(e) => t.layer_mix(
-                e.ffn as f64 * (e.top_k as f64 * expert_load + e.shared as f64),
-                t.ffn as f64,
-            ),
-            None => t.ffn as f64,
-        };
-        Shape {
-            t,
-            tr,
-            m,
-            prec,
-            p,
-            vecp: vector_precision(sys, p),
-            pa,
-            ab,
-            wb: tr.weights.bytes().max(prec.bytes()),
-            gb: tr.gradients.bytes(),
-            mb,
-            seq,
-            tok,
-            h,
-            qd: t.q_dim() as f64,
-            vd: t.v_dim() as f64,
-            kvd: t.kv_dim(),
-            tpf,
-            l: stage.layers as f64,
-            embedding: stage.embedding,
-            head: stage.head,
-            micro_batches: (tr.global_batch / (dp * m.micro_batch)) as f64,
-            sp,
-            act_shard: if sp { tpf } else { 1.0 },
-            bwd: if tr.lora.is_some() { 1.0 } else { 2.0 },
-            ffn_inner,
-            tiling: crate::engine::tiling::Tiling::of(&sys.device),
-            act_in: if t.gated_ffn { 2.0 } else { 1.0 },
-            x: tok * h * ab,
-            logits: tok * t.vocab as f64 / tpf * 4.0,
-            dpn: (dp * cp) as f64,
-            shardn: m.shard_group() as f64,
-            etpf: m.etp() as f64,
-            expert_load,
-            attention: kernel.map(|k| {
-                let e = &sys.device.efficiency;
-                let gemm = crate::engine::table::matrix_efficiency_of(
-                    e.matmul,
-                    e.low_precision_matmul,
-                    pa,
-                );
-                // the kernel's blocks: each rank's s / cp queries against s / cp keys at a time
-                // (the whole sequence without context parallelism)
-                let seq = tr.seq as f64 / cp as f64;
-                let head_dim = t.q_dim() as f64 / t.heads as f64;
-                [AttentionPass::Forward, AttentionPass::Backward].map(|pass| {
-                    k.fraction(seq, head_dim, t.causal, pass)
-                        .map_or(1.0, |f| (f / gemm).min(1.0))
-                })
-            }),
-            // hybrid sharding is refused where the experts have groups of their own (`check`),
-            // so where it applies the experts shard over the same group as the dense parameters
-            eshardn: if let Some(g) = m.hybrid_shard() {
-                g as f64
-            } else if t.experts.is_some() {
-                m.edp() as f64
-            } else {
-                (dp * cp) as f64
-            },
-        }
-    }
-}
-
-/// What one class of identical pipeline stages holds: its transformer layers, and whether it
-/// holds the input embedding and the output head with its loss.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct StageClass {
-    layers: u64,
-    embedding: bool,
-    head: bool,
 }
 
 /// The units the pipeline split shares out over the stages: the layers, and the embedding and

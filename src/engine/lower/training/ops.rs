@@ -4,8 +4,8 @@
 
 use super::memory::State;
 use super::outer::{lora, optimizer};
-use super::Shape;
-use crate::engine::lower::Builder;
+use super::shape::Shape;
+use crate::engine::lower::builder::Builder;
 use crate::engine::program::{Op, Phase, Section};
 use crate::engine::tiling::{self, Gemm};
 use crate::model::mapping::Recompute;

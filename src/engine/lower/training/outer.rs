@@ -2,8 +2,8 @@
 //! adapters, and the optimizer update with what the step does to the weights after it.
 
 use super::memory::State;
-use super::Shape;
-use crate::engine::lower::Builder;
+use super::shape::Shape;
+use crate::engine::lower::builder::Builder;
 use crate::engine::program::{Op, Phase, Section};
 
 /// LoRA adapters: each adapted projection adds two thin GEMMs (input × A, then × B, rank r)

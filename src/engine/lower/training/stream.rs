@@ -7,9 +7,9 @@
 //! link: weights in, gradients out; never the optimizer state.
 
 use super::memory::State;
-use super::Shape;
+use super::shape::Shape;
 use crate::engine::cpu;
-use crate::engine::lower::Builder;
+use crate::engine::lower::builder::Builder;
 use crate::engine::program::*;
 use crate::model::system::System;
 
