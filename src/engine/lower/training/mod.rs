@@ -1,10 +1,13 @@
-//! Transformer training: the mapping's checks, the shapes one device works with, and the program
-//! assembled from the operator list (`ops`), the collectives (`comms`) and the memory footprint
-//! (`memory`).
+//! Transformer training: the mapping's checks, the stage classes, and the program assembled
+//! from the operators (`ops`, from the layer's operators as data in `layer`), the collectives
+//! (`comms`) and the memory footprint (`memory`) of what one device works with (`shape`).
 
 mod comms;
 mod dp;
 mod host;
+mod layer;
+mod layer_op;
+mod linear;
 mod memory;
 mod mesh;
 mod ops;
