@@ -8,7 +8,7 @@ use super::shape::Shape;
 use crate::engine::lower::builder::{Builder, Collective};
 use crate::engine::lower::place::{domain_size, place_group, Group};
 use crate::engine::program::*;
-use crate::model::mapping::{ExtraOverlap, Recompute};
+use crate::model::mapping::{ExtraOverlap, Mapping, Recompute};
 use crate::model::system::System;
 use crate::vocab::Dim;
 
@@ -44,8 +44,83 @@ impl RedoShare {
     }
 }
 
-/// Every collective of the program, in program order.
+/// The groups a stage's collectives run over, placed on the topology by the mapping's order
+/// (default Megatron: tp, cp, dp, pp outermost), in the scale-up domain the program sees.
+struct Groups {
+    dom: u64,
+    tp: Group,
+    cp: Group,
+    /// ZeRO's shard group (`shard` ranks of dp × cp) and its replicas (`replicas` of them).
+    dp: Group,
+    rep: Group,
+    shard: u64,
+    replicas: u64,
+    ep: Group,
+    edp: Group,
+    pp: Group,
+}
+
+impl Groups {
+    fn of(sys: &System, m: &Mapping) -> Groups {
+        let (tp, pp, cp, dp) = (m.tp, m.pp, m.cp, m.dp);
+        let dom = domain_size(sys, m.devices());
+        // The gradient reduction spans dp × cp ranks (context-parallel ranks hold the same
+        // weights), laid from the inner of the two; experts are sharded inside that group.
+        let dp_cp_stride = m
+            .stride(Dim::Dp)
+            .min(if cp > 1 { m.stride(Dim::Cp) } else { u64::MAX });
+        let g_tp = place_group(sys, tp, m.stride(Dim::Tp), dom);
+        let g_cp = place_group(sys, cp, m.stride(Dim::Cp), dom);
+        // Hybrid sharding: ZeRO's shard group is the innermost `shard` of the dp × cp ranks, its
+        // replicas the ranks `shard` apart (all of dp × cp, one replica, without it).
+        let shard = m.shard_group();
+        let g_dp = place_group(sys, shard, dp_cp_stride, dom);
+        let replicas = dp * cp / shard.max(1);
+        let g_rep = place_group(sys, replicas, dp_cp_stride * shard, dom);
+        // The expert layers fold their groups over the stage's tp × cp × dp ranks from the
+        // innermost (Megatron-Core's expert rank order: etp, ep, edp): the ep group's ranks are
+        // etp apart, the edp group's etp × ep apart. With etp = tp that is the old placement:
+        // ep inside dp × cp.
+        let etp = m.etp();
+        let (ep_stride, edp_stride) = if etp == tp {
+            (dp_cp_stride, dp_cp_stride * m.ep)
+        } else {
+            let s0 = inner_stride(m);
+            (s0 * etp, s0 * etp * m.ep)
+        };
+        let g_ep = place_group(sys, m.ep, ep_stride, dom);
+        let g_edp = place_group(sys, m.edp(), edp_stride, dom);
+        let g_pp = place_group(sys, pp, m.stride(Dim::Pp), dom);
+        Groups {
+            dom,
+            tp: g_tp,
+            cp: g_cp,
+            dp: g_dp,
+            rep: g_rep,
+            shard,
+            replicas,
+            ep: g_ep,
+            edp: g_edp,
+            pp: g_pp,
+        }
+    }
+}
+
+/// Every collective of the program, in program order: per micro-batch the tensor-parallel
+/// ones, then context, expert and pipeline parallelism's; once per step the gradient
+/// reductions and parameter gathers.
 pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
+    let g = Groups::of(sys, d.m);
+    let redo = RedoShare::of(d.m.recompute, d.sp);
+    tensor(b, sys, d, &g, redo.tp);
+    micro_batch(b, d, &g, redo);
+    step(b, d, state, &g);
+}
+
+/// The tensor-parallel collectives of a micro-batch (and LoRA's under sequence parallelism),
+/// over tp and, for the routed experts' MLP with etp ≠ tp, over etp; `rec_extra`: the share of
+/// them recomputation repeats.
+fn tensor(b: &mut Builder, sys: &System, d: &Shape, g: &Groups, rec_extra: f64) {
     let Shape {
         m,
         tr,
@@ -53,49 +128,13 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
         h,
         ab,
         tpf,
-        mb,
-        seq: s,
-        kvd,
         l,
         sp,
-        act_shard,
         ..
     } = *d;
-    let (tp, pp, cp, dp, v) = (m.tp, m.pp, m.cp, m.dp, m.interleave);
+    let tp = m.tp;
     let lora = tr.lora;
-    let dom = domain_size(sys, m.devices());
-    // Group placement by the mapping's order (default Megatron: tp, cp, dp, pp outermost). The
-    // gradient reduction spans dp × cp ranks (context-parallel ranks hold the same weights), laid
-    // from the inner of the two; experts are sharded inside that group.
-    let dp_cp_stride = m
-        .stride(Dim::Dp)
-        .min(if cp > 1 { m.stride(Dim::Cp) } else { u64::MAX });
-    let g_tp = place_group(sys, tp, m.stride(Dim::Tp), dom);
-    let g_cp = place_group(sys, cp, m.stride(Dim::Cp), dom);
-    // Hybrid sharding: ZeRO's shard group is the innermost `shard` of the dp × cp ranks, its
-    // replicas the ranks `shard` apart (all of dp × cp, one replica, without it).
-    let shard = m.shard_group();
-    let g_dp = place_group(sys, shard, dp_cp_stride, dom);
-    let replicas = dp * cp / shard.max(1);
-    let g_rep = place_group(sys, replicas, dp_cp_stride * shard, dom);
-    // The expert layers fold their groups over the stage's tp × cp × dp ranks from the innermost
-    // (Megatron-Core's expert rank order: etp, ep, edp): the ep group's ranks are etp apart, the
-    // edp group's etp × ep apart. With etp = tp that is the old placement: ep inside dp × cp.
     let etp = m.etp();
-    let (ep_stride, edp_stride) = if etp == tp {
-        (dp_cp_stride, dp_cp_stride * m.ep)
-    } else {
-        let s0 = inner_stride(m);
-        (s0 * etp, s0 * etp * m.ep)
-    };
-    let g_ep = place_group(sys, m.ep, ep_stride, dom);
-    let g_edp = place_group(sys, m.edp(), edp_stride, dom);
-    let g_pp = place_group(sys, pp, m.stride(Dim::Pp), dom);
-    let mbs = Section::MicroBatch;
-
-    // --- per micro-batch ---
-    let redo = RedoShare::of(m.recompute, sp);
-    let rec_extra = redo.tp;
     // MoE parallel folding: with etp ≠ tp the routed experts' MLP leaves the tp group. The
     // tp collectives of a layer come in two equal halves, attention and MLP (every count
     // below is even per layer); the MLP half of the layers with experts moves to the etp
@@ -118,7 +157,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             b,
             TP_NAMES,
             tok * h * ab,
-            g_tp,
+            g.tp,
             tp_layers,
             sp,
             lora.is_some(),
@@ -127,10 +166,10 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     }
     // (`sp`: sequence parallelism in effect, so tp > 1)
     if let (true, Some(lr)) = (sp, lora) {
-        lora_adapters(b, tok, h, lr, g_tp, l, rec_extra);
+        lora_adapters(b, tok, h, lr, g.tp, l, rec_extra);
     }
     if etp > 1 && etp_layers > 0.0 {
-        let g_etp = place_group(sys, etp, inner_stride(m), dom);
+        let g_etp = place_group(sys, etp, inner_stride(m), g.dom);
         // the etp group holds different tokens on each rank: gathered and scattered, as with
         // sequence parallelism
         tensor_parallel(
@@ -144,14 +183,32 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             rec_extra,
         );
     }
-    if cp > 1 {
+}
+
+/// The context-parallel, expert-parallel and pipeline collectives of a micro-batch.
+fn micro_batch(b: &mut Builder, d: &Shape, g: &Groups, redo: RedoShare) {
+    let Shape {
+        m,
+        tok,
+        h,
+        ab,
+        tpf,
+        mb,
+        seq: s,
+        kvd,
+        l,
+        act_shard,
+        ..
+    } = *d;
+    let mbs = Section::MicroBatch;
+    if m.cp > 1 {
         let kv_bytes = 2.0 * mb * s * kvd / tpf * ab;
         b.comm(Collective {
             name: "cp kv all-gather".into(),
             role: Role::ContextParallel,
             kind: CollKind::AllGather,
             bytes: kv_bytes,
-            group: g_cp,
+            group: g.cp,
             count: l * (1.0 + redo.cp),
             section: mbs,
             overlap: Overlap::Compute,
@@ -161,7 +218,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             role: Role::ContextParallel,
             kind: CollKind::ReduceScatter,
             bytes: kv_bytes,
-            group: g_cp,
+            group: g.cp,
             count: l,
             section: mbs,
             overlap: Overlap::Compute,
@@ -176,7 +233,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
                     kind: CollKind::AllToAll,
                     // the busiest rank receives (and sends back) `expert_load` × the mean
                     bytes: tok * h * e.top_k as f64 * ab / act_shard * d.expert_load,
-                    group: g_ep,
+                    group: g.ep,
                     // only the layers with experts route (a dense/MoE mix: their share of l)
                     count: l * d.t.moe_fraction() * (4.0 + 2.0 * redo.ep),
                     section: mbs,
@@ -187,7 +244,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             );
         }
     }
-    if pp > 1 {
+    if m.pp > 1 {
         // Scatter/gather (Narayanan et al. 2021, §4.1): each tensor-parallel rank sends its 1/tp
         // slice of the boundary activation over its own link and the next stage all-gathers it
         // over the scale-up domain; with sequence parallelism the activation is already split.
@@ -197,17 +254,23 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             kind: CollKind::SendRecv,
             bytes: tok * h * ab / tpf,
             group: (
-                g_pp.0.min(2.0),
-                if g_pp.1 > 1.0 { 2.0 } else { 1.0 },
-                g_pp.2,
+                g.pp.0.min(2.0),
+                if g.pp.1 > 1.0 { 2.0 } else { 1.0 },
+                g.pp.2,
             ),
-            count: 2.0 * v as f64,
+            count: 2.0 * m.interleave as f64,
             section: mbs,
             overlap: Overlap::None,
         });
     }
+}
 
-    // --- once per step: gradient reduction, parameter gather ---
+/// The step's gradient reductions and parameter gathers.
+fn step(b: &mut Builder, d: &Shape, state: &State, g: &Groups) {
+    let m = d.m;
+    let (tp, cp, dp) = (m.tp, m.cp, m.dp);
+    let etp = m.etp();
+    let (shard, replicas) = (g.shard, g.replicas);
     // The dense parameters are reduced over dp × cp; the routed experts over their expert-data-
     // parallel ranks (edp = tp·cp·dp / (ep·etp)), a group of its own wherever it differs from
     // dp × cp (ep > 1 or etp ≠ tp): there each expert shard has only edp replicas.
@@ -224,12 +287,12 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             &DP_NAMES,
             (state.trainable_local - expert_trained) * d.gb,
             (state.params_local - expert_params) * d.wb,
-            g_dp,
+            g.dp,
             true,
         );
     }
     if replicas > 1 {
-        replica_reduction(b, d, state.trainable_local * d.gb / shard as f64, g_rep);
+        replica_reduction(b, d, state.trainable_local * d.gb / shard as f64, g.rep);
     }
     if apart && m.edp() > 1 {
         // Its own buckets, overlapped like the dense ones; the step's one exposed last bucket
@@ -240,7 +303,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
             &EDP_NAMES,
             expert_trained * d.gb,
             expert_params * d.wb,
-            g_edp,
+            g.edp,
             dp * cp == 1,
         );
     }
@@ -281,7 +344,7 @@ const ETP_NAMES: TpNames = TpNames {
 /// Stride of the innermost of the tp, cp and dp dimensions: where a stage's tp × cp × dp ranks
 /// begin, over which the expert layers fold their etp, ep and edp groups (innermost first, as
 /// Megatron-Core's expert rank generator lays them; the three taken as contiguous).
-fn inner_stride(m: &crate::model::mapping::Mapping) -> u64 {
+fn inner_stride(m: &Mapping) -> u64 {
     [Dim::Tp, Dim::Cp, Dim::Dp]
         .into_iter()
         .map(|x| m.stride(x))
