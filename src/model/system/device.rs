@@ -1,13 +1,17 @@
 //! Lowering a device and its die: peak rates per precision (given or derived from units, ops per
 //! cycle and clock, with the sparse-as-dense checks), on-die memory, the core mesh and energy.
+//! The device's own figures (power, efficiency, energy per FLOP, what it leaves at a default)
+//! are read in `figures`.
 
-use super::types::{data_energy_per_byte, Device, Dvfs, Efficiency, MemLevel, Mesh, UnsetEnergy};
+mod figures;
+
+use super::types::{Device, Efficiency, MemLevel, Mesh};
 use crate::model::precision::{Precision, NPREC};
-use crate::model::rules::{engine_efficiency, TdpRule};
 use crate::model::Ctx;
 use crate::spec::arch::*;
 use crate::spec::{Located, FORMAT_VERSION};
 use crate::units::Dimension as D;
+use figures::{derive_energy_per_flop, lower_efficiency, lower_power, unset_figures, EffIn};
 
 pub(super) fn lower_device(
     cx: &mut Ctx,
@@ -22,72 +26,21 @@ pub(super) fn lower_device(
     cx.enter_part(d.file, d.path.clone(), s.source.as_ref());
     check_version(cx, s.version, top);
     let dies = cx.count("dies", s.dies as u64).unwrap_or(1) as u32;
-    let tdp = cx.positive("tdp", &s.tdp, D::Power);
-    let idle = match &s.idle_power {
-        Some(q) => cx.non_negative("idle_power", q, D::Power),
-        None => tdp.map(|t| 0.25 * t),
-    };
-    if let (Some(t), Some(i)) = (tdp, idle) {
-        if i > t {
-            cx.error(
-                "idle_power",
-                format!(
-                    "`idle_power` ({}) is above `tdp` ({})",
-                    crate::units::fmt_si(i, "W"),
-                    crate::units::fmt_si(t, "W")
-                ),
-                Some(
-                    "idle power is what the device draws doing nothing; it is below its TDP".into(),
-                ),
-            );
-        }
-    }
-    let dvfs = match &s.dvfs {
-        None => Some(Dvfs::ASSUMED),
-        Some(v) => {
-            cx.enter_field("dvfs", v.source.as_ref());
-            let c = cx.fraction("min_clock", &v.min_clock);
-            let u = cx.fraction("min_voltage", &v.min_voltage);
-            cx.leave();
-            match (c, u) {
-                (Some(min_clock), Some(min_voltage)) => Some(Dvfs {
-                    min_clock,
-                    min_voltage,
-                    assumed: false,
-                }),
-                _ => None,
-            }
-        }
-    };
+    let (tdp, idle, dvfs) = lower_power(cx, s);
     // Die.
     let dl = lower_die(cx, die);
-    cx.enter_field("efficiency", None);
     let e = &s.efficiency;
-    let matmul = cx.fraction("matmul", &e.matmul);
-    let memory_eff = cx.fraction("memory", &e.memory);
-    let network = cx.fraction("network", &e.network);
-    let vector = e.vector.as_ref().and_then(|q| cx.fraction("vector", q));
-    let lowp = e
-        .low_precision_matmul
-        .as_ref()
-        .and_then(|q| cx.fraction("low_precision_matmul", q));
-    let fp4 = e
-        .fp4_backward_matmul
-        .as_ref()
-        .and_then(|q| cx.fraction("fp4_backward_matmul", q));
-    let comm_share = e.collective_compute_share.as_ref().and_then(|q| {
-        cx.share(
-            "collective_compute_share",
-            q,
-            crate::model::bounds::COLLECTIVE_SHARE_HINT,
-        )
-    });
-    let overhead = e
-        .kernel_overhead
-        .as_ref()
-        .and_then(|q| cx.non_negative("kernel_overhead", q, D::Time));
-    let tiles = lower_tiling(cx, e.tiling.as_ref(), die.spec.cores.is_some());
-    cx.leave();
+    let EffIn {
+        matmul,
+        memory: memory_eff,
+        network,
+        vector,
+        lowp,
+        fp4,
+        comm_share,
+        overhead,
+        tiles,
+    } = lower_efficiency(cx, e, die.spec.cores.is_some());
 
     let mut memory = Vec::new();
     let (die_mem, cores_per_die, mut matrix_peak, mut vector_peak, epf, mesh, area, clock) = dl?;
@@ -133,87 +86,14 @@ pub(super) fn lower_device(
     let (tdp, idle, dvfs) = (tdp?, idle?, dvfs?);
     // Fastest first: by bandwidth, descending.
     memory.sort_by(|a, b| b.bandwidth.total_cmp(&a.bandwidth));
-    let mut energy_per_flop = epf;
-    let derived = energy_per_flop.iter().all(|e| *e == 0.0);
-    let mut from_tdp = [false; crate::model::precision::NPREC];
-    let data_energy = data_energy_per_byte(&memory);
-    for p in Precision::ALL {
-        let i = p.index();
-        if energy_per_flop[i] == 0.0 {
-            // Assumption: a device running its matrix engines flat out at `p` draws its TDP:
-            // at its peak, or, where every figure is derived, at its achievable rate (the
-            // machine divides by the efficiency; see `engine::table::derive`).
-            let rule = TdpRule {
-                tdp,
-                idle,
-                matrix_peak: matrix_peak[i],
-                vector_peak: vector_peak[i],
-                efficiency: reference_efficiency(
-                    matrix_peak[i] > 0.0,
-                    p,
-                    [matmul, lowp],
-                    vector,
-                    memory_eff,
-                ),
-                at_achievable: derived,
-                data_energy,
-            };
-            if let Some(e) = rule.energy_per_flop(i) {
-                energy_per_flop[i] = e;
-                from_tdp[i] = true;
-            }
-        }
-    }
-    let mut unset_energy = Vec::new();
-    let mut unset = |message: String, hint: &str| {
-        unset_energy.push(UnsetEnergy {
-            file: d.file,
-            at: d.path.clone(),
-            message,
-            hint: hint.into(),
-        })
-    };
-    if s.idle_power.is_none() {
-        unset(
-            format!(
-                "device `{}` gives no `idle_power`: its static power is taken as a quarter of its TDP ({})",
-                s.name,
-                crate::units::fmt_si(idle, "W")
-            ),
-            "add `idle_power` with its source (a measured idle draw), or mark a guess `@assumed`",
-        );
-    }
-    for l in memory
-        .iter()
-        .filter(|l| !l.cache && l.energy_per_byte == 0.0)
-    {
-        unset(
-            format!(
-                "memory level `{}` of device `{}` gives no `energy_per_byte`: its traffic costs no energy",
-                l.name, s.name
-            ),
-            "add `energy_per_byte` (e.g. \"3.9 pJ/bit\" for HBM2, O'Connor et al. MICRO'17) with its source, or mark a guess `@assumed`",
-        );
-    }
-    // Figures the file leaves out, each taken at a default (`Figures::defaulted`, and
-    // `tessera check`'s comparison with the shipped parts).
-    let mut defaulted: Vec<&'static str> = Vec::new();
-    if s.idle_power.is_none() {
-        defaulted.push("idle_power");
-    }
-    let low_precision_peak = (0..matrix_peak.len())
-        .any(|p| crate::model::rules::low_precision(p) && matrix_peak[p] > 0.0);
-    if s.efficiency.low_precision_matmul.is_none() && low_precision_peak {
-        defaulted.push("efficiency.low_precision_matmul");
-    }
-    if s.efficiency.vector.is_none() {
-        defaulted.push("efficiency.vector");
-    }
-    if s.dvfs.is_none() {
-        defaulted.push("dvfs");
-    }
-    let energy = unset_energy.len() - usize::from(s.idle_power.is_none());
-    defaulted.extend(std::iter::repeat_n("energy", energy));
+    let (energy_per_flop, derived, from_tdp) = derive_energy_per_flop(
+        epf,
+        (tdp, idle),
+        (&matrix_peak, &vector_peak),
+        [matmul, lowp, vector, memory_eff],
+        &memory,
+    );
+    let (unset_energy, defaulted) = unset_figures(d, idle, &memory, &matrix_peak);
     Some(Device {
         defaulted,
         unset_energy,
@@ -250,24 +130,6 @@ pub(super) fn lower_device(
     })
 }
 
-/// The achievable fraction of peak the derivation assumes at precision `p` (the machine's
-/// `table::matrix_efficiency`, or the vector efficiency where the precision has no matrix rate).
-fn reference_efficiency(
-    matrix: bool,
-    p: Precision,
-    [matmul, lowp]: [Option<f64>; 2],
-    vector: Option<f64>,
-    memory: Option<f64>,
-) -> f64 {
-    engine_efficiency(
-        matrix,
-        matmul.unwrap_or(1.0),
-        lowp.unwrap_or(1.0),
-        vector.or(memory).unwrap_or(1.0),
-        p.index(),
-    )
-}
-
 type DieOut = (
     Vec<MemLevel>,
     u64,
@@ -278,50 +140,6 @@ type DieOut = (
     Option<f64>,
     Option<f64>,
 );
-
-/// The GEMM output tiles of `efficiency.tiling`: each side at least 1, at least one tile, and
-/// only on a die that states its `cores` (the units the tiles are spread over).
-fn lower_tiling(
-    cx: &mut Ctx,
-    t: Option<&crate::spec::arch::TilingSpec>,
-    cores: bool,
-) -> Vec<(u32, u32)> {
-    let Some(t) = t else {
-        return Vec::new();
-    };
-    cx.enter_field("tiling", t.source.as_ref());
-    let mut ok = true;
-    if t.tiles.is_empty() {
-        cx.error(
-            "tiles",
-            "`tiling` lists no tile",
-            Some("list the output tiles the GEMM library uses, e.g. `tiles: [(256, 128), (128, 128)]`".into()),
-        );
-        ok = false;
-    }
-    if t.tiles.iter().any(|&(r, c)| r == 0 || c == 0) {
-        cx.error(
-            "tiles",
-            "a tile has a side of 0",
-            Some("a tile is (rows, columns) of the product, each at least 1".into()),
-        );
-        ok = false;
-    }
-    if !cores {
-        cx.error(
-            "tiles",
-            "`tiling` spreads tiles over the die's cores, but the die states no `cores`",
-            Some("add `cores: N` to the die (its streaming multiprocessors or compute units per die)".into()),
-        );
-        ok = false;
-    }
-    cx.leave();
-    if ok {
-        t.tiles.clone()
-    } else {
-        Vec::new()
-    }
-}
 
 pub(super) fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> {
     let s = &die.spec;
@@ -371,83 +189,7 @@ pub(super) fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> 
     for (i, e) in s.compute.iter().enumerate() {
         cx.enter_field("compute", None);
         cx.enter(crate::diag::Seg::Index(i), None);
-        let sparsity = if e.sparse {
-            e.sparsity_factor
-                .as_ref()
-                .and_then(|q| cx.q("sparsity_factor", q, D::Ratio))
-                .unwrap_or(2.0)
-        } else {
-            1.0
-        };
-        if e.peak.is_empty() && (e.units.is_none() || e.ops_per_cycle.is_empty()) {
-            cx.error(
-                "peak",
-                format!("engine `{}` has no peak rate", e.name),
-                Some("give `peak: {\"bf16\": \"989.4 TFLOP/s\"}` or `units` with `ops_per_cycle` and a die `clock`".into()),
-            );
-        }
-        let mut rates = [0.0; NPREC];
-        for (k, q) in &e.peak {
-            let Some(p) = precision_key(cx, "peak", k) else {
-                continue;
-            };
-            if let Some(v) = cx.q_key("peak", k, q, D::FlopRate) {
-                if v <= 0.0 {
-                    cx.error_at(
-                        &cx.path().field("peak").key(k),
-                        format!("peak `{k}` must be greater than zero"),
-                        None,
-                    );
-                }
-                rates[p.index()] = v / sparsity;
-            }
-        }
-        if let (Some(units), false) = (e.units, e.ops_per_cycle.is_empty()) {
-            for (k, q) in &e.ops_per_cycle {
-                let Some(p) = precision_key(cx, "ops_per_cycle", k) else {
-                    continue;
-                };
-                let Some(opc) = cx.q_key("ops_per_cycle", k, q, D::FlopsPerCycle) else {
-                    continue;
-                };
-                let Some(clk) = clock else {
-                    cx.error(
-                        "ops_per_cycle",
-                        "deriving a peak from `ops_per_cycle` needs the die's `clock`",
-                        Some("add the die's clock, e.g. `clock: \"1.98 GHz\"`, or give `peak` directly".into()),
-                    );
-                    continue;
-                };
-                let derived = units as f64 * opc * clk;
-                let given = rates[p.index()];
-                if given > 0.0 {
-                    let ratio = given / derived;
-                    if (ratio - 2.0).abs() < 0.1 && !e.sparse {
-                        cx.error_at(
-                            &cx.path().field("peak").key(k),
-                            format!(
-                                "peak `{k}` is {:.2}x the rate derived from units × ops_per_cycle × clock ({}): it looks like a 2:4 sparse figure written as dense",
-                                ratio,
-                                crate::units::fmt_si(derived, "FLOP/s")
-                            ),
-                            Some("write the dense figure, or set `sparse: true` if the peaks are quoted with sparsity".into()),
-                        );
-                    } else if (ratio - 1.0).abs() > 0.1 {
-                        cx.error_at(
-                            &cx.path().field("peak").key(k),
-                            format!(
-                                "peak `{k}` disagrees with units × ops_per_cycle × clock = {} ({:.0}% off)",
-                                crate::units::fmt_si(derived, "FLOP/s"),
-                                (ratio - 1.0) * 100.0
-                            ),
-                            Some("check the clock (boost or base?) and the per-unit rate".into()),
-                        );
-                    }
-                } else {
-                    rates[p.index()] = derived / sparsity;
-                }
-            }
-        }
+        let rates = engine_rates(cx, e, clock);
         let target = match e.kind {
             EngineKind::Matrix => &mut matrix,
             EngineKind::Vector => &mut vector,
@@ -458,7 +200,123 @@ pub(super) fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> 
         cx.leave();
         cx.leave();
     }
-    // Sparse figures written as dense: an fp8 rate 4x the bf16 rate (where 2x is the rule).
+    check_fp8_peak(cx, s, &matrix);
+    let mut mem = Vec::new();
+    for (i, m) in s.sram.iter().enumerate() {
+        cx.enter_field("sram", None);
+        cx.enter(crate::diag::Seg::Index(i), m.source.as_ref());
+        if let Some(l) = lower_memory(cx, m, cores, 1) {
+            mem.push(l);
+        }
+        cx.leave();
+        cx.leave();
+    }
+    let mesh = s
+        .mesh
+        .as_ref()
+        .and_then(|m| lower_mesh(cx, m, s.cores.is_some(), cores));
+    let mut epf = [0.0; NPREC];
+    for (k, q) in &s.energy_per_flop {
+        let Some(p) = precision_key(cx, "energy_per_flop", k) else {
+            continue;
+        };
+        if let Some(v) = cx.q_key("energy_per_flop", k, q, D::EnergyPerFlop) {
+            epf[p.index()] = v;
+        }
+    }
+    cx.leave();
+    Some((mem, cores, matrix, vector, epf, mesh, area, clock))
+}
+
+/// One compute engine's dense peak per precision: as written (over its sparsity factor where the
+/// figures are quoted sparse), else derived from units × ops per cycle × the die's `clock`, with
+/// a written peak checked against the derived one.
+fn engine_rates(cx: &mut Ctx, e: &EngineSpec, clock: Option<f64>) -> [f64; NPREC] {
+    let sparsity = if e.sparse {
+        e.sparsity_factor
+            .as_ref()
+            .and_then(|q| cx.q("sparsity_factor", q, D::Ratio))
+            .unwrap_or(2.0)
+    } else {
+        1.0
+    };
+    if e.peak.is_empty() && (e.units.is_none() || e.ops_per_cycle.is_empty()) {
+        cx.error(
+            "peak",
+            format!("engine `{}` has no peak rate", e.name),
+            Some("give `peak: {\"bf16\": \"989.4 TFLOP/s\"}` or `units` with `ops_per_cycle` and a die `clock`".into()),
+        );
+    }
+    let mut rates = [0.0; NPREC];
+    for (k, q) in &e.peak {
+        let Some(p) = precision_key(cx, "peak", k) else {
+            continue;
+        };
+        if let Some(v) = cx.q_key("peak", k, q, D::FlopRate) {
+            if v <= 0.0 {
+                cx.error_at(
+                    &cx.path().field("peak").key(k),
+                    format!("peak `{k}` must be greater than zero"),
+                    None,
+                );
+            }
+            rates[p.index()] = v / sparsity;
+        }
+    }
+    if let (Some(units), false) = (e.units, e.ops_per_cycle.is_empty()) {
+        for (k, q) in &e.ops_per_cycle {
+            let Some(p) = precision_key(cx, "ops_per_cycle", k) else {
+                continue;
+            };
+            let Some(opc) = cx.q_key("ops_per_cycle", k, q, D::FlopsPerCycle) else {
+                continue;
+            };
+            let Some(clk) = clock else {
+                cx.error(
+                    "ops_per_cycle",
+                    "deriving a peak from `ops_per_cycle` needs the die's `clock`",
+                    Some(
+                        "add the die's clock, e.g. `clock: \"1.98 GHz\"`, or give `peak` directly"
+                            .into(),
+                    ),
+                );
+                continue;
+            };
+            let derived = units as f64 * opc * clk;
+            let given = rates[p.index()];
+            if given > 0.0 {
+                let ratio = given / derived;
+                if (ratio - 2.0).abs() < 0.1 && !e.sparse {
+                    cx.error_at(
+                        &cx.path().field("peak").key(k),
+                        format!(
+                            "peak `{k}` is {:.2}x the rate derived from units × ops_per_cycle × clock ({}): it looks like a 2:4 sparse figure written as dense",
+                            ratio,
+                            crate::units::fmt_si(derived, "FLOP/s")
+                        ),
+                        Some("write the dense figure, or set `sparse: true` if the peaks are quoted with sparsity".into()),
+                    );
+                } else if (ratio - 1.0).abs() > 0.1 {
+                    cx.error_at(
+                        &cx.path().field("peak").key(k),
+                        format!(
+                            "peak `{k}` disagrees with units × ops_per_cycle × clock = {} ({:.0}% off)",
+                            crate::units::fmt_si(derived, "FLOP/s"),
+                            (ratio - 1.0) * 100.0
+                        ),
+                        Some("check the clock (boost or base?) and the per-unit rate".into()),
+                    );
+                }
+            } else {
+                rates[p.index()] = derived / sparsity;
+            }
+        }
+    }
+    rates
+}
+
+/// Sparse figures written as dense: an fp8 rate 4x the bf16 rate (where 2x is the rule).
+fn check_fp8_peak(cx: &mut Ctx, s: &DieSpec, matrix: &[f64; NPREC]) {
     let (b, f8) = (
         matrix[Precision::Bf16.index()],
         matrix[Precision::Fp8.index()],
@@ -486,65 +344,47 @@ pub(super) fn lower_die(cx: &mut Ctx, die: &Located<DieSpec>) -> Option<DieOut> 
             ),
         );
     }
-    let mut mem = Vec::new();
-    for (i, m) in s.sram.iter().enumerate() {
-        cx.enter_field("sram", None);
-        cx.enter(crate::diag::Seg::Index(i), m.source.as_ref());
-        if let Some(l) = lower_memory(cx, m, cores, 1) {
-            mem.push(l);
-        }
-        cx.leave();
-        cx.leave();
-    }
-    let mesh = s.mesh.as_ref().and_then(|m| {
-        cx.enter_field("mesh", m.source.as_ref());
-        let bw = cx.positive("link_bandwidth", &m.link_bandwidth, D::Bandwidth);
-        let lat = cx.non_negative("hop_latency", &m.hop_latency, D::Time);
-        let e = m
-            .energy_per_bit_hop
-            .as_ref()
-            .and_then(|q| cx.non_negative("energy_per_bit_hop", q, D::EnergyPerByte));
-        let product = m
-            .dims
-            .iter()
-            .try_fold(1u64, |a, d| a.checked_mul(*d))
-            .unwrap_or(u64::MAX);
-        if m.dims.is_empty() || m.dims.contains(&0) {
-            cx.error(
-                "dims",
-                "mesh `dims` must be non-empty and positive",
-                Some("e.g. `dims: [750, 994]`".into()),
-            );
-        } else if s.cores.is_some() && product != cores && product != 0 {
-            cx.error(
-                "dims",
-                format!(
-                    "mesh dims {:?} multiply to {product}, but the die has {cores} cores",
-                    m.dims
-                ),
-                Some("the mesh must span the die's cores: dims multiply to `cores`".into()),
-            );
-        }
-        cx.leave();
-        Some(Mesh {
-            topology: m.topology,
-            dims: m.dims.clone(),
-            link_bandwidth: bw?,
-            hop_latency: lat?,
-            energy_per_byte_hop: e.unwrap_or(0.0),
-        })
-    });
-    let mut epf = [0.0; NPREC];
-    for (k, q) in &s.energy_per_flop {
-        let Some(p) = precision_key(cx, "energy_per_flop", k) else {
-            continue;
-        };
-        if let Some(v) = cx.q_key("energy_per_flop", k, q, D::EnergyPerFlop) {
-            epf[p.index()] = v;
-        }
+}
+
+/// The die's mesh of cores: its link bandwidth, hop latency and energy, and dims that multiply
+/// to the die's `cores` where it states them (`has_cores`).
+fn lower_mesh(cx: &mut Ctx, m: &MeshSpec, has_cores: bool, cores: u64) -> Option<Mesh> {
+    cx.enter_field("mesh", m.source.as_ref());
+    let bw = cx.positive("link_bandwidth", &m.link_bandwidth, D::Bandwidth);
+    let lat = cx.non_negative("hop_latency", &m.hop_latency, D::Time);
+    let e = m
+        .energy_per_bit_hop
+        .as_ref()
+        .and_then(|q| cx.non_negative("energy_per_bit_hop", q, D::EnergyPerByte));
+    let product = m
+        .dims
+        .iter()
+        .try_fold(1u64, |a, d| a.checked_mul(*d))
+        .unwrap_or(u64::MAX);
+    if m.dims.is_empty() || m.dims.contains(&0) {
+        cx.error(
+            "dims",
+            "mesh `dims` must be non-empty and positive",
+            Some("e.g. `dims: [750, 994]`".into()),
+        );
+    } else if has_cores && product != cores && product != 0 {
+        cx.error(
+            "dims",
+            format!(
+                "mesh dims {:?} multiply to {product}, but the die has {cores} cores",
+                m.dims
+            ),
+            Some("the mesh must span the die's cores: dims multiply to `cores`".into()),
+        );
     }
     cx.leave();
-    Some((mem, cores, matrix, vector, epf, mesh, area, clock))
+    Some(Mesh {
+        topology: m.topology,
+        dims: m.dims.clone(),
+        link_bandwidth: bw?,
+        hop_latency: lat?,
+        energy_per_byte_hop: e.unwrap_or(0.0),
+    })
 }
 
 fn precision_key(cx: &mut Ctx, field: &str, k: &str) -> Option<Precision> {
