@@ -300,7 +300,7 @@ fn layout_variants(
     // row-parallel GEMMs (Calculon searches its tensor-parallel
     // overlap modes) where the framework overlaps tensor
     // parallelism: what each costs is the GEMMs' chunks and the
-    // SMs its kernels keep (`engine::lower::training::ops`)
+    // SMs its kernels keep (`engine::lower::training::linear`)
     let methods: &[Option<TpOverlapMethod>] = if overlap.tensor_parallel && tp > 1 {
         &[
             Some(TpOverlapMethod::Pipeline),
