@@ -185,7 +185,7 @@ pub enum Dispatch {
 }
 
 /// How a training run scales the operands of its 8-bit-or-narrower GEMMs, and so what
-/// quantization work it does beside them (`engine::lower::training::ops`).
+/// quantization work it does beside them (`engine::lower::training::layer`).
 ///
 /// - `Delayed`: one scale per tensor from the amax history of earlier steps (Transformer
 ///   Engine's delayed scaling, NVIDIA's MLPerf FP8 recipe): the cast is fused into the kernel

@@ -1,7 +1,7 @@
 //! Attention kernels as they run: a device's published rates for a fused attention kernel
 //! (FlashAttention and its kin) by sequence length, head dimension, causality and pass, checked
 //! once here and read by the training lowering, which runs the attention core at the kernel's
-//! rate rather than at the dense-GEMM efficiency (`engine::lower::training::ops`).
+//! rate rather than at the dense-GEMM efficiency (`engine::lower::training::layer`).
 //!
 //! The rates are what the benchmarks print: FLOPs as they count them (the forward
 //! 4·seq²·head_dim per head and sequence, half that when causal; the backward 2.5 × the
