@@ -249,6 +249,9 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // Then a second out-of-sample batch (nine rows of Narayanan et al. 2021's weak-scaling table
     // and BLOOM-176B's logged iteration, tolerances set beforehand, nothing tuned: 7.1 % over the
     // ten); the four inside joined at -4.6 to +1.4 % (-0.3 % BLOOM): 5.41 % over 167.
+    // Then a third (MegaScale's Megatron-LM baseline, Tables 2 and 3 and Figure 9, and Nemotron-4
+    // 15B and 340B's ramp tables, tolerances set beforehand, nothing tuned: 7.1 % over the 16);
+    // the ten inside joined at -9.3 to +4.1 %: 5.28 % over 177.
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
     // with tolerances of their own, and stay out of it (they are gated like every case above);
@@ -261,7 +264,7 @@ fn the_gated_set_passes_and_reaches_the_targets() {
                 .contains(&c["metric"].as_str().unwrap_or(""))
     });
     assert!(n >= 30);
-    assert!(mape <= 0.0541, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0528, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     let (_, all, _) = stats(cases, |c| c["fitted"] == false);
     assert!((all - f(&s["unfitted"], "mape")).abs() < 1e-12);
