@@ -251,7 +251,9 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // ten); the four inside joined at -4.6 to +1.4 % (-0.3 % BLOOM): 5.41 % over 167.
     // Then a third (MegaScale's Megatron-LM baseline, Tables 2 and 3 and Figure 9, and Nemotron-4
     // 15B and 340B's ramp tables, tolerances set beforehand, nothing tuned: 7.1 % over the 16);
-    // the ten inside joined at -9.3 to +4.1 %: 5.28 % over 177.
+    // the ten inside joined at -9.3 to +4.1 %: 5.28 % over 177. With GLM-130B's MFU (+21.5 %, a
+    // known gap) and Megatron-LM's January 2021 README (175B on 1,024 A100, -9.9 %, joined) the
+    // batch reads 8.0 % over 18: 5.31 % over 178.
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
     // with tolerances of their own, and stay out of it (they are gated like every case above);
@@ -264,7 +266,7 @@ fn the_gated_set_passes_and_reaches_the_targets() {
                 .contains(&c["metric"].as_str().unwrap_or(""))
     });
     assert!(n >= 30);
-    assert!(mape <= 0.0528, "unfitted MAPE {mape} (target 0.08)");
+    assert!(mape <= 0.0531, "unfitted MAPE {mape} (target 0.08)");
     assert!(max <= 0.150, "largest unfitted error {max} (target 0.20)");
     let (_, all, _) = stats(cases, |c| c["fitted"] == false);
     assert!((all - f(&s["unfitted"], "mape")).abs() < 1e-12);
