@@ -9,7 +9,7 @@
     clippy::print_stderr
 )] // not the library: may use the disk and say why a test skips
 
-mod common;
+use crate::common;
 use arrow::array::{
     Array, AsArray, BooleanArray, DictionaryArray, Float64Array, StringArray, UInt64Array,
 };

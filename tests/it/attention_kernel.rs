@@ -14,7 +14,7 @@ use tessera::model::mapping::{Mapping, Recompute};
 use tessera::model::system::{load_software, load_system, System};
 use tessera::model::workload::{load_workload, Workload};
 
-mod common;
+use crate::common;
 
 const CORE: &str = "attention scores + context";
 

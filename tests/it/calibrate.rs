@@ -5,10 +5,8 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-use common::{root, tessera};
+use crate::common::{root, tessera};
 use serde_json::Value;
-
-mod common;
 
 /// The figure `field` of a part file as written (`matmul: "0.41 @fitted-ibm-ddl"`): its value
 /// and the number of decimals it is written to; it must cite a `fitted` source.

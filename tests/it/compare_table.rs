@@ -4,7 +4,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a test: may use the disk
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

@@ -6,9 +6,9 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
+use crate::common;
 
-use common::CrateFs;
+use crate::common::CrateFs;
 use proptest::prelude::*;
 use serde_json::Value;
 use tessera::engine::{estimate, Estimate, MappingChoice};

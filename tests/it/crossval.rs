@@ -12,8 +12,7 @@ use tessera::validate::calibrate::{calibrate, param};
 use tessera::validate::crossval::{cross_validate, fittings, source_family};
 use tessera::validate::{load_case, run_case, Case};
 
-mod common;
-use common::{tessera, CrateFs as Disk};
+use crate::common::{tessera, CrateFs as Disk};
 
 fn case(file: &str) -> Case {
     let l = load_case(file, &Disk);

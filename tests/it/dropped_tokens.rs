@@ -6,11 +6,11 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+use crate::common::moe_program as program;
 use approx::assert_relative_eq;
-use common::moe_program as program;
 use tessera::engine::program::{Phase, Program, Role};
 
-mod common;
+use crate::common;
 
 const TOK: f64 = 4096.0;
 const H: f64 = 2048.0;

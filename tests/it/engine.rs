@@ -12,8 +12,8 @@ use tessera::model::precision::{Precision, NPREC};
 use tessera::model::system::{load_system, MemFs, System};
 use tessera::model::workload::Workload;
 
-mod common;
-use common::{comm, h100};
+use crate::common;
+use crate::common::{comm, h100};
 
 fn gemm_program(m: f64, n: f64, k: f64) -> Program {
     Program {

@@ -15,7 +15,7 @@ use tessera::model::system::load_system;
 use tessera::model::workload::load_workload;
 use tessera::vocab::Dispatch;
 
-mod common;
+use crate::common;
 
 #[test]
 fn hierarchical_dispatch_sends_a_token_once_per_remote_domain() {

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use tessera::engine::program::{Phase, Program};
 use tessera::engine::tiling::{Gemm, Tiling};
 
-mod common;
+use crate::common;
 
 const A100_256X128: Tiling<'static> = Tiling {
     units: 108.0,

@@ -4,9 +4,9 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a test: may use the disk
 
-mod common;
+use crate::common;
 
-use common::tessera;
+use crate::common::tessera;
 use proptest::prelude::*;
 use serde_json::Value;
 use tessera::engine::goodput::{interval_of, optimal_interval, wall_factor, Inputs};

@@ -29,7 +29,7 @@ use tessera::sweep::plan::{self, Plan};
 use tessera::sweep::run::{self, from_words, Backend, Options, Quiet, F32_BOUND};
 use tessera::sweep::Outcome;
 
-mod common;
+use crate::common;
 
 fn gpu() -> Option<&'static Gpu> {
     match Gpu::shared() {

@@ -13,9 +13,9 @@ use tessera::engine::lower::{lower, machine};
 use tessera::engine::program::{CollKind, Program, Role};
 use tessera::model::mapping::Mapping;
 
-mod common;
+use crate::common;
 
-use common::NODE_8 as SYSTEM;
+use crate::common::NODE_8 as SYSTEM;
 
 /// 4 layers, bf16 weights and gradients, 12 bytes of optimizer state per parameter (the
 /// default); global batch 8 over dp 8 at micro-batch 1: one micro-batch per step.

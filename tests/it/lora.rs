@@ -12,7 +12,7 @@ use tessera::engine::table as t;
 use tessera::model::mapping::Mapping;
 use tessera::model::workload::Workload;
 
-mod common;
+use crate::common;
 
 /// One 8-GPU node, NVLink-switched.
 const SYSTEM: &str = r#"System(

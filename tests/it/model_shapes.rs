@@ -11,9 +11,9 @@ use tessera::model::mapping::Mapping;
 use tessera::model::system::{MemFs, System};
 use tessera::model::workload::{load_workload, Model, Transformer, Workload};
 
-mod common;
+use crate::common;
 
-use common::NODE_8 as SYSTEM;
+use crate::common::NODE_8 as SYSTEM;
 
 fn workload(head_dim: Option<u64>, experts: bool) -> String {
     workload_mix(head_dim, experts.then_some(""))

@@ -14,9 +14,9 @@ use tessera::model::mapping::Mapping;
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Model, Task, Transformer, Workload};
 
-mod common;
+use crate::common;
 
-use common::NODE_8 as SYSTEM;
+use crate::common::NODE_8 as SYSTEM;
 
 /// 8 layers, all with 8 routed experts of 768 (top-2, gated), no shared expert.
 const WORKLOAD: &str = r#"Workload(

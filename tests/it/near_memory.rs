@@ -4,7 +4,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
+use crate::common;
 use proptest::prelude::*;
 use tessera::engine::table as t;
 use tessera::engine::{self, cpu, MappingChoice, Objective};

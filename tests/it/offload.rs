@@ -12,9 +12,9 @@ use tessera::model::mapping::Mapping;
 use tessera::model::system::System;
 use tessera::model::workload::Workload;
 
-mod common;
+use crate::common;
 
-use common::HOST_NODES as SYSTEM;
+use crate::common::HOST_NODES as SYSTEM;
 
 const WORKLOAD: &str = common::GPT_13B_TRAINING;
 

@@ -19,10 +19,10 @@ use tessera::model::mapping::{Mapping, MappingPlan};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_mapping, load_workload, Workload};
 
-mod common;
-use common::CrateFs;
+use crate::common;
+use crate::common::CrateFs;
 
-use common::{HOST_LINK as LINK, HOST_NODES as SYSTEM};
+use crate::common::{HOST_LINK as LINK, HOST_NODES as SYSTEM};
 
 fn fixtures(system: &str) -> (System, Workload) {
     common::load_texts(system, common::GPT_13B_TRAINING)

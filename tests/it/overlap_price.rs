@@ -11,8 +11,8 @@ use tessera::engine::program::*;
 use tessera::engine::table as t;
 use tessera::model::precision::Precision;
 
-mod common;
-use common::{comm, h100};
+use crate::common;
+use crate::common::{comm, h100};
 
 /// One compute-bound GEMM of `secs` seconds at 989.4 TFLOP/s in `phase` and `section`.
 fn gemm(secs: f64, phase: Phase, section: Section) -> Op {

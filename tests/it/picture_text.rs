@@ -9,7 +9,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
+use crate::common;
 use std::path::PathBuf;
 
 /// One piece of text as drawn: its box (left, top, right, bottom) and what it says.

@@ -8,7 +8,6 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tessera::engine::program::Breakdown;
@@ -704,7 +703,7 @@ fn roofline_structure() {
 
 // ---------------------------------------------------------------- the CLI and the README
 
-use common::tessera;
+use crate::common::tessera;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tessera-plots-{}", std::process::id()));

@@ -6,12 +6,10 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+use crate::common::{root, tessera};
 use approx::assert_relative_eq;
-use common::{root, tessera};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-mod common;
 
 /// The shipped Llama 3.1 8B pretraining workload (FP8) with `schedule` written after its
 /// precision, in a file of its own under the target directory.

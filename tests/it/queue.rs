@@ -13,8 +13,7 @@ use tessera::model::serving::{Concurrency, Load, Slo};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Task, Workload};
 
-mod common;
-use common::CrateFs;
+use crate::common::CrateFs;
 
 fn inputs() -> (System, Workload) {
     let s = load_system("architectures/dgx-h100.ron", &CrateFs)

@@ -13,9 +13,9 @@ use tessera::engine::program::{Phase, Program};
 use tessera::model::mapping::{Mapping, Recompute};
 use tessera::vocab::{LayerPart, Parts};
 
-mod common;
+use crate::common;
 
-use common::NODE_8 as SYSTEM;
+use crate::common::NODE_8 as SYSTEM;
 
 /// 4 layers, a gated FFN, GQA, flash attention, no dropout; global batch 16 at micro-batch 2.
 const WORKLOAD: &str = r#"Workload(

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use tessera::engine::cpu;
 use tessera::engine::program::{Machine, Program, Section};
 use tessera::engine::table;

@@ -6,7 +6,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

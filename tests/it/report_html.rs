@@ -5,10 +5,10 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+use crate::common;
 use std::path::PathBuf;
-mod common;
 
-use common::tessera;
+use crate::common::tessera;
 
 /// A path for `name` in a folder of its own (`common::scratch_dir`).
 fn tmp(name: &str) -> PathBuf {

@@ -5,7 +5,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use serde_json::Value;

@@ -10,7 +10,7 @@
 use approx::assert_relative_eq;
 use tessera::engine::program::{Phase, Program, Role};
 
-mod common;
+use crate::common;
 
 /// The `load_imbalance` clause, or nothing.
 fn clause(imbalance: Option<f64>) -> String {

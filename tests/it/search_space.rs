@@ -16,7 +16,7 @@ use tessera::model::system::System;
 use tessera::model::workload::Workload;
 use tessera::vocab::Dim;
 
-mod common;
+use crate::common;
 
 /// Four of the lowering tests' nodes (`common::NODE_8`), InfiniBand between them.
 fn system() -> String {

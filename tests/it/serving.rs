@@ -19,8 +19,8 @@ use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Task, Workload};
 use tessera::vocab::Kernels;
 
-mod common;
-use common::CrateFs;
+use crate::common;
+use crate::common::CrateFs;
 
 const DGX: &str = "architectures/dgx-h100.ron";
 const LLAMA8B: &str = "workloads/llama3.1-8b-serving.ron";

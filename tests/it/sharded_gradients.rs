@@ -13,9 +13,9 @@ use tessera::engine::lower::lower;
 use tessera::engine::program::{Overlap, Program, Role, Section};
 use tessera::model::mapping::Mapping;
 
-mod common;
+use crate::common;
 
-use common::NODE_8 as SYSTEM;
+use crate::common::NODE_8 as SYSTEM;
 
 /// 4 layers, bf16 weights and gradients; global batch 32 over dp 8 at micro-batch 1: 4
 /// micro-batches per step. `{lora}` is replaced by a LoRA clause or nothing.

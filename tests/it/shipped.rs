@@ -4,7 +4,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
+use crate::common;
 use std::path::Path;
 
 use approx::assert_relative_eq;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use tessera::sweep::merge::{self, MergeOptions};

@@ -7,7 +7,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
+use crate::common;
 use tessera::engine::lower;
 use tessera::engine::table as fields;
 use tessera::model::precision::Precision;

@@ -12,7 +12,7 @@ use tessera::engine::tiling::{Gemm, Tiling};
 use tessera::model::mapping::{ExtraOverlap, Mapping};
 use tessera::vocab::TpOverlapMethod;
 
-mod common;
+use crate::common;
 
 fn tiled_node() -> String {
     common::tiled_node(40)

@@ -16,8 +16,8 @@ use tessera::engine::{self, cpu, MappingChoice, Objective};
 use tessera::model::system::load_system;
 use tessera::model::workload::load_workload;
 
-mod common;
-use common::CrateFs;
+use crate::common;
+use crate::common::CrateFs;
 
 const LLAMA8B: &str = "workloads/llama3.1-8b-serving.ron";
 

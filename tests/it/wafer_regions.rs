@@ -13,8 +13,7 @@ use tessera::model::mapping::{MappingPlan, Regions};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_mapping, load_workload, Workload};
 
-mod common;
-use common::CrateFs;
+use crate::common::CrateFs;
 
 const CS2: &str = "architectures/cerebras-cs2.ron";
 const WAFERLLM: &str = "workloads/mappings/waferllm-wse2-llama3-8b-regions.ron";

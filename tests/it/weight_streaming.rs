@@ -18,8 +18,8 @@ use tessera::engine::{self, cpu, MappingChoice, Objective};
 use tessera::model::system::{load_system, System};
 use tessera::model::workload::{load_workload, Task, Workload};
 
-mod common;
-use common::CrateFs;
+use crate::common;
+use crate::common::CrateFs;
 
 const CS3: &str = "architectures/cerebras-cs3.ron";
 const CS3_CLUSTER: &str = "architectures/cerebras-cs3-cluster.ron";

@@ -10,7 +10,7 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-mod common;
+use crate::common;
 use std::path::{Path, PathBuf};
 
 use tessera::model::mapping::{MappingPlan, Recompute};

@@ -1,7 +1,7 @@
 //! The file graph: the modules of both crates (the library from `src/lib.rs`, the binary from
 //! `src/main.rs`), the names each scope sees, the file edges its paths make, and the components.
 
-use crate::scan::{file_facts, lex, ScopeFacts};
+use super::scan::{file_facts, lex, ScopeFacts};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 const LIB: u8 = 0;
