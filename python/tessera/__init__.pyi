@@ -15,7 +15,7 @@ PathLike = Union[str, os.PathLike[str]]
 SweepSpec = Union[PathLike, Mapping[str, Any]]
 
 class Estimate:
-    """The fields of `tessera estimate --format json` (the contract pinned in tests/contracts.rs)."""
+    """The fields of `tessera estimate --format json` (the contract pinned in tests/it/contracts.rs)."""
 
     system: str
     workload: str

@@ -3,7 +3,7 @@
 //!
 //! This file holds what every subcommand shares; [`command`] holds the command tree and the
 //! dispatch to each subcommand, so that the subcommands import this file and nothing imports
-//! them back (`tests/import_graph.rs`).
+//! them back (`tests/it/import_graph/`).
 
 mod audit;
 mod calibrate;

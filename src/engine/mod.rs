@@ -8,7 +8,7 @@
 //!
 //! This file declares the steps and re-exports what callers name; the steps import one another's
 //! files (and the leaf `common.rs`), never this one, so no two files import each other
-//! (`tests/import_graph`).
+//! (`tests/it/import_graph`).
 
 pub mod budget;
 pub mod candidates;

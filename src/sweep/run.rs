@@ -37,7 +37,7 @@ impl crate::choice::Choice for Backend {
 }
 
 /// Relative bound on the difference between the GPU's f32 figures and the CPU's f64 figures
-/// (see `tests/gpu_parity.rs` for the justification and the measurement).
+/// (see `tests/it/gpu_parity.rs` for the justification and the measurement).
 pub const F32_BOUND: f64 = 1e-4;
 
 /// Points below which `auto` does not start the GPU: at about 1e6 points/s on the CPU's cores a

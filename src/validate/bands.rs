@@ -3,7 +3,7 @@
 //! validation run; the shipped ones (`bands.ron` beside this file, written by
 //! `tessera validate --write-bands src/validate/bands.ron`) are compiled in, so an estimate states
 //! the evidence behind it without running the validation and without reading a file
-//! (`tests/bands.rs` fails when they differ from what `tessera validate` computes now).
+//! (`tests/it/bands.rs` fails when they differ from what `tessera validate` computes now).
 //!
 //! The spread is the 90th percentile (nearest rank) of the cases' absolute relative errors: one
 //! outlier among seventy Hopper cases does not set the band of every Hopper estimate, and below

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the bad-file corpus of tests/diagnostics.rs: copies of the first shipped good files (as of
+"""Writes the bad-file corpus of tests/it/diagnostics.rs: copies of the first shipped good files (as of
 commit 9472727, so the corpus does not move when the shipped files change) with one or a few
 things broken, plus hand-written files (binary garbage, invalid UTF-8, aliases, cycles).
 

@@ -3,7 +3,7 @@
 //! change at 1e-9 relative.
 //!
 //! A refactor must leave every recorded number where it was. A change that moves numbers on
-//! purpose (new physics) re-records with `TESSERA_RECORD=1 cargo test --release --test behaviour`
+//! purpose (new physics) re-records with `TESSERA_RECORD=1 cargo test --release --test it behaviour::`
 //! and says so, with the reason, in its note. Keys may be added (the JSON contract allows it);
 //! a recorded key that disappears, a changed string or a number off by more than 1e-9 relative
 //! fails, naming the command and the JSON path.
@@ -130,7 +130,7 @@ fn check(file: &str, runs: Vec<(String, Vec<String>)>) {
     }
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "{}: {e}; record it with TESSERA_RECORD=1 cargo test --release --test behaviour",
+            "{}: {e}; record it with TESSERA_RECORD=1 cargo test --release --test it behaviour::",
             path.display()
         )
     });

@@ -1,6 +1,6 @@
 //! The `--format json` contracts of `docs/json.md`, pinned: for each command the sorted set of key
 //! paths of its JSON with the types their values take (never the numbers), snapshotted under
-//! `tests/snapshots/contracts__*.snap`. A physics change leaves these alone; a key renamed,
+//! `tests/it/snapshots/it__contracts__*.snap`. A physics change leaves these alone; a key renamed,
 //! removed or changed in type fails here. A new key is allowed by the contract and shows up as a
 //! snapshot diff to accept.
 //!
@@ -13,7 +13,7 @@
 //! `sweep --list-paths --format json` lists every path with its unit, machine-table slot,
 //! whether an evaluator reads it, and its kind (machine or program axis).
 //!
-//! Regenerate with `INSTA_UPDATE=always cargo test --release --test contracts`, then read the diff:
+//! Regenerate with `INSTA_UPDATE=always cargo test --release --test it contracts::`, then read the diff:
 //! a line that disappeared is a broken contract and needs a note in `docs/json.md`, the JSON
 //! contract reference.
 

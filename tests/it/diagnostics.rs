@@ -1,9 +1,9 @@
 //! The authoring loop's diagnostics, end to end: every file under `tests/bad/` makes
 //! `tessera check` exit 1 (never panic) with errors at the right place, snapshotted under
-//! `tests/snapshots/`; the shipped files pass; usage errors exit 2; and no input, however mangled,
+//! `tests/it/snapshots/`; the shipped files pass; usage errors exit 2; and no input, however mangled,
 //! makes the loader panic.
 //!
-//! Regenerate the snapshots with `INSTA_UPDATE=always cargo test --test diagnostics`, then read
+//! Regenerate the snapshots with `INSTA_UPDATE=always cargo test --test it diagnostics::`, then read
 //! them: each must point at the offending text with a helpful message.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk

@@ -1,11 +1,11 @@
-//! Issue 45's diagnostics, end to end (in `tests/diagnostics.rs` style; the files live under
+//! Issue 45's diagnostics, end to end (in `tests/it/diagnostics.rs` style; the files live under
 //! `tests/bad/several/`, which that test's corpus walk leaves alone): every unknown field of a
 //! file at once, the right hint when an architecture is given as a workload or the other way
 //! round, did-you-mean for a misspelt variant, and the honest-defaults warnings of `check` (a
 //! figure left to a default that shipped parts give; a fabric whose topology contradicts its
 //! switches and in-network reduction).
 //!
-//! Regenerate with `INSTA_UPDATE=always cargo test --release --test diagnostics_ux`.
+//! Regenerate with `INSTA_UPDATE=always cargo test --release --test it diagnostics_ux::`.
 
 use std::path::Path;
 use std::process::{Command, Output};

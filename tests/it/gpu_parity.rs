@@ -9,7 +9,7 @@
 //! its absolute error is bounded by u × the step, so relative to the step it stays in that budget;
 //! the sampled axis values themselves (f32 table entries, `lo·exp(u·ln(hi/lo))`) add ≤ 3e-7.
 //! 1e-4 leaves a factor of 25 over that estimate, and is far below anything a design decision
-//! hangs on. The measured maxima are printed (`cargo test --test gpu_parity -- --nocapture`).
+//! hangs on. The measured maxima are printed (`cargo test --test it gpu_parity:: -- --nocapture`).
 //!
 //! The sweep result itself does not rest on f32: the GPU backend screens with a margin of 4× the
 //! bound and re-evaluates its candidates in f64, so both backends report identical best points

@@ -4,7 +4,7 @@
 //! `cpu::` counterpart in the kernel's comments, or listed below as CPU only with the reason;
 //! every function of the kernel names its CPU counterpart in the comment above it, or is listed
 //! as kernel only; and every `cpu::` name the kernel cites exists. The figures agree by
-//! `tests/gpu_parity.rs`; this test keeps the two sides' structure from drifting apart.
+//! `tests/it/gpu_parity.rs`; this test keeps the two sides' structure from drifting apart.
 
 #![allow(clippy::disallowed_methods)] // reads the sources from the disk
 

@@ -290,7 +290,7 @@ proptest! {
     /// the compute's busy time and at least each link's (overlap never hides more than the idle
     /// time of the resource it uses). Step collectives behind the next step's first forward
     /// included: they once shared the first micro-batch's links with its backward's collectives
-    /// (`tests/regressions.rs`, `a_gather_behind_the_first_forward_does_not_share_the_link_...`).
+    /// (`tests/it/regressions.rs`, `a_gather_behind_the_first_forward_does_not_share_the_link_...`).
     #[test]
     fn overlap_never_beats_the_busiest_resource(
         fwd in 1e-3f64..2e-2, bwd in 1e-3f64..4e-2, upd in 0.0f64..5e-3, mbs in 1u32..5,

@@ -3,7 +3,7 @@
 //! and the pictures the README and the pages under `docs/` show are exactly what the commands
 //! beside them produce.
 //!
-//! `TESSERA_BLESS=1 cargo test --test plots readme` rewrites `docs/img/*.svg` from those pages'
+//! `TESSERA_BLESS=1 cargo test --release --test it plots::readme` rewrites `docs/img/*.svg` from those pages'
 //! commands after a deliberate change to the physics or the pictures.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
@@ -894,7 +894,7 @@ fn readme_pictures_are_current() {
     assert!(
         stale.is_empty(),
         "pictures differ from what the docs' commands draw now: {stale:?}\n\
-         if the change is meant, run: TESSERA_BLESS=1 cargo test --test plots readme"
+         if the change is meant, run: TESSERA_BLESS=1 cargo test --release --test it plots::readme"
     );
 }
 

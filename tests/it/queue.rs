@@ -2,7 +2,7 @@
 //! prefill queue (M/D/1, Pollaczek–Khinchine mean, exponential tail) and the round-to-round
 //! spread of a request's time per output token, `engine::serve::tail`. Laws: the tail is never below the
 //! steady state's figures (that a looser percentile target never lowers the chosen throughput
-//! is `looser_slo_never_lowers_best_throughput` in tests/serving.rs); at vanishing load the tail's time to first token tends to the prefill.
+//! is `looser_slo_never_lowers_best_throughput` in tests/it/serving.rs); at vanishing load the tail's time to first token tends to the prefill.
 //! Hand-checked: the M/D/1 wait against its closed form, the percentile vocabulary.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk

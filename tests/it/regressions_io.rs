@@ -1,7 +1,7 @@
 //! One test per finding of issue 44 about what goes in and comes out of the command line (items
 //! 2 to 5): outputs that are complete or absent, merges that verify what they join, inputs that
 //! are bounded, exit codes and line endings. Each is named after the bug and checks it where a
-//! user would see it: the files left on disk, the exit code, the message. (`tests/regressions.rs`
+//! user would see it: the files left on disk, the exit code, the message. (`tests/it/regressions.rs`
 //! holds the others, in the same style.)
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk

@@ -214,7 +214,7 @@ fn northpole_16_card_appliance_draws_672_w_in_cards() {
     // 16 cards draw 672 W (Appuswamy et al., IEEE HPEC 2024): their static power alone stays
     // below it, and their limit is no longer that figure over 16 but at least the 74 W one card
     // drew on ResNet-50 (Science 2023; the two points fix the card's power figures, issue 41,
-    // tests/near_memory.rs).
+    // tests/it/near_memory.rs).
     assert_eq!(sum.accelerators, 16);
     assert!(s.device.idle_power * 16.0 < 672.0);
     assert!(s.device.tdp >= 74.0);

@@ -5,7 +5,7 @@
 //! same records the same way (the parity test checks), and its sections match these files one
 //! to one: `links` (collectives on the link timelines), `roofline` (an operator's time, placement),
 //! `clock` (the round, DVFS and power), `stage` (one stage class's pass over its records) and this
-//! file (`evaluate`: the stages into a step). `tests/gpu_parity.rs` checks that every function
+//! file (`evaluate`: the stages into a step). `tests/it/gpu_parity.rs` checks that every function
 //! here has its counterpart in the kernel and the other way round.
 
 mod clock;
@@ -125,7 +125,7 @@ pub fn eval_traced(p: &Program, m: &Machine, mut trace: Option<&mut Vec<f64>>) -
     // own micro-batch's end, and the round takes the slowest stage's micro-batch and the slowest
     // stage's step section apart; so where the two are different stages, faster compute in the
     // one whose micro-batch does not bind can lengthen its step section by up to what it saves
-    // (a limit of stage classes, not of the timelines: one class is monotone, `tests/engine.rs`).
+    // (a limit of stage classes, not of the timelines: one class is monotone, `tests/it/engine.rs`).
     // The round (`Round`): micro-batches × the slowest stage (plus the bubble), or the chain of
     // all stages when it is longer (fewer micro-batches in flight than stages); the step section
     // is bounded by its slowest stage. A concurrent pool stays out of it: its time per round

@@ -167,7 +167,7 @@ fn stage_links(
     // behind; a collective exposes what it moves that end (`extend`); what the first
     // micro-batch's backward collectives add there counts to the step section. Every end is
     // a maximum of sums of durations, so faster compute or a faster link never lengthens a
-    // step, and no link time is booked twice (`tests/regressions.rs`).
+    // step, and no link time is booked twice (`tests/it/regressions.rs`).
     let mut free = [0.0f64; LINKS];
     let mut free_step = [0.0f64; LINKS];
     let mut first = [0.0f64; LINKS];

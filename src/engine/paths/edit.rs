@@ -21,7 +21,7 @@ pub fn derivation(sys: &System, device: u32, machine: u32) -> crate::engine::tab
 /// (`hbm.*`, `sram.*`, `overhead_power`, `machine.*`) or that `sys` lacks.
 ///
 /// Sweeps never call this per point; `plan` checks the fast path against it when a sweep is built,
-/// and `tests/sweep_paths.rs` for every path of every shipped architecture.
+/// and `tests/it/sweep_paths.rs` for every path of every shipped architecture.
 pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
     let parts: Vec<&str> = path.split('.').collect();
     let d = &mut sys.device;

@@ -7,7 +7,7 @@
 //! Each path resolves to the machine-table slots it sets (the table in `engine/table.rs` names
 //! the paths of every slot), with the same conversions `engine::machine` applies, so a point
 //! equals the base system with that number edited (tested for every path of every shipped
-//! architecture in `tests/sweep_paths.rs`). Dependent quantities move with it: a vector rate the
+//! architecture in `tests/it/sweep_paths.rs`). Dependent quantities move with it: a vector rate the
 //! device derives from a matrix peak, and energy per FLOP the loader derived from
 //! (TDP − idle) / peak, as the model records.
 //!

@@ -1,11 +1,11 @@
 // The cost program interpreted on one machine vector, in f32: the kernel's port of
 // `engine/cpu/` (`place`, `op_time`, `collective_links`, `eval_traced`), in the same sections
 // (links, roofline, clock, the stage loops, `evaluate`); every `cpu::` name below is the
-// counterpart of the function it comments, and `tests/gpu_parity.rs` checks that each CPU
+// counterpart of the function it comments, and `tests/it/gpu_parity.rs` checks that each CPU
 // function has one here and each function here one there. It holds no physics of its
 // own: an operator's record names the machine slots its rate, efficiency and energy read (its
 // efficiency class), a collective's record carries its alpha-beta coefficients per link class,
-// and the tiers' slots are generated constants. `tests/gpu_parity.rs` checks it against the f64
+// and the tiers' slots are generated constants. `tests/it/gpu_parity.rs` checks it against the f64
 // CPU evaluator. Where the CPU divides by a zero bandwidth (an infinite time, an infeasible
 // point) the kernel sets `bad` instead of producing an infinity.
 

@@ -40,7 +40,7 @@ pub(super) struct State {
 /// memory: at fraction 1 it frees 15.3 GB per device of Qwen3-30B-A3B at TP 2, PP 2, EP 4 on 16
 /// H100, 8 bytes for each of the 1.91 billion parameters a device updates there
 /// (NVIDIA-NeMo/Megatron-Bridge `skills/nemo-mbridge-perf-cpu-offloading/card.yaml`, measured;
-/// `tests/offload_state.rs` checks the count). The host holds its own fp32 copy of the master weights
+/// `tests/it/offload_state.rs` checks the count). The host holds its own fp32 copy of the master weights
 /// and of their gradients for the update.
 pub(super) const MASTER_BYTES: f64 = 4.0;
 
