@@ -1,5 +1,6 @@
 //! What the integration tests share: the shipped files read from the crate root, whatever the
-//! working directory (`mod common;` in a test file).
+//! working directory, and the `tessera` binary run from there (`use crate::common;` in a module of
+//! `tests/it`).
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types, dead_code)] // a test helper: may use the disk
 
@@ -28,6 +29,30 @@ pub fn tessera(args: &[&str]) -> std::process::Output {
         .current_dir(root())
         .output()
         .expect("run tessera")
+}
+
+/// [`tessera`], which must exit 0: the panic message carries the command and its stderr.
+pub fn tessera_ok(args: &[&str]) -> std::process::Output {
+    let out = tessera(args);
+    assert!(
+        out.status.success(),
+        "tessera {} exited {:?}; stderr:\n{}",
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The stdout of `tessera ARGS...` (run as `out`) as JSON; panics with its stderr when it is not.
+pub fn stdout_json(args: &[&str], out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "tessera {}: stdout is not JSON ({e}); stderr:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 /// A fresh folder of its own under the system's temporary folder, for a test that must write a

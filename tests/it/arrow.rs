@@ -15,7 +15,6 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Float64Type, UInt32Type, UInt64Type, UInt8Type};
 use arrow::record_batch::RecordBatch;
-use std::process::Command;
 use tessera::sweep::arrow::{FileFormat, FileSink, MemorySink, META_SUMMARY, ROW_GROUP};
 use tessera::sweep::plan::{self, Plan};
 use tessera::sweep::report::{Rows, Summary};
@@ -196,20 +195,17 @@ fn memory_sink_equals_the_file() {
 fn cli_writes_parquet_and_arrow() {
     for ext in ["parquet", "arrow"] {
         let path = tmp(&format!("cli.{ext}"));
-        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args([
-                "sweep",
-                GRID,
-                "--backend",
-                "cpu",
-                "--quiet",
-                "--format",
-                "json",
-            ])
-            .arg("--out")
-            .arg(&path)
-            .output()
-            .unwrap();
+        let out = common::tessera(&[
+            "sweep",
+            GRID,
+            "--backend",
+            "cpu",
+            "--quiet",
+            "--format",
+            "json",
+            "--out",
+            path.to_str().expect("utf-8 path"),
+        ]);
         assert!(
             out.status.success(),
             "{}",
@@ -232,10 +228,7 @@ fn cli_writes_parquet_and_arrow() {
         };
         assert_eq!(rows as u64, s.total_points);
     }
-    let bad = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["sweep", GRID, "--out", "points.xlsx"])
-        .output()
-        .unwrap();
+    let bad = common::tessera(&["sweep", GRID, "--out", "points.xlsx"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains(".parquet"));
 }

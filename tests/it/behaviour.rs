@@ -10,9 +10,8 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+use crate::common::{self, root};
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::Command;
 
 const REL: f64 = 1e-9;
 
@@ -38,24 +37,9 @@ const AUTO: [(&str, &str); 4] = [
 /// Keys that identify rather than measure: compared for presence only.
 const IDENTITY_KEYS: [&str; 1] = ["fingerprint"];
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
+/// `tessera ARGS...` from the crate root; its stdout as JSON (whatever it exits with).
 fn tessera(args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tessera");
-    let text = String::from_utf8(out.stdout).expect("utf-8 output");
-    serde_json::from_str(&text).unwrap_or_else(|e| {
-        panic!(
-            "tessera {}: not JSON ({e}); stderr:\n{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    common::stdout_json(args, &common::tessera(args))
 }
 
 fn workloads() -> Vec<String> {

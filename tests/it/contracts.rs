@@ -17,32 +17,14 @@
 //! a line that disappeared is a broken contract and needs a note in `docs/json.md`, the JSON
 //! contract reference.
 
+use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
 /// `tessera ARGS...` from the crate root; its stdout as JSON (exit 0 required).
 fn tessera(args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .output()
-        .expect("run tessera");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "tessera {} exited {:?}; stderr:\n{stderr}",
-        args.join(" "),
-        out.status.code()
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "tessera {}: stdout is not JSON ({e}); stderr:\n{stderr}",
-            args.join(" ")
-        )
-    })
+    common::stdout_json(args, &common::tessera_ok(args))
 }
 
 /// A JSON type; the order is the order types are listed in (`string|null`).
@@ -332,12 +314,7 @@ fn compare_goodput() {
 fn compare_goodput_flags_fail_as_estimate_does() {
     for bad in [["--straggler", "fast"], ["--checkpoint-interval", "soon"]] {
         let run = |cmd: &[&str]| {
-            let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-                .args(cmd)
-                .args(bad)
-                .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-                .output()
-                .expect("run tessera");
+            let out = common::tessera(&[cmd, &bad[..]].concat());
             let err = String::from_utf8_lossy(&out.stderr).to_string();
             let line = err.lines().next().unwrap_or_default().to_string();
             (out.status.code(), line)

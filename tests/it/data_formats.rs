@@ -5,31 +5,15 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
+use crate::common::{self, root};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// `tessera ARGS...` from the crate root: its stdout (exit 0 required).
 fn tessera(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tessera");
-    assert!(
-        out.status.success(),
-        "tessera {} exited {:?}; stderr:\n{}",
-        args.join(" "),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
+    String::from_utf8(common::tessera_ok(args).stdout).expect("utf-8")
 }
 
 fn json(args: &[&str]) -> Value {

@@ -10,25 +10,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use proptest::prelude::*;
 use tessera::check::check_file;
 use tessera::diag::Severity;
 use tessera::model::system::MemFs;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Run `tessera ARGS...` from the crate root, so paths print as `tests/bad/x.ron`.
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tessera")
-}
+// `tessera ARGS...` runs from the crate root, so paths print as `tests/bad/x.ron`.
+use crate::common::{root, tessera};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

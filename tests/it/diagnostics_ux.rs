@@ -7,16 +7,9 @@
 //!
 //! Regenerate with `INSTA_UPDATE=always cargo test --release --test it diagnostics_ux::`.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .output()
-        .expect("run tessera")
-}
+use crate::common::tessera;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

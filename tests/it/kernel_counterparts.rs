@@ -52,8 +52,10 @@ const KERNEL_ONLY: &[(&str, &str)] = &[
     ),
 ];
 
+/// A file of the crate, by path relative to its root (or absolute).
 fn read(path: &str) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    std::fs::read_to_string(crate::common::root().join(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// The functions a Rust source declares (free functions and methods), by name.
@@ -118,7 +120,7 @@ fn kernel_fns(src: &str) -> Vec<(String, String)> {
 fn cpu_sources() -> (Vec<String>, BTreeSet<String>) {
     let mut fns = Vec::new();
     let mut names = BTreeSet::new();
-    let mut files: Vec<_> = std::fs::read_dir("src/engine/cpu")
+    let mut files: Vec<_> = std::fs::read_dir(crate::common::root().join("src/engine/cpu"))
         .expect("src/engine/cpu")
         .map(|e| e.expect("entry").path())
         .collect();

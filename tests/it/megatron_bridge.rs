@@ -4,11 +4,9 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::common::root;
 
 fn cases() -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();

@@ -6,16 +6,8 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, Output};
 
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .output()
-        .expect("run tessera")
-}
+use crate::common::tessera;
 
 const RUN: [&str; 4] = [
     "--arch",

@@ -9,7 +9,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tessera::engine::program::Breakdown;
 use tessera::engine::{estimate, lower, search, Estimate, MappingChoice, Objective};
 use tessera::model::system::{load_system, System};
@@ -19,14 +19,8 @@ use tessera::plot::validate::{ValidationPlot, ValidationPoint};
 use tessera::plot::Size;
 use tessera::report::compare::{compare, scaling};
 use tessera::report::roofline::roofline;
-use tessera::spec::Fs;
 
-struct Disk;
-impl Fs for Disk {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).map_err(|e| e.to_string())
-    }
-}
+use crate::common::CrateFs as Disk;
 
 fn system(path: &str) -> System {
     load_system(path, &Disk).value.expect(path)
@@ -823,7 +817,7 @@ fn bad_plot_size_is_a_usage_error() {
 /// `cargo run --release -- ARGS --plot docs/img/NAME.svg`, each written from the repository root.
 /// A command shown on more than one page is run once.
 fn readme_commands() -> Vec<(Vec<String>, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::common::root();
     let mut pages = vec![root.join("README.md")];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
         .unwrap()
@@ -860,7 +854,7 @@ fn readme_pictures_are_current() {
         "the README and docs/*.md show pictures with their commands"
     );
     let bless = std::env::var_os("TESSERA_BLESS").is_some();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::common::root();
     let mut stale = Vec::new();
     for (args, target) in cmds {
         let fresh = tmp(target.trim_start_matches("docs/img/"));

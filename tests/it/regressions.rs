@@ -5,8 +5,6 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use std::ops::Range;
-use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -52,11 +50,7 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 
 /// `tessera ARGS...` from the crate root; its stdout as JSON.
 fn tessera(args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .output()
-        .expect("run tessera");
+    let out = common::tessera(args);
     assert!(
         out.status.success(),
         "tessera {}: {}",
@@ -550,11 +544,7 @@ fn the_search_tries_the_split_that_counts_embedding_and_loss() {
 /// `tessera ARGS...` from the crate root, expected to fail: its exit code and stderr (stdout must
 /// stay empty: no numbers from a run that should not have run).
 fn tessera_fails(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .output()
-        .expect("run tessera");
+    let out = common::tessera(args);
     assert!(
         out.stdout.is_empty(),
         "tessera {}: printed {}",

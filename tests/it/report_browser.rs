@@ -76,8 +76,7 @@ fn a_headless_browser_renders_the_compare_report() {
         );
         return;
     };
-    let dir = std::env::temp_dir().join(format!("tessera-report-browser-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::common::scratch_dir("tessera-report-browser");
     let report = dir.join("r.html");
     let systems = [
         "architectures/dgx-h100.ron",
@@ -95,11 +94,7 @@ fn a_headless_browser_renders_the_compare_report() {
         "--report",
         &r,
     ]);
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(&args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
+    let out = crate::common::tessera(&args);
     assert!(
         out.status.success(),
         "{}",

@@ -9,7 +9,6 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use proptest::prelude::*;
-use std::process::Command;
 use tessera::engine::program::{Eval, Section};
 use tessera::engine::table as t;
 use tessera::engine::{self, cpu, lower, serve, MappingChoice, Objective};
@@ -185,21 +184,17 @@ fn per_user_target_picks_the_latency_mapping() {
     assert_eq!(fast.slo_met, Some(true));
     assert!(fast.user_tokens_per_s.unwrap() > 500.0 && slow < 500.0);
     // the same on the command line
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "estimate",
-            "--arch",
-            DGX,
-            "--workload",
-            LLAMA8B,
-            "--min-user-rate",
-            "500/s",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let out = common::tessera(&[
+        "estimate",
+        "--arch",
+        DGX,
+        "--workload",
+        LLAMA8B,
+        "--min-user-rate",
+        "500/s",
+        "--format",
+        "json",
+    ]);
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["mapping"]["tp"], 8);
     assert_eq!(j["slo_met"], true);

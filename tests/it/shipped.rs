@@ -5,7 +5,6 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use crate::common;
-use std::path::Path;
 
 use approx::assert_relative_eq;
 use tessera::check::{check_file, kind_of};
@@ -15,9 +14,7 @@ use tessera::report::system::{summarize, SystemSummary};
 use tessera::spec::{Files, Fs};
 use tessera::templates::{render, Template};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::common::root;
 
 /// `.ron` files directly under `dir` (relative to the crate root), sorted.
 fn ron_files(dir: &str) -> Vec<String> {
@@ -289,13 +286,13 @@ fn every_sweep_file_checks_clean_and_a_bad_path_is_located() {
     }
     assert!(n >= 2);
     // A misspelt parameter path is an error at its line, with the right spelling as a hint.
-    let root = env!("CARGO_MANIFEST_DIR");
-    let text = std::fs::read_to_string("architectures/sweeps/gb200-cluster-random.ron")
-        .unwrap()
-        .replace("\"scale_up.bandwidth\"", "\"scale_up.bandwith\"")
-        .replace("\"../", &format!("\"{root}/architectures/"));
+    let text =
+        std::fs::read_to_string(root().join("architectures/sweeps/gb200-cluster-random.ron"))
+            .unwrap()
+            .replace("\"scale_up.bandwidth\"", "\"scale_up.bandwith\"")
+            .replace("\"../", &format!("\"{}/architectures/", root().display()));
     let line = text.lines().position(|l| l.contains("bandwith")).unwrap() + 1;
-    let path = std::env::temp_dir().join("tessera-bad-sweep.ron");
+    let path = common::scratch_dir("tessera-bad-sweep").join("bad-sweep.ron");
     std::fs::write(&path, text).unwrap();
     let (_, diags) = tessera::check::check_file(path.to_str().unwrap(), &common::CrateFs);
     let d = diags

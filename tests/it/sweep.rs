@@ -378,10 +378,7 @@ fn unknown_paths_and_bad_values_are_located() {
 }
 
 fn tessera(args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = common::tessera(args);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

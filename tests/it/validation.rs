@@ -6,34 +6,15 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 use tessera::model::system::load_system;
 use tessera::spec::validation::Verdict;
-use tessera::spec::Fs;
 use tessera::validate::audit::{audit, load_claim};
 use tessera::validate::{load_case, mentions, Role};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Run `tessera ARGS...` from the crate root.
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run tessera")
-}
-
-struct Disk;
-impl Fs for Disk {
-    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        std::fs::read(root().join(path)).map_err(|e| e.to_string())
-    }
-}
+use crate::common::{root, tessera, CrateFs as Disk};
 
 fn validate_json(args: &[&str]) -> (Output, Value) {
     let mut a = vec!["validate"];

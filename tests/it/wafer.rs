@@ -9,7 +9,6 @@
 
 use approx::assert_relative_eq;
 use proptest::prelude::*;
-use std::process::Command;
 use tessera::engine::program::Program;
 use tessera::engine::table::{self as t, Machine};
 use tessera::engine::{self, cpu, MappingChoice, Objective};
@@ -30,13 +29,7 @@ fn prepared(arch: &str, work: &str) -> (Program, Machine) {
     (p.program, p.machine)
 }
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use crate::common::tessera;
 
 #[test]
 fn decode_on_a_wafer_pays_its_mesh_reductions() {

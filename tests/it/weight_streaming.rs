@@ -11,7 +11,6 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use proptest::prelude::*;
-use std::process::Command;
 use tessera::engine::program::{Phase, Program, Role, Section, Tier};
 use tessera::engine::table::{self as t, Machine};
 use tessera::engine::{self, cpu, MappingChoice, Objective};
@@ -53,13 +52,7 @@ fn given(s: &System, w: &Workload, devices: u64) -> (Program, Machine) {
     }
 }
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use crate::common::tessera;
 
 /// Bytes per step the devices' operators move to and from the weight store (their weight
 /// bytes, when the state lives there).

@@ -7,20 +7,13 @@
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::common::root;
 
 /// Run `tessera check FILE` from the crate root, so paths print as `tests/bad/workloads/x.ron`.
 fn check(file: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["check", file])
-        .current_dir(root())
-        .output()
-        .expect("run tessera")
+    crate::common::tessera(&["check", file])
 }
 
 /// (file stem, `line:col` of the offending text, a piece of the message).

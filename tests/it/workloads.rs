@@ -11,16 +11,14 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use crate::common;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tessera::model::mapping::{MappingPlan, Recompute};
 use tessera::model::workload::{
     load_mapping, load_workload, resnet, Model, Target, Task, Workload,
 };
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::common::root;
 
 /// `.ron` files directly under `dir` (relative to the crate root), sorted.
 fn ron_files(dir: &str) -> Vec<String> {
