@@ -33,6 +33,7 @@ mod import_graph;
 mod kernel_counterparts;
 mod lora;
 mod megatron_bridge;
+mod memory_footprint;
 mod model_shapes;
 mod moe_folding;
 mod near_memory;

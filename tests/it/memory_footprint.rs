@@ -14,7 +14,7 @@ use tessera::model::mapping::{Mapping, Recompute};
 use tessera::model::workload::Model;
 use tessera::vocab::{LayerPart, Parts};
 
-mod common;
+use crate::common;
 
 /// The lowering tests' node ([`common::NODE_8`]) sixteen times over, joined by InfiniBand: 128
 /// devices.
