@@ -860,3 +860,38 @@ fn a_gather_behind_the_first_forward_does_not_share_the_link_with_the_backward()
         "{trace:?}"
     );
 }
+
+/// Issue 40: lowering chooses whether a training step streams its weights from a weight store
+/// that runs the update (`lower::training::stream`, by the placement rule on the base system),
+/// and a sweep lowers each program once, so an axis over a capacity the rule reads priced every
+/// point in the base system's form, silently. Such an axis is now refused with the way round it;
+/// the same axis on a serving workload (no such choice) still sweeps.
+#[test]
+fn a_sweep_refuses_a_capacity_axis_that_moves_the_streaming_choice() {
+    let vary = "weight_store.capacity=[1 TB, 100 TB]";
+    let out = common::tessera(&[
+        "sweep",
+        "--arch",
+        "architectures/cerebras-cs3-cluster.ron",
+        "--workload",
+        "workloads/llama3.1-8b-pretrain.ron",
+        "--vary",
+        vary,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`weight_store.capacity` can change whether this training step streams")
+            && err.contains("--set weight_store.capacity=VALUE"),
+        "{err}"
+    );
+    common::tessera_ok(&[
+        "sweep",
+        "--arch",
+        "architectures/cerebras-cs3-cluster.ron",
+        "--workload",
+        "workloads/llama3.1-8b-serving.ron",
+        "--vary",
+        vary,
+    ]);
+}
