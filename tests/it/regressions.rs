@@ -785,20 +785,11 @@ fn a_top_beyond_the_points_finishes() {
 fn a_gather_behind_the_first_forward_does_not_share_the_link_with_the_backward() {
     use tessera::engine::program::{CollKind, Comm, Op, Overlap, Phase, Role};
     use tessera::model::precision::{Precision, NPREC};
+    // the shared H100 with a round 1 PFLOP/s matrix unit
     let mut peak = [0.0; NPREC];
     peak[Precision::Bf16.index()] = 1e15;
-    let mut m = Machine::zero();
+    let mut m = common::h100();
     m.set_row(table::MATRIX_PEAK, &peak);
-    for e in [table::EFF_MATMUL, table::EFF_MEMORY, table::EFF_NETWORK] {
-        m[e] = 1.0;
-    }
-    m[table::HBM_CAPACITY] = 80e9;
-    m[table::HBM_BANDWIDTH] = 3.35e12;
-    m[table::UP_BANDWIDTH] = 450e9;
-    m[table::OUT_BANDWIDTH] = 50e9;
-    m[table::TDP] = 700.0;
-    m[table::IDLE_POWER] = 100.0;
-    m[table::PUE] = 1.0;
     // 1 ms of a 1 PFLOP/s matrix unit, compute-bound
     let gemm = |phase| Op {
         name: "gemm".into(),
