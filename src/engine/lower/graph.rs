@@ -31,22 +31,7 @@ pub(super) fn graph_run(sys: &System, g: &Graph, r: &Run, m: &Mapping) -> Result
         })
         .filter(|&(side, _)| side > 1.0);
     // the block of cores the file compiled the graph for, where it names one: every operator on it
-    let block = match (g.grid, mesh) {
-        (None, _) => None,
-        (Some(p), Some((side, cores))) if p <= side => Some((p, p * p / cores)),
-        (Some(p), Some((side, _))) => {
-            return Err(Reason::mapping(format!(
-                "the graph is compiled for a block of {p} x {p} cores, but the device's mesh \
-                 holds at most {side} x {side}"
-            )))
-        }
-        (Some(p), None) => {
-            return Err(Reason::unsupported(format!(
-                "the graph is compiled for a block of {p} x {p} cores, but the device has no \
-                 mesh of cores"
-            )))
-        }
-    };
+    let block = block(g.grid, mesh)?;
     let mut wbytes = 0.0;
     let mut abytes: f64 = 0.0;
     let mut flops = 0.0;
@@ -187,6 +172,25 @@ pub(super) fn graph_run(sys: &System, g: &Graph, r: &Run, m: &Mapping) -> Result
         steps: r.steps,
         host_steps: 0.0,
     })
+}
+
+/// The block of cores a graph compiled for `grid` cores a side runs on, as (side, its share of
+/// the device's cores), on a device whose mesh gives `mesh` (its widest square's side, its
+/// cores); `None` without a grid. A block wider than the mesh, or on a device with none, is
+/// infeasible with its reason.
+fn block(grid: Option<f64>, mesh: Option<(f64, f64)>) -> Result<Option<(f64, f64)>, Reason> {
+    match (grid, mesh) {
+        (None, _) => Ok(None),
+        (Some(p), Some((side, cores))) if p <= side => Ok(Some((p, p * p / cores))),
+        (Some(p), Some((side, _))) => Err(Reason::mapping(format!(
+            "the graph is compiled for a block of {p} x {p} cores, but the device's mesh \
+         holds at most {side} x {side}"
+        ))),
+        (Some(p), None) => Err(Reason::unsupported(format!(
+            "the graph is compiled for a block of {p} x {p} cores, but the device has no \
+         mesh of cores"
+        ))),
+    }
 }
 
 /// The side of the square of cores a product `g` spreads over on a mesh whose largest square is
