@@ -36,7 +36,7 @@ fn score(m: u32, p: Point) -> f32 {
         case METRIC_POWER: { return -p.a.z; }
         case METRIC_ENERGY: { return -p.b.w; }
         case METRIC_PERF_PER_WATT: { return p.a.w / p.a.z; }
-        default: { return p.b.x; }
+        default: { return p.b.x; } // METRIC_MFU
     }
 }
 

@@ -276,10 +276,10 @@ pub mod code {
     pub const MODE_SCREEN: u32 = 1;
 }
 
-/// The codes above, the cost program's enums (sections, phases, overlap) and the metric codes, as
+/// The codes above, the cost program's enums (sections, phases, bookings) and the metric codes, as
 /// WGSL constants.
 fn codes() -> String {
-    use crate::engine::program::{Overlap, Phase, Section};
+    use crate::engine::program::{Phase, Section};
     use code::*;
     let mut v: Vec<(String, u32)> = [
         ("SAMPLING_GRID", SAMPLING_GRID),
@@ -298,10 +298,6 @@ fn codes() -> String {
         ("PHASE_BACKWARD", Phase::Backward as u32),
         ("PHASE_STORE", Phase::Store as u32),
         ("PHASE_HOST", Phase::Host as u32),
-        ("OVERLAP_NONE", Overlap::None as u32),
-        ("OVERLAP_BACKWARD", Overlap::Backward as u32),
-        ("OVERLAP_COMPUTE", Overlap::Compute as u32),
-        ("OVERLAP_FORWARD", Overlap::Forward as u32),
     ]
     .iter()
     .map(|(n, c)| (n.to_string(), *c))
@@ -372,5 +368,19 @@ mod tests {
         assert!(c.contains("bitcast<f32>(r1.u.x)"), "{c}");
         assert_eq!(std::mem::size_of::<Params>(), 24 * 4);
         assert_eq!(std::mem::size_of::<ProgRec>(), 20 * 4);
+    }
+
+    /// A code the generator emits and no part of the kernel reads is a branch the kernel no
+    /// longer takes (the `OVERLAP_*` codes outlived the record's settled booking): drop it.
+    #[test]
+    fn the_kernel_reads_every_generated_code() {
+        let kernel = super::super::SHADER.concat();
+        let unread: Vec<String> = codes()
+            .lines()
+            .filter_map(|l| l.strip_prefix("const ")?.split(':').next())
+            .filter(|name| !kernel.contains(name))
+            .map(str::to_string)
+            .collect();
+        assert!(unread.is_empty(), "generated but never read: {unread:?}");
     }
 }

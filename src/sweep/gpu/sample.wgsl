@@ -57,6 +57,7 @@ fn sample(mi: u32) {
         }
         return;
     }
+    // SAMPLING_RANDOM, or SAMPLING_LATIN_HYPERCUBE's stratified draw
     for (var k = 0u; k < P.n_axes; k++) {
         let a = read_AxisRec(P.axis_start + k * AxisRec_RECS);
         let h = mix(axis_key(P.seed, k, 0u) ^ mi);
@@ -72,7 +73,7 @@ fn sample(mi: u32) {
             V[k] = vals[a.offset + j];
         } else if (a.kind == AXIS_LINEAR) {
             V[k] = a.lo + u * (a.hi - a.lo);
-        } else {
+        } else { // AXIS_LOG
             V[k] = a.lo * exp(u * a.ln_ratio);
         }
     }
@@ -91,7 +92,7 @@ fn apply() {
         let v = V[r.axis];
         if (r.op == TARGET_SET) {
             X[r.field] = max(v * r.scale + r.offset, r.floor);
-        } else {
+        } else { // TARGET_DIV
             X[r.field] = X[r.field] * r.scale / v;
         }
     }
