@@ -7,6 +7,7 @@
 use super::validate::collect;
 use super::{common, report, DiskFs, Exit, Format};
 use std::io::Write;
+use tessera::report::render::{Csv, Rendered, Table};
 use tessera::units::{fmt_si, parse, Dimension};
 use tessera::validate::audit::{audit, load_claim, AuditResult, Claim};
 use tessera::validate::parse_throughput;
@@ -120,25 +121,22 @@ fn claim_from_flags(a: &Args, arch: &str) -> Result<Claim, Exit> {
     })
 }
 
-fn print(r: &AuditResult, out: &mut dyn Write, fmt: Format) -> std::io::Result<()> {
+/// One claim's lines, its table of checks and a blank line, for a table and Markdown alike.
+fn print(r: &AuditResult, doc: &mut Rendered) {
     let verdict = match r.verdict {
         tessera::spec::validation::Verdict::Plausible => "PLAUSIBLE".to_string(),
         tessera::spec::validation::Verdict::Impossible => {
             format!("IMPOSSIBLE (by a factor of {})", factor(r.factor))
         }
     };
-    writeln!(out, "{}: {}", r.id, r.statement)?;
+    doc.text(format!("{}: {}", r.id, r.statement));
     if !r.source.is_empty() {
-        writeln!(out, "  source: {}", r.source)?;
+        doc.text(format!("  source: {}", r.source));
     }
-    writeln!(out, "  verdict: {verdict}")?;
+    doc.text(format!("  verdict: {verdict}"));
     for (k, v) in &r.implied {
-        writeln!(out, "  implies {k}: {v}")?;
+        doc.text(format!("  implies {k}: {v}"));
     }
-    let header: Vec<String> = ["check", "claimed", "bound", "possible", "factor", "why"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
     let rows: Vec<Vec<String>> = r
         .checks
         .iter()
@@ -161,16 +159,17 @@ fn print(r: &AuditResult, out: &mut dyn Write, fmt: Format) -> std::io::Result<(
             ]
         })
         .collect();
-    let t = if fmt == Format::Markdown {
-        tessera::report::markdown_table(&header, &rows)
-    } else {
-        tessera::report::table(&header, &rows)
-    };
-    writeln!(out, "{t}")?;
+    doc.table(Table::of(
+        &["check", "claimed", "bound", "possible", "factor", "why"],
+        rows,
+    ));
     if !r.as_expected {
-        writeln!(out, "  UNEXPECTED: the claim file expects {:?}", r.expect)?;
+        doc.text(format!(
+            "  UNEXPECTED: the claim file expects {:?}",
+            r.expect
+        ));
     }
-    writeln!(out)
+    doc.text("");
 }
 
 /// A claimed or bounding figure: ratios as percentages, the rest with SI prefixes.
@@ -215,18 +214,13 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             }
         }
     }
-    match a.format {
-        Format::Json => writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "claims": results })).expect("json")
-        )?,
-        f => {
-            for r in &results {
-                print(r, out, f)?;
-            }
-        }
+    // a table and Markdown show each claim; CSV shows what a table does
+    let json = serde_json::json!({ "claims": results });
+    let mut doc = Rendered::new(&json, Csv::AsTable);
+    for r in &results {
+        print(r, &mut doc);
     }
+    doc.write(a.format.into(), out)?;
     Ok(if failed || results.iter().any(|r| !r.as_expected) {
         Exit::Failed
     } else {

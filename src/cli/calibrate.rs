@@ -6,6 +6,7 @@
 use super::{report, DiskFs, Exit, Format};
 use std::io::Write;
 use tessera::diag::{Diagnostic, Path};
+use tessera::report::render::{Csv, Rendered, Table};
 use tessera::units::fmt_si;
 use tessera::validate::calibrate::{calibrate, write_part, Fit, Param};
 use tessera::validate::{load_case, Case, Role};
@@ -58,8 +59,8 @@ fn show(v: f64, unit: &str) -> String {
     }
 }
 
-fn tables(fit: &Fit) -> String {
-    let h = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+/// The fit as a report: its JSON is `json`; the other formats show its two tables and a line.
+fn rendered<'a>(fit: &Fit, json: &'a serde_json::Value) -> Rendered<'a> {
     let figs: Vec<Vec<String>> = fit
         .figures
         .iter()
@@ -99,16 +100,25 @@ fn tables(fit: &Fit) -> String {
             ]
         })
         .collect();
-    format!(
-        "{}\n{}\n{} cases, {} figures, {} residual degrees of freedom; sum of squared relative errors {:.3e} → {:.3e}; {} after {} iterations ({} case evaluations)\n",
-        tessera::report::table(
-            &h(&["figure", "before", "fitted", "std error", "95% interval", "bounds"]),
-            &figs
-        ),
-        tessera::report::table(
-            &h(&["case", "published (SI)", "error before", "error after"]),
-            &res
-        ),
+    // the same text in every format but JSON: calibrate has no Markdown or CSV of its own
+    let figures = Table::of(
+        &[
+            "figure",
+            "before",
+            "fitted",
+            "std error",
+            "95% interval",
+            "bounds",
+        ],
+        figs,
+    );
+    let residuals = Table::of(
+        &["case", "published (SI)", "error before", "error after"],
+        res,
+    );
+    let mut doc = Rendered::new(json, Csv::AsTable);
+    doc.text(figures.text()).text(residuals.text()).text(format!(
+        "{} cases, {} figures, {} residual degrees of freedom; sum of squared relative errors {:.3e} → {:.3e}; {} after {} iterations ({} case evaluations)",
         fit.residuals.len(),
         fit.figures.len(),
         fit.dof,
@@ -117,7 +127,8 @@ fn tables(fit: &Fit) -> String {
         if fit.converged { "converged" } else { "NOT converged" },
         fit.iterations,
         fit.evaluations,
-    )
+    ));
+    doc
 }
 
 // Reads the part file to rewrite and writes the calibrated one.
@@ -266,13 +277,8 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         writeln!(std::io::stderr(), "wrote {o} (from {part})")?;
         written = Some(o.clone());
     }
-    match a.format {
-        Format::Json => {
-            let mut v = serde_json::to_value(&fit).expect("json");
-            v["output"] = serde_json::json!(written);
-            writeln!(out, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
-        }
-        _ => write!(out, "{}", tables(&fit))?,
-    }
+    let mut json = serde_json::to_value(&fit).expect("json");
+    json["output"] = serde_json::json!(written);
+    rendered(&fit, &json).write(a.format.into(), out)?;
     Ok(Exit::Ok)
 }

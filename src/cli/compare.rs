@@ -6,6 +6,8 @@ use super::plot::{svg_string, PlotArgs, ReportArgs};
 use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::{MappingChoice, Objective};
+use tessera::report::compare::Comparison;
+use tessera::report::render::{Block, Csv, Rendered};
 use tessera::request::Request;
 
 #[derive(clap::Args, Debug)]
@@ -88,6 +90,51 @@ fn devices_arg(s: &str) -> Result<Devices, String> {
     }
 }
 
+/// The lines above the table: what was compared, at which boundary, load, budget and batch.
+fn head_lines(c: &Comparison) -> Vec<String> {
+    let mut head = vec![format!("{} — baseline: {}", c.workload, c.baseline)];
+    head.push(common::boundary_line(c.power_boundary));
+    if let Some(sw) = &c.software {
+        let figures = c
+            .systems
+            .first()
+            .and_then(|r| r.estimate.software_figures.as_ref());
+        head.push(format!(
+            "software: {} (every system)",
+            common::software_line(sw, figures)
+        ));
+    }
+    if let Some(l) = &c.concurrency {
+        head.push(format!(
+            "load: {} requests in flight on every system; latency target: {}",
+            if l == "max" { "as many" } else { l },
+            c.slo.as_deref().unwrap_or("none")
+        ));
+    }
+    if let Some(b) = c.power_budget_w {
+        head.push(budget_line(b, c.power_budget_basis));
+    }
+    if let (Some(gb), Some(from)) = (c.global_batch, c.global_batch_scaled_from) {
+        let x = gb as f64 / from as f64;
+        let times = if x.fract() == 0.0 {
+            format!("{x:.0}")
+        } else {
+            format!("{x:.2}")
+        };
+        head.push(format!(
+            "global batch: {gb} samples on every system, scaled with the deployment \
+             from the workload's {from} (×{times}; the largest any system's fit grew it to)",
+        ));
+    }
+    if let Some(b) = c.budget_usd {
+        head.push(format!(
+            "capital budget: {} per system, as many whole nodes as its deployed capital allows (docs/cost.md)",
+            tessera::report::money(b)
+        ));
+    }
+    head
+}
+
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let mut w = match common::workload(&a.workload) {
         Ok(w) => w,
@@ -156,79 +203,29 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             tessera::report::html::compare::compare_report(&c, &a.systems, &pictures)
         })?;
     }
-    a.plot.output(out, |out| {
-        match a.format {
-            Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&c).expect("json"))?,
-            Format::Table => {
-                let width = compare_table::width();
-                let mut head = vec![format!("{} — baseline: {}", c.workload, c.baseline)];
-                head.push(common::boundary_line(c.power_boundary));
-                if let Some(sw) = &c.software {
-                    let figures = c
-                        .systems
-                        .first()
-                        .and_then(|r| r.estimate.software_figures.as_ref());
-                    head.push(format!(
-                        "software: {} (every system)",
-                        common::software_line(sw, figures)
-                    ));
-                }
-                if let Some(l) = &c.concurrency {
-                    head.push(format!(
-                        "load: {} requests in flight on every system; latency target: {}",
-                        if l == "max" { "as many" } else { l },
-                        c.slo.as_deref().unwrap_or("none")
-                    ));
-                }
-                if let Some(b) = c.power_budget_w {
-                    head.push(budget_line(b, c.power_budget_basis));
-                }
-                if let (Some(gb), Some(from)) = (c.global_batch, c.global_batch_scaled_from) {
-                    head.push(format!(
-                        "global batch: {gb} samples on every system, scaled with the deployment \
-                         from the workload's {from} (×{}; the largest any system's fit grew it to)",
-                        {
-                            let x = gb as f64 / from as f64;
-                            if x.fract() == 0.0 {
-                                format!("{x:.0}")
-                            } else {
-                                format!("{x:.2}")
-                            }
-                        }
-                    ));
-                }
-                if let Some(b) = c.budget_usd {
-                    head.push(format!(
-                        "capital budget: {} per system, as many whole nodes as its deployed capital allows (docs/cost.md)",
-                        tessera::report::money(b)
-                    ));
-                }
-                for l in head {
-                    writeln!(out, "{}", tessera::report::wrap_text(&l, width, 2))?;
-                }
-                writeln!(out, "{}", compare_table::render(&c, &defaults).text(width))?;
-                if matches!(choice, MappingChoice::Auto(_)) {
-                    let l = format!(
-                        "each system with its best mapping (--mapping auto, objective: {:?})",
-                        a.objective
-                    );
-                    writeln!(out, "{}", tessera::report::wrap_text(&l, width, 2))?;
-                }
-            }
-            Format::Markdown => {
-                writeln!(out, "# {}\n", c.workload)?;
-                writeln!(out, "Baseline: {}.\n", c.baseline)?;
-                writeln!(out, "{}", compare_table::render(&c, &defaults).markdown())?;
-                if let Some(img) = a
-                    .plot
-                    .markdown_image(&format!("Comparison on {}", c.workload))
-                {
-                    writeln!(out, "\n{img}")?;
-                }
-            }
-            Format::Csv => write!(out, "{}", tessera::report::records::csv_of(&c.systems))?,
-        }
-        Ok(())
-    })?;
+    let width = compare_table::width();
+    let mut table = compare_table::render(&c, &defaults);
+    table.width = Some(width);
+    let mut doc = Rendered::new(&c, Csv::Records(&c.systems));
+    for l in head_lines(&c) {
+        doc.terminal(Block::Text(tessera::report::wrap_text(&l, width, 2)));
+    }
+    doc.markdown(Block::Text(format!("# {}\n", c.workload)))
+        .markdown(Block::Text(format!("Baseline: {}.\n", c.baseline)))
+        .table(table);
+    if matches!(choice, MappingChoice::Auto(_)) {
+        let l = format!(
+            "each system with its best mapping (--mapping auto, objective: {:?})",
+            a.objective
+        );
+        doc.terminal(Block::Text(tessera::report::wrap_text(&l, width, 2)));
+    }
+    if let Some(img) = a
+        .plot
+        .markdown_image(&format!("Comparison on {}", c.workload))
+    {
+        doc.markdown(Block::Text(format!("\n{img}")));
+    }
+    a.plot.output(out, |out| doc.write(a.format.into(), out))?;
     Ok(Exit::Ok)
 }

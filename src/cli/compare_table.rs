@@ -3,6 +3,7 @@
 
 use super::common::{duration, si};
 use tessera::report::compare::{CompareRow, Comparison};
+use tessera::report::render::Table;
 
 /// The width a table is fitted to without a terminal width (`COLUMNS`).
 pub const DEFAULT_WIDTH: usize = 100;
@@ -21,42 +22,6 @@ pub fn width() -> usize {
 pub struct Defaults {
     /// The file states no PUE: 1 is taken (facility power = IT power).
     pub no_pue: bool,
-}
-
-/// The table as cells, with its footnotes (numbered from 1, in order of first mention).
-pub struct Rendered {
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-    pub notes: Vec<String>,
-}
-
-impl Rendered {
-    /// The table within `width` characters, then its footnotes, each wrapped to it.
-    pub fn text(&self, width: usize) -> String {
-        let mut out = tessera::report::table_within(&self.header, &self.rows, width);
-        for (i, n) in self.notes.iter().enumerate() {
-            let mark = format!("[{}] ", i + 1);
-            out.push('\n');
-            out.push_str(&tessera::report::wrap_text(
-                &format!("{mark}{n}"),
-                width,
-                mark.len(),
-            ));
-        }
-        out
-    }
-
-    /// The table in Markdown, its footnotes as a list under it.
-    pub fn markdown(&self) -> String {
-        let mut out = tessera::report::markdown_table(&self.header, &self.rows);
-        if !self.notes.is_empty() {
-            out.push('\n');
-        }
-        for (i, n) in self.notes.iter().enumerate() {
-            out.push_str(&format!("\n{}. {n}", i + 1));
-        }
-        out
-    }
 }
 
 /// Footnotes, each given once: the same text marks the same number.
@@ -111,25 +76,39 @@ fn per_rated_kw(e: &tessera::engine::Estimate) -> Option<f64> {
     e.feasible.then(|| n / (p / 1e3))
 }
 
-/// `c` as a table: a column per system (`defaults[i]` for the i-th), a row per figure.
-pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
-    let mut notes = Notes::default();
-    let header: Vec<String> = std::iter::once("system".to_string())
-        .chain(c.systems.iter().map(|r| r.estimate.system.clone()))
-        .collect();
-    let unit = c
-        .systems
-        .iter()
-        .find(|r| r.estimate.feasible)
-        .or(c.systems.first())
-        .map_or("units", |r| r.estimate.throughput_unit);
-    let per = unit.trim_end_matches('s');
-    let serving = c.systems.iter().any(|r| r.estimate.tpot_s.is_some());
-    let trained = c
-        .systems
-        .iter()
-        .any(|r| r.estimate.time_to_train_s.is_some());
-    let mut rows = vec![std::iter::once("devices".to_string())
+/// What the rows are counted in: the throughput's unit (`tokens`), one of it (`token`), and
+/// whether the systems serve or train to a target.
+struct Units<'a> {
+    unit: &'a str,
+    per: &'a str,
+    serving: bool,
+    trained: bool,
+}
+
+impl<'a> Units<'a> {
+    fn of(c: &'a Comparison) -> Units<'a> {
+        let unit = c
+            .systems
+            .iter()
+            .find(|r| r.estimate.feasible)
+            .or(c.systems.first())
+            .map_or("units", |r| r.estimate.throughput_unit);
+        Units {
+            unit,
+            per: unit.trim_end_matches('s'),
+            serving: c.systems.iter().any(|r| r.estimate.tpot_s.is_some()),
+            trained: c
+                .systems
+                .iter()
+                .any(|r| r.estimate.time_to_train_s.is_some()),
+        }
+    }
+}
+
+/// The devices row: each system's count (and idle ones), marked with the vendor's execution
+/// mode where a system runs in one.
+fn devices(c: &Comparison, notes: &mut Notes) -> Vec<String> {
+    let mut row = std::iter::once("devices".to_string())
         .chain(c.systems.iter().map(|r| {
             let e = &r.estimate;
             if e.idle_devices > 0 {
@@ -138,9 +117,8 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
                 e.devices.to_string()
             }
         }))
-        .collect::<Vec<_>>()];
-    // the vendor's execution mode a system runs in is marked where its devices are
-    for (cell, r) in rows[0][1..].iter_mut().zip(&c.systems) {
+        .collect::<Vec<_>>();
+    for (cell, r) in row[1..].iter_mut().zip(&c.systems) {
         if let Some(x) = &r.estimate.execution_mode {
             // the stack's fitted figures, where the row runs on its vendor's (not on `--software`)
             let figures = match (&c.software, &r.estimate.software) {
@@ -157,8 +135,13 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
             )));
         }
     }
-    // the throughput row carries an infeasible system's mark
-    let mut throughput = row(c, &format!("throughput ({unit}/s)"), |r| {
+    row
+}
+
+/// Throughput (an infeasible system's reason marked there), its ratio (marked where the error
+/// bands overlap) and the error band (marked with the published result nearest it).
+fn throughput(c: &Comparison, u: &Units, notes: &mut Notes) -> [Vec<String>; 3] {
+    let mut throughput = row(c, &format!("throughput ({}/s)", u.unit), |r| {
         num(r.estimate.throughput_per_s)
     });
     for (cell, r) in throughput[1..].iter_mut().zip(&c.systems) {
@@ -170,7 +153,6 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
             );
         }
     }
-    rows.push(throughput);
     let mut times = row(c, "× baseline", |r| ratio(r.ratio_to_baseline.throughput));
     for (i, (cell, r)) in times[1..].iter_mut().zip(&c.systems).enumerate() {
         if i > 0 && r.ratio_to_baseline.throughput_bands_overlap == Some(true) {
@@ -184,7 +166,6 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
             );
         }
     }
-    rows.push(times);
     let mut band = row(c, "error band", |r| match &r.estimate.error_band {
         Some(b) => format!(
             "±{:.1}% ({} case{})",
@@ -213,7 +194,12 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
             )));
         }
     }
-    rows.push(band);
+    [throughput, times, band]
+}
+
+/// The load each serves at its best, then the time of a token, of training or of a step, then MFU.
+fn times(c: &Comparison, u: &Units) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
     if c.concurrency.as_deref() == Some("max") {
         // each at its best: the most users each serves within the target, per device and per
         // provisioned kW
@@ -226,14 +212,14 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
         rows.push(row(c, "per device", |r| num(per_device(&r.estimate))));
         rows.push(row(c, "per rated kW", |r| num(per_rated_kw(&r.estimate))));
     }
-    if serving {
+    if u.serving {
         rows.push(row(c, "time per output token", |r| {
             si(r.estimate.tpot_s, "s")
         }));
         rows.push(row(c, "time to first token", |r| {
             si(r.estimate.ttft_s, "s")
         }));
-    } else if trained {
+    } else if u.trained {
         rows.push(row(c, "time to train", |r| {
             duration(r.estimate.time_to_train_s)
         }));
@@ -246,24 +232,25 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
             .map(|m| format!("{:.1}%", m * 100.0))
             .unwrap_or_else(|| "—".into())
     }));
+    rows
+}
+
+/// Rated and average power (the budget's basis first; a PUE the facility boundary takes by
+/// default marked), energy, performance per watt and its ratio.
+fn power(c: &Comparison, u: &Units, defaults: &[Defaults], notes: &mut Notes) -> Vec<Vec<String>> {
     // a default the facility boundary takes is marked where the power is
-    let pue_note = |notes: &mut Notes, i: usize| -> String {
-        match defaults.get(i) {
-            Some(d) if d.no_pue && c.power_boundary == "facility" => format!(
-                " {}",
-                notes.mark(format!(
-                    "{}: its file states no PUE; 1 is taken (facility power = IT power)",
-                    c.systems[i].estimate.system
-                ))
-            ),
-            _ => String::new(),
-        }
-    };
     let mut power = |label: &str, f: fn(&CompareRow) -> Option<f64>| {
         let mut v = row(c, label, |r| num(f(r)));
         for (i, cell) in v[1..].iter_mut().enumerate() {
-            if c.systems[i].estimate.feasible {
-                cell.push_str(&pue_note(&mut notes, i));
+            let no_pue = defaults.get(i).is_some_and(|d| d.no_pue);
+            if c.systems[i].estimate.feasible && no_pue && c.power_boundary == "facility" {
+                cell.push_str(&format!(
+                    " {}",
+                    notes.mark(format!(
+                        "{}: its file states no PUE; 1 is taken (facility power = IT power)",
+                        c.systems[i].estimate.system
+                    ))
+                ));
             }
         }
         v
@@ -271,31 +258,36 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
     let rated = power("rated power (W)", |r| r.estimate.rated_power_w);
     let average = power("average power (W)", |r| r.estimate.average_power_w);
     // the basis a budget was held against first
-    if c.power_budget_basis == Some("average") {
-        rows.extend([average, rated]);
+    let mut rows = if c.power_budget_basis == Some("average") {
+        vec![average, rated]
     } else {
-        rows.extend([rated, average]);
-    }
-    if trained {
+        vec![rated, average]
+    };
+    if u.trained {
         rows.push(row(c, "energy, whole run (J)", |r| {
             num(r.estimate.energy_j)
         }));
     } else {
-        rows.push(row(c, &format!("energy (J/{per})"), |r| {
+        rows.push(row(c, &format!("energy (J/{})", u.per), |r| {
             num(r.estimate.energy_per_unit_j)
         }));
     }
-    rows.push(row(c, &format!("{unit}/J"), |r| {
+    rows.push(row(c, &format!("{}/J", u.unit), |r| {
         num(r.estimate.perf_per_watt)
     }));
     rows.push(row(c, "× baseline", |r| {
         ratio(r.ratio_to_baseline.perf_per_watt)
     }));
-    // what a unit of the work costs; a system without capital figures says why in a note
-    let per_cost = if trained {
+    rows
+}
+
+/// What a unit of the work costs (a system without capital figures says why in a note), its
+/// ratio, and the carbon.
+fn cost(c: &Comparison, u: &Units, notes: &mut Notes) -> [Vec<String>; 3] {
+    let per_cost = if u.trained {
         "cost, whole run".to_string()
     } else {
-        format!("cost (per 1M {unit})")
+        format!("cost (per 1M {})", u.unit)
     };
     let mut cost = row(c, &per_cost, |r| {
         r.estimate
@@ -312,38 +304,61 @@ pub fn render(c: &Comparison, defaults: &[Defaults]) -> Rendered {
             *cell = format!("unknown {}", notes.mark(why));
         }
     }
-    rows.push(cost);
-    rows.push(row(c, "× baseline", |r| {
-        ratio(r.ratio_to_baseline.cost_per_unit)
-    }));
-    rows.push(row(c, "carbon (kg CO2e, same unit)", |r| {
-        r.estimate
-            .carbon_kg_co2e
-            .map_or_else(|| "—".into(), |v| format!("{v:.4}"))
-    }));
-    // training on systems that state their reliability: the goodput and the time with failures
-    if c.systems.iter().any(|r| r.estimate.goodput.is_some()) {
-        rows.push(row(c, "goodput", |r| {
+    [
+        cost,
+        row(c, "× baseline", |r| {
+            ratio(r.ratio_to_baseline.cost_per_unit)
+        }),
+        row(c, "carbon (kg CO2e, same unit)", |r| {
+            r.estimate
+                .carbon_kg_co2e
+                .map_or_else(|| "—".into(), |v| format!("{v:.4}"))
+        }),
+    ]
+}
+
+/// Training on systems that state their reliability: the goodput and the time with failures.
+fn goodput(c: &Comparison) -> Vec<Vec<String>> {
+    if !c.systems.iter().any(|r| r.estimate.goodput.is_some()) {
+        return Vec::new();
+    }
+    vec![
+        row(c, "goodput", |r| {
             r.estimate
                 .goodput
                 .as_ref()
                 .map_or_else(|| "—".into(), |g| format!("{:.1} %", g.fraction * 100.0))
-        }));
-        rows.push(row(c, "time to train with failures", |r| {
+        }),
+        row(c, "time to train with failures", |r| {
             duration(
                 r.estimate
                     .goodput
                     .as_ref()
                     .and_then(|g| g.expected_time_to_train_s),
             )
-        }));
-    }
+        }),
+    ]
+}
+
+/// `c` as a table: a column per system (`defaults[i]` for the i-th), a row per figure, its
+/// footnotes numbered in the order the rows first mention them.
+pub fn render(c: &Comparison, defaults: &[Defaults]) -> Table {
+    let mut notes = Notes::default();
+    let u = Units::of(c);
+    let header: Vec<String> = std::iter::once("system".to_string())
+        .chain(c.systems.iter().map(|r| r.estimate.system.clone()))
+        .collect();
+    let mut rows = vec![devices(c, &mut notes)];
+    rows.extend(throughput(c, &u, &mut notes));
+    rows.extend(times(c, &u));
+    rows.extend(power(c, &u, defaults, &mut notes));
+    rows.extend(cost(c, &u, &mut notes));
+    rows.extend(goodput(c));
     rows.push(row(c, "bottleneck", |r| {
         r.estimate.bottleneck.clone().unwrap_or_else(|| "—".into())
     }));
-    Rendered {
-        header,
-        rows,
+    Table {
         notes: notes.0,
+        ..Table::new(header, rows)
     }
 }

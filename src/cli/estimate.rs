@@ -4,6 +4,7 @@ use super::common::{self, duration, si};
 use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::{outcome, prepare, Estimate, Prepared};
+use tessera::report::render::{Block, Csv, Rendered, Table};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -387,6 +388,60 @@ pub fn cost_rows(e: &Estimate) -> Vec<(String, String)> {
     ]
 }
 
+/// The search's best mappings (a table shows them): the line that introduces them, and the five.
+fn searched(res: &tessera::engine::search::SearchResult) -> (String, Table) {
+    let rows: Vec<Vec<String>> = res
+        .ranked
+        .iter()
+        .take(5)
+        .enumerate()
+        .map(|(i, (m, ev))| {
+            vec![
+                (i + 1).to_string(),
+                m.dp.to_string(),
+                m.tp.to_string(),
+                m.pp.to_string(),
+                m.cp.to_string(),
+                m.interleave.to_string(),
+                m.micro_batch.to_string(),
+                m.recompute.to_string(),
+                si(Some(ev.step_time), "s"),
+                si(Some(ev.throughput), "/s"),
+            ]
+        })
+        .collect();
+    let title = match res.slo_met {
+        Some(false) => format!(
+            "\nno mapping meets the latency target: the closest ({} tried, {} feasible):",
+            res.tried,
+            res.ranked.len()
+        ),
+        Some(true) => format!(
+            "\nbest mappings that meet the latency target, of {} tried ({} meet it):",
+            res.tried,
+            res.ranked.len()
+        ),
+        None => format!(
+            "\nbest mappings of {} tried ({} feasible):",
+            res.tried,
+            res.ranked.len()
+        ),
+    };
+    let header = [
+        "rank",
+        "dp",
+        "tp",
+        "pp",
+        "cp",
+        "v",
+        "mb",
+        "recompute",
+        "step time",
+        "throughput",
+    ];
+    (title, Table::of(&header, rows))
+}
+
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let (sys, w, choice, devices) = match a.run.load() {
         Ok(x) => x,
@@ -429,82 +484,17 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             }
         }
     }
-    match a.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&e).expect("json"))?,
-        Format::Table => {
-            writeln!(out, "{}", tessera::report::kv_table(&rows(&e)))?;
-            if let Ok(Prepared {
-                search: Some(res), ..
-            }) = &prep
-            {
-                let header: Vec<String> = [
-                    "rank",
-                    "dp",
-                    "tp",
-                    "pp",
-                    "cp",
-                    "v",
-                    "mb",
-                    "recompute",
-                    "step time",
-                    "throughput",
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-                let rows: Vec<Vec<String>> = res
-                    .ranked
-                    .iter()
-                    .take(5)
-                    .enumerate()
-                    .map(|(i, (m, ev))| {
-                        vec![
-                            (i + 1).to_string(),
-                            m.dp.to_string(),
-                            m.tp.to_string(),
-                            m.pp.to_string(),
-                            m.cp.to_string(),
-                            m.interleave.to_string(),
-                            m.micro_batch.to_string(),
-                            m.recompute.to_string(),
-                            si(Some(ev.step_time), "s"),
-                            si(Some(ev.throughput), "/s"),
-                        ]
-                    })
-                    .collect();
-                match res.slo_met {
-                    Some(false) => writeln!(
-                        out,
-                        "\nno mapping meets the latency target: the closest ({} tried, {} feasible):",
-                        res.tried,
-                        res.ranked.len()
-                    )?,
-                    Some(true) => writeln!(
-                        out,
-                        "\nbest mappings that meet the latency target, of {} tried ({} meet it):",
-                        res.tried,
-                        res.ranked.len()
-                    )?,
-                    None => writeln!(
-                        out,
-                        "\nbest mappings of {} tried ({} feasible):",
-                        res.tried,
-                        res.ranked.len()
-                    )?,
-                }
-                writeln!(out, "{}", tessera::report::table(&header, &rows))?;
-            }
-        }
-        Format::Csv => write!(
-            out,
-            "{}",
-            tessera::report::records::csv_of(std::slice::from_ref(&e))
-        )?,
-        Format::Markdown => {
-            let rows: Vec<Vec<String>> = rows(&e).into_iter().map(|(k, v)| vec![k, v]).collect();
-            let h = ["quantity".to_string(), "value".to_string()];
-            writeln!(out, "{}", tessera::report::markdown_table(&h, &rows))?;
-        }
+    let mut report = Rendered::new(&e, Csv::Records(&e));
+    report.table(Table::kv(rows(&e)));
+    if let Ok(Prepared {
+        search: Some(res), ..
+    }) = &prep
+    {
+        let (title, table) = searched(res);
+        report
+            .terminal(Block::Text(title))
+            .terminal(Block::Table(table));
     }
+    report.write(a.format.into(), out)?;
     Ok(Exit::Ok)
 }

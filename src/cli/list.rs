@@ -4,6 +4,7 @@
 use super::{DiskFs, Exit, Format};
 use std::io::Write;
 use tessera::report::catalogue;
+use tessera::report::render::{Csv, Rendered, Table};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -64,24 +65,11 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         .map(|f| catalogue::entry(f, &DiskFs))
         .filter(|e| a.kind.as_deref().is_none_or(|k| e.kind == k))
         .collect();
-    match a.format {
-        Format::Json => writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&entries).expect("json")
-        )?,
-        Format::Csv => {
-            let (h, r) = catalogue::csv_rows(&entries);
-            write!(out, "{}", tessera::report::csv(&h, &r))?
-        }
-        Format::Markdown => {
-            let (h, r) = catalogue::rows(&entries);
-            writeln!(out, "{}", tessera::report::markdown_table(&h, &r))?
-        }
-        Format::Table => {
-            let (h, r) = catalogue::rows(&entries);
-            writeln!(out, "{}", tessera::report::table(&h, &r))?
-        }
-    }
+    let (h, r) = catalogue::csv_rows(&entries);
+    let csv = Csv::Table(Table::new(h, r));
+    let (h, r) = catalogue::rows(&entries);
+    let mut report = Rendered::new(&entries, csv);
+    report.table(Table::new(h, r));
+    report.write(a.format.into(), out)?;
     Ok(Exit::Ok)
 }

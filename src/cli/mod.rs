@@ -30,12 +30,26 @@ use std::io::Write;
 use tessera::diag::{Diagnostic, Severity};
 use tessera::spec::{Files, Fs};
 
+/// `--format`: every command that writes a report takes it, and hands it to the one renderer
+/// ([`tessera::report::render::Rendered::write`]).
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
     Table,
     Json,
     Csv,
     Markdown,
+}
+
+impl From<Format> for tessera::report::render::Format {
+    fn from(f: Format) -> Self {
+        use tessera::report::render::Format as To;
+        match f {
+            Format::Table => To::Table,
+            Format::Json => To::Json,
+            Format::Csv => To::Csv,
+            Format::Markdown => To::Markdown,
+        }
+    }
 }
 
 /// How a subcommand ended.

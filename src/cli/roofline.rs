@@ -6,6 +6,7 @@ use super::plot::PlotArgs;
 use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::prepare;
+use tessera::report::render::{Block, Csv, Rendered};
 use tessera::report::roofline::{roofline, Roofline};
 
 #[derive(clap::Args, Debug)]
@@ -174,42 +175,27 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let r = roofline(&sys, &w, &m, &p, &mach);
     a.plot
         .draw(|size, o| tessera::plot::roofline::roofline(&r, size, o))?;
-    a.plot.output(out, |out| {
-        match a.format {
-            Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&r).expect("json"))?,
-            // One row per operator, its JSON keys as columns.
-            Format::Csv => write!(out, "{}", tessera::report::records::csv_of(&r.ops))?,
-            Format::Table => {
-                writeln!(out, "{}", heading(&r))?;
-                if let Some(reason) = &r.reason {
-                    writeln!(out, "infeasible: {reason}")?;
-                }
-                let (h, rows) = limits(&r);
-                writeln!(out, "{}", tessera::report::table(&h, &rows))?;
-                if let Some(ms) = &r.mesh {
-                    writeln!(out, "{}", per_core(ms))?;
-                    let (h, rows) = regions(&r);
-                    writeln!(out, "{}", tessera::report::table(&h, &rows))?;
-                }
-                let (h, rows) = table(&r);
-                writeln!(out, "{}", tessera::report::table(&h, &rows))?;
-            }
-            Format::Markdown => {
-                writeln!(out, "# Roofline: {} on {}\n", r.workload, r.device)?;
-                writeln!(out, "{}\n", heading(&r))?;
-                if let Some(img) = a.plot.markdown_image(&format!("Roofline of {}", r.device)) {
-                    writeln!(out, "{img}\n")?;
-                }
-                if let Some(reason) = &r.reason {
-                    writeln!(out, "Infeasible: {reason}\n")?;
-                }
-                let (h, rows) = limits(&r);
-                writeln!(out, "{}\n", tessera::report::markdown_table(&h, &rows))?;
-                let (h, rows) = table(&r);
-                writeln!(out, "{}", tessera::report::markdown_table(&h, &rows))?;
-            }
-        }
-        Ok(())
-    })?;
+    let mut doc = Rendered::new(&r, Csv::Records(&r.ops)); // CSV: one row per operator
+    doc.markdown(Block::Text(format!(
+        "# Roofline: {} on {}\n",
+        r.workload, r.device
+    )))
+    .terminal(Block::Text(heading(&r)))
+    .markdown(Block::Text(format!("{}\n", heading(&r))));
+    if let Some(img) = a.plot.markdown_image(&format!("Roofline of {}", r.device)) {
+        doc.markdown(Block::Text(format!("{img}\n")));
+    }
+    if let Some(reason) = &r.reason {
+        doc.terminal(Block::Text(format!("infeasible: {reason}")))
+            .markdown(Block::Text(format!("Infeasible: {reason}\n")));
+    }
+    doc.table(limits(&r).into())
+        .markdown(Block::Text(String::new()));
+    if let Some(ms) = &r.mesh {
+        doc.terminal(Block::Text(per_core(ms)))
+            .terminal(Block::Table(regions(&r).into()));
+    }
+    doc.table(table(&r).into());
+    a.plot.output(out, |out| doc.write(a.format.into(), out))?;
     Ok(Exit::Ok)
 }

@@ -7,6 +7,8 @@ use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::{budget, estimate, Objective};
 use tessera::report::compare::{scaling, Scaling};
+use tessera::report::records::led;
+use tessera::report::render::{Block, Csv, Data, Rendered};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -217,66 +219,43 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         None => tessera::plot::scale::scale(&series, size, o),
     })?;
     let several = series.len() > 1;
-    a.plot.output(out, |out| {
-        match a.format {
-            // One system keeps the single-object shape; several give an array.
-            Format::Json if several => writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&series).expect("json")
-            )?,
-            Format::Json => writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&series[0]).expect("json")
-            )?,
-            Format::Csv => {
-                // One row per (system, device count), the points' JSON keys as columns.
-                use tessera::report::records::{csv_of, led};
-                let rows: Vec<serde_json::Value> = series
-                    .iter()
-                    .flat_map(|s| s.points.iter().map(|p| led(&[("system", &s.system)], p)))
-                    .collect();
-                write!(out, "{}", csv_of(&rows))?
-            }
-            Format::Table => {
-                for s in &series {
-                    let (h, r) = table(s, a.goodput);
-                    writeln!(out, "{}", title(s))?;
-                    if let Some(p) = s.points.first() {
-                        writeln!(out, "{}", common::boundary_line(p.estimate.power_boundary))?;
-                        if let Some(sw) = &p.estimate.software {
-                            writeln!(out, "software: {sw}")?;
-                        }
-                    }
-                    if let Some(b) = s.power_budget_w {
-                        writeln!(
-                            out,
-                            "power budget: {} of {} power (rows: the fastest whole-node deployment within 1/8, 1/4, 1/2 and all of it; a row repeated: more power would not run it faster)",
-                            si(Some(b), "W"),
-                            s.power_budget_basis.unwrap_or("rated")
-                        )?;
-                    }
-                    writeln!(out, "{}", tessera::report::table(&h, &r))?
-                }
-            }
-            Format::Markdown => {
-                writeln!(out, "# Scaling: {}\n", w.name)?;
-                for s in &series {
-                    let (h, r) = table(s, a.goodput);
-                    if several {
-                        writeln!(out, "## {}\n", s.system)?;
-                    }
-                    writeln!(out, "{}.\n", title(s))?;
-                    writeln!(out, "{}\n", tessera::report::markdown_table(&h, &r))?;
-                }
-                if let Some(img) = a.plot.markdown_image(&format!("Scaling of {}", w.name)) {
-                    writeln!(out, "{img}")?;
-                }
+    // CSV: one row per (system, device count), the points' JSON keys as columns
+    let records: Vec<serde_json::Value> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| led(&[("system", &s.system)], p)))
+        .collect();
+    // JSON: one system keeps the single-object shape; several give an array
+    let json: &dyn Data = if several { &series } else { &series[0] };
+    let mut doc = Rendered::new(json, Csv::Records(&records));
+    doc.markdown(Block::Text(format!("# Scaling: {}\n", w.name)));
+    for s in &series {
+        doc.terminal(Block::Text(title(s)));
+        if let Some(p) = s.points.first() {
+            doc.terminal(Block::Text(common::boundary_line(
+                p.estimate.power_boundary,
+            )));
+            if let Some(sw) = &p.estimate.software {
+                doc.terminal(Block::Text(format!("software: {sw}")));
             }
         }
-        Ok(())
-    })?;
+        if let Some(b) = s.power_budget_w {
+            doc.terminal(Block::Text(format!(
+                "power budget: {} of {} power (rows: the fastest whole-node deployment within 1/8, 1/4, 1/2 and all of it; a row repeated: more power would not run it faster)",
+                si(Some(b), "W"),
+                s.power_budget_basis.unwrap_or("rated")
+            )));
+        }
+        if several {
+            doc.markdown(Block::Text(format!("## {}\n", s.system)));
+        }
+        doc.markdown(Block::Text(format!("{}.\n", title(s))))
+            .table(table(s, a.goodput).into())
+            .markdown(Block::Text(String::new()));
+    }
+    if let Some(img) = a.plot.markdown_image(&format!("Scaling of {}", w.name)) {
+        doc.markdown(Block::Text(img));
+    }
+    a.plot.output(out, |out| doc.write(a.format.into(), out))?;
     Ok(Exit::Ok)
 }
 

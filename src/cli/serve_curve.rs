@@ -9,6 +9,8 @@ use super::{Exit, Format};
 use std::io::Write;
 use tessera::engine::curve::{curve, Curve};
 use tessera::engine::Objective;
+use tessera::report::records::led;
+use tessera::report::render::{Block, Csv, Rendered};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -160,61 +162,35 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             tessera::plot::curve::curve(&curves, size, o)
         }
     })?;
-    a.plot.output(out, |out| {
-        match a.format {
-            Format::Json => writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&curves).expect("json")
-            )?,
-            f => {
-                let (h, r) = table(&curves);
-                match f {
-                    Format::Table => {
-                        writeln!(
-                            out,
-                            "{} — serving curve, requests in flight doubling from 1",
-                            w.name
-                        )?;
-                        let boundary = curves
-                            .first()
-                            .and_then(|c| c.points.first())
-                            .map(|e| e.power_boundary)
-                            .unwrap_or("facility");
-                        writeln!(out, "{}", common::boundary_line(boundary))?;
-                        writeln!(
-                            out,
-                            "latency target: {}",
-                            curves
-                                .first()
-                                .and_then(|c| c.slo.clone())
-                                .unwrap_or_else(|| "none".into())
-                        )?;
-                        writeln!(out, "{}", tessera::report::table(&h, &r))?;
-                    }
-                    Format::Markdown => {
-                        writeln!(out, "# {} — serving curve\n", w.name)?;
-                        writeln!(out, "{}", tessera::report::markdown_table(&h, &r))?;
-                        if let Some(img) = a
-                            .plot
-                            .markdown_image(&format!("Serving curve of {}", w.name))
-                        {
-                            writeln!(out, "\n{img}")?;
-                        }
-                    }
-                    _ => {
-                        // One row per (system, concurrency), the estimates' JSON keys as columns.
-                        use tessera::report::records::{csv_of, led};
-                        let rows: Vec<serde_json::Value> = curves
-                            .iter()
-                            .flat_map(|c| c.points.iter().map(|p| led(&[("curve", &c.system)], p)))
-                            .collect();
-                        write!(out, "{}", csv_of(&rows))?
-                    }
-                }
-            }
-        }
-        Ok(())
-    })?;
+    // CSV: one row per (system, concurrency), the estimates' JSON keys as columns
+    let records: Vec<serde_json::Value> = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| led(&[("curve", &c.system)], p)))
+        .collect();
+    let mut doc = Rendered::new(&curves, Csv::Records(&records));
+    let boundary = curves
+        .first()
+        .and_then(|c| c.points.first())
+        .map(|e| e.power_boundary)
+        .unwrap_or("facility");
+    let slo = curves
+        .first()
+        .and_then(|c| c.slo.clone())
+        .unwrap_or_else(|| "none".into());
+    doc.terminal(Block::Text(format!(
+        "{} — serving curve, requests in flight doubling from 1",
+        w.name
+    )))
+    .terminal(Block::Text(common::boundary_line(boundary)))
+    .terminal(Block::Text(format!("latency target: {slo}")))
+    .markdown(Block::Text(format!("# {} — serving curve\n", w.name)))
+    .table(table(&curves).into());
+    if let Some(img) = a
+        .plot
+        .markdown_image(&format!("Serving curve of {}", w.name))
+    {
+        doc.markdown(Block::Text(format!("\n{img}")));
+    }
+    a.plot.output(out, |out| doc.write(a.format.into(), out))?;
     Ok(Exit::Ok)
 }

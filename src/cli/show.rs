@@ -3,7 +3,8 @@
 use super::{fail_on_errors, DiskFs, Exit, Format};
 use std::io::Write;
 use tessera::model::system::load_system;
-use tessera::report::{kv_table, system};
+use tessera::report::render::{Csv, Rendered, Table};
+use tessera::report::system;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -22,25 +23,8 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
         return Ok(Exit::Failed);
     };
     let s = system::summarize(&sys);
-    match a.format {
-        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&s).expect("json"))?,
-        Format::Markdown => {
-            let rows: Vec<Vec<String>> = system::rows(&s)
-                .into_iter()
-                .map(|(k, v)| vec![k, v])
-                .collect();
-            writeln!(
-                out,
-                "{}",
-                tessera::report::markdown_table(&["quantity".into(), "value".into()], &rows)
-            )?
-        }
-        Format::Csv => write!(
-            out,
-            "{}",
-            tessera::report::records::csv_of(std::slice::from_ref(&s))
-        )?,
-        Format::Table => writeln!(out, "{}", kv_table(&system::rows(&s)))?,
-    }
+    let mut report = Rendered::new(&s, Csv::Records(&s));
+    report.table(Table::kv(system::rows(&s)));
+    report.write(a.format.into(), out)?;
     Ok(Exit::Ok)
 }

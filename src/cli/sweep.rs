@@ -8,6 +8,7 @@ use super::{report, DiskFs, Exit, Format};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
+use tessera::report::render::{Csv, Rendered};
 use tessera::spec::Files;
 use tessera::sweep::expr::split_cli;
 use tessera::sweep::overrides::{parse_shard, Naming, Overrides};
@@ -262,17 +263,12 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             return Ok(Exit::Failed);
         };
         let listed = tessera::sweep::paths::listed(&sys);
-        if a.format == Format::Json {
-            writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&listed).expect("json")
-            )?;
-        } else {
-            for l in listed {
-                writeln!(out, "{}", l.path)?;
-            }
+        // JSON lists each path with its unit and value; the other formats a path a line
+        let mut doc = Rendered::new(&listed, Csv::AsTable);
+        for l in &listed {
+            doc.text(l.path.clone());
         }
+        doc.write(a.format.into(), out)?;
         return Ok(Exit::Ok);
     }
     if inp.axes.is_empty() && a.file.is_none() && inp.arch.is_none() {

@@ -3,6 +3,7 @@
 
 use super::Format;
 use std::io::Write;
+use tessera::report::render::{Csv, Rendered};
 use tessera::sweep::report::{PointReport, Summary};
 use tessera::sweep::space::Sampling;
 use tessera::units::fmt_si;
@@ -59,89 +60,74 @@ fn points_table(s: &Summary, pts: &[(usize, &PointReport)]) -> (Vec<String>, Vec
     (h, rows)
 }
 
-pub fn print(s: &Summary, format: Format, out: &mut dyn Write) -> std::io::Result<()> {
-    if format == Format::Json {
-        return writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(s).expect("summary serialises")
-        );
-    }
-    if format == Format::Csv {
-        return write!(out, "{}", tessera::sweep::report::csv_points(s));
-    }
-    let render = |h: &[String], r: &[Vec<String>]| match format {
-        Format::Csv => tessera::report::csv(h, r),
-        Format::Markdown => tessera::report::markdown_table(h, r) + "\n",
-        _ => tessera::report::table(h, r) + "\n",
-    };
-    if format == Format::Table || format == Format::Markdown {
-        writeln!(out, "sweep: {} ({} on {})", s.name, s.workload, s.system)?;
-        let shards = if s.shards.len() == 1 && s.shards[0].count > 1 {
-            format!(
-                ", shard {}/{} (points {}..{})",
-                s.shards[0].index, s.shards[0].count, s.shards[0].start, s.shards[0].end
-            )
-        } else {
-            String::new()
-        };
-        writeln!(
-            out,
-            "{} points: {} program(s) × {} machine points ({}){shards}",
-            s.total_points,
-            s.programs.len(),
-            s.points_per_program,
-            match s.sampling {
-                Sampling::Grid => "grid".to_string(),
-                Sampling::Random { seed, .. } => format!("random, seed {seed}"),
-                Sampling::LatinHypercube { seed, .. } => format!("Latin hypercube, seed {seed}"),
-            }
-        )?;
-        let inf: Vec<String> = s
-            .infeasible
-            .iter()
-            .map(|(r, n)| format!("{n} {r}"))
-            .collect();
-        writeln!(
-            out,
-            "evaluated {}: {} feasible{}",
-            s.evaluated,
-            s.feasible,
-            if inf.is_empty() {
-                String::new()
-            } else {
-                format!("; infeasible: {}", inf.join(", "))
-            }
-        )?;
-        if !s.skipped_programs.is_empty() {
-            writeln!(
-                out,
-                "{} program(s) skipped, e.g. {}: {}",
-                s.skipped_programs.len(),
-                s.skipped_programs[0].label,
-                s.skipped_programs[0].reason
-            )?;
-        }
-        writeln!(out, "\nbest {} by {}:", s.top.len(), s.objective)?;
-    }
-    let top: Vec<(usize, &PointReport)> = s.top.iter().enumerate().collect();
-    let (h, r) = points_table(s, &top);
-    write!(out, "{}", render(&h, &r))?;
-    if format == Format::Table || format == Format::Markdown {
-        writeln!(
-            out,
-            "\nPareto front, {} vs {} ({} points):",
-            s.pareto[0],
-            s.pareto[1],
-            s.front.len()
-        )?;
+/// The sweep, its points and how many of them were evaluated and feasible.
+fn counts(s: &Summary, doc: &mut Rendered) {
+    doc.text(format!(
+        "sweep: {} ({} on {})",
+        s.name, s.workload, s.system
+    ));
+    let shards = if s.shards.len() == 1 && s.shards[0].count > 1 {
+        format!(
+            ", shard {}/{} (points {}..{})",
+            s.shards[0].index, s.shards[0].count, s.shards[0].start, s.shards[0].end
+        )
     } else {
-        writeln!(out)?;
+        String::new()
+    };
+    doc.text(format!(
+        "{} points: {} program(s) × {} machine points ({}){shards}",
+        s.total_points,
+        s.programs.len(),
+        s.points_per_program,
+        match s.sampling {
+            Sampling::Grid => "grid".to_string(),
+            Sampling::Random { seed, .. } => format!("random, seed {seed}"),
+            Sampling::LatinHypercube { seed, .. } => format!("Latin hypercube, seed {seed}"),
+        }
+    ));
+    let inf: Vec<String> = s
+        .infeasible
+        .iter()
+        .map(|(r, n)| format!("{n} {r}"))
+        .collect();
+    doc.text(format!(
+        "evaluated {}: {} feasible{}",
+        s.evaluated,
+        s.feasible,
+        if inf.is_empty() {
+            String::new()
+        } else {
+            format!("; infeasible: {}", inf.join(", "))
+        }
+    ));
+    if !s.skipped_programs.is_empty() {
+        doc.text(format!(
+            "{} program(s) skipped, e.g. {}: {}",
+            s.skipped_programs.len(),
+            s.skipped_programs[0].label,
+            s.skipped_programs[0].reason
+        ));
     }
+}
+
+/// The run's counts, then the best points and the Pareto front, for a table and Markdown alike;
+/// CSV and JSON carry the points as data.
+pub fn print(s: &Summary, format: Format, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut doc = Rendered::new(s, Csv::Text(tessera::sweep::report::csv_points(s)));
+    counts(s, &mut doc);
+    doc.text(format!("\nbest {} by {}:", s.top.len(), s.objective));
+    let top: Vec<(usize, &PointReport)> = s.top.iter().enumerate().collect();
+    doc.table(points_table(s, &top).into());
+    doc.text(format!(
+        "\nPareto front, {} vs {} ({} points):",
+        s.pareto[0],
+        s.pareto[1],
+        s.front.len()
+    ));
     // A long front is summarised in tables by rows spread evenly along it; CSV and JSON carry
     // all of it.
     let n = s.front.len();
-    let pick: Vec<(usize, &PointReport)> = if format == Format::Csv || n <= FRONT_ROWS {
+    let pick: Vec<(usize, &PointReport)> = if n <= FRONT_ROWS {
         s.front.iter().enumerate().collect()
     } else {
         let mut v: Vec<usize> = (0..FRONT_ROWS)
@@ -150,14 +136,12 @@ pub fn print(s: &Summary, format: Format, out: &mut dyn Write) -> std::io::Resul
         v.dedup();
         v.into_iter().map(|i| (i, &s.front[i])).collect()
     };
-    let (h, r) = points_table(s, &pick);
-    write!(out, "{}", render(&h, &r))?;
+    doc.table(points_table(s, &pick).into());
     if pick.len() < n {
-        writeln!(
-            out,
+        doc.text(format!(
             "{} of {n} front points shown, spread along it (`--format json` or `--format csv` lists all)",
             pick.len()
-        )?;
+        ));
     }
-    Ok(())
+    doc.write(format.into(), out)
 }

@@ -7,6 +7,7 @@
 
 use super::{report, DiskFs, Exit, Format};
 use std::io::Write;
+use tessera::report::render::{Block, Csv, Rendered, Table};
 use tessera::units::fmt_si;
 use tessera::validate::crossval::{cross_validate, source_family, CrossValidation};
 use tessera::validate::{load_case, run_case, summarize, CaseResult, Metric, Stats, Summary};
@@ -271,9 +272,62 @@ fn write_bands(path: &str, results: &[CaseResult]) -> std::io::Result<()> {
     std::fs::write(path, tessera::validate::bands::Bands::of(results).to_ron())
 }
 
-pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
-    let mut buf: Vec<u8> = Vec::new();
-    let out: &mut dyn Write = &mut buf;
+/// What a table and Markdown show: the gated cases, the known gaps, the cases not evaluated, the
+/// summary tables, the cross-validation, and the verdict's line.
+fn texts(
+    doc: &mut Rendered,
+    results: &[CaseResult],
+    (gated, gaps): (&[&CaseResult], &[&CaseResult]),
+    summary: &Summary,
+    cv: Option<&CrossValidation>,
+    verdict: &str,
+) {
+    let header = [
+        "case",
+        "family",
+        "metric",
+        "published",
+        "predicted",
+        "error",
+        "tolerance",
+        "within",
+        "fitted",
+        "role",
+    ];
+    doc.table(Table::of(&header, gated.iter().map(|r| row(r)).collect()));
+    if !gaps.is_empty() {
+        doc.text("\nknown gaps (reported, not gated):")
+            .table(Table::of(&header, gaps.iter().map(|r| row(r)).collect()));
+    }
+    for r in results.iter().filter(|r| r.predicted.is_none()) {
+        doc.text(format!("{}: not evaluated: {}", r.id, r.detail));
+    }
+    for (title, h, rows) in summary_tables(summary) {
+        doc.text(format!("\n{title}:")).table(Table::new(h, rows));
+    }
+    if let Some(cv) = cv {
+        let (h, rows, notes) = cross_table(cv);
+        doc.text(
+            "\ncross-validated (each source family predicted with the figures fitted on it refitted without it):",
+        )
+        .table(Table::new(h, rows));
+        for n in notes {
+            doc.text(n);
+        }
+    }
+    doc.text(format!(
+        "\n{verdict}: {} of {} check cases within tolerance; check MAPE {:.1}%, largest {:.1}% (calibration set, not gated: {} of {} within, MAPE {:.1}%)",
+        summary.check.within,
+        summary.check.cases,
+        summary.check.mape * 100.0,
+        summary.check.max_abs_error * 100.0,
+        summary.calibration.within,
+        summary.calibration.cases,
+        summary.calibration.mape * 100.0,
+    ));
+}
+
+pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     let files: Vec<String> = collect(&a.paths)?
         .into_iter()
         .filter(|f| is_case(f))
@@ -314,86 +368,30 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
         .map(|_| cross_validate(&cases, &results, |c| source_family(&c.file)));
     let (gated, gaps): (Vec<&CaseResult>, Vec<&CaseResult>) =
         results.iter().partition(|r| !r.known_gap);
-    match a.format {
-        Format::Json => {
-            let mut v = serde_json::json!({
-                "cases": gated,
-                "summary": summary,
-                "known_gaps": gaps,
-            });
-            if let Some(cv) = &cv {
-                v["cross_validation"] = serde_json::to_value(cv).expect("json");
-            }
-            writeln!(out, "{}", serde_json::to_string_pretty(&v).expect("json"))?;
-        }
-        Format::Csv => {
-            // One row per case (`known_gap` true for the ones reported, not gated), the cases'
-            // JSON keys as columns.
-            write!(out, "{}", tessera::report::records::csv_of(&results))?;
-        }
-        Format::Table | Format::Markdown => {
-            let header: Vec<String> = [
-                "case",
-                "family",
-                "metric",
-                "published",
-                "predicted",
-                "error",
-                "tolerance",
-                "within",
-                "fitted",
-                "role",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            let rows: Vec<Vec<String>> = gated.iter().map(|r| row(r)).collect();
-            let gap_rows: Vec<Vec<String>> = gaps.iter().map(|r| row(r)).collect();
-            let render = |h: &[String], r: &[Vec<String>]| match a.format {
-                Format::Markdown => tessera::report::markdown_table(h, r),
-                _ => tessera::report::table(h, r),
-            };
-            writeln!(out, "{}", render(&header, &rows))?;
-            if !gap_rows.is_empty() {
-                writeln!(out, "\nknown gaps (reported, not gated):")?;
-                writeln!(out, "{}", render(&header, &gap_rows))?;
-            }
-            for r in results.iter().filter(|r| r.predicted.is_none()) {
-                writeln!(out, "{}: not evaluated: {}", r.id, r.detail)?;
-            }
-            for (title, h, rows) in summary_tables(&summary) {
-                writeln!(out, "\n{title}:")?;
-                writeln!(out, "{}", render(&h, &rows))?;
-            }
-            if let Some(cv) = &cv {
-                let (h, rows, notes) = cross_table(cv);
-                writeln!(
-                    out,
-                    "\ncross-validated (each source family predicted with the figures fitted on it refitted without it):"
-                )?;
-                writeln!(out, "{}", render(&h, &rows))?;
-                for n in notes {
-                    writeln!(out, "{n}")?;
-                }
-            }
-            writeln!(
-                out,
-                "\n{}: {} of {} check cases within tolerance; check MAPE {:.1}%, largest {:.1}% (calibration set, not gated: {} of {} within, MAPE {:.1}%)",
-                if summary.pass && !failed_load {
-                    "PASS"
-                } else {
-                    "FAIL"
-                },
-                summary.check.within,
-                summary.check.cases,
-                summary.check.mape * 100.0,
-                summary.check.max_abs_error * 100.0,
-                summary.calibration.within,
-                summary.calibration.cases,
-                summary.calibration.mape * 100.0,
-            )?;
-        }
+    let mut json = serde_json::json!({
+        "cases": gated,
+        "summary": summary,
+        "known_gaps": gaps,
+    });
+    if let Some(cv) = &cv {
+        json["cross_validation"] = serde_json::to_value(cv).expect("json");
     }
+    // CSV: one row per case (`known_gap` true for the ones reported, not gated), the cases' JSON
+    // keys as columns
+    let mut doc = Rendered::new(&json, Csv::Records(&results));
+    let verdict = if summary.pass && !failed_load {
+        "PASS"
+    } else {
+        "FAIL"
+    };
+    texts(
+        &mut doc,
+        &results,
+        (&gated, &gaps),
+        &summary,
+        cv.as_ref(),
+        verdict,
+    );
     let p = picture(&results);
     a.plot
         .draw(|size, w| tessera::plot::validate::validate(&p, size, w))?;
@@ -412,12 +410,10 @@ pub fn run(a: Args, stdout: &mut dyn Write) -> std::io::Result<Exit> {
             tessera::report::html::validate::validate_report(&results, &summary, &bands, &pictures)
         })?;
     }
-    if a.format == Format::Markdown {
-        if let Some(img) = a.plot.markdown_image("predicted against published") {
-            writeln!(out, "\n{img}")?;
-        }
+    if let Some(img) = a.plot.markdown_image("predicted against published") {
+        doc.markdown(Block::Text(format!("\n{img}")));
     }
-    a.plot.output(stdout, |w| w.write_all(&buf))?;
+    a.plot.output(out, |w| doc.write(a.format.into(), w))?;
     Ok(if summary.pass && !failed_load {
         Exit::Ok
     } else {

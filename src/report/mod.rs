@@ -4,22 +4,14 @@ pub mod catalogue;
 pub mod html;
 pub mod placement;
 pub mod records;
+pub mod render;
 pub mod roofline;
 pub mod system;
 
 use tabled::settings::Style;
 
-/// A two-column (quantity, value) table.
+/// An amount of money as a table shows it (`$2.50M`).
 pub use crate::units::fmt_usd as money;
-
-pub fn kv_table(rows: &[(String, String)]) -> String {
-    let mut b = tabled::builder::Builder::default();
-    b.push_record(["quantity", "value"]);
-    for (k, v) in rows {
-        b.push_record([cell(k), cell(v)]);
-    }
-    b.build().with(Style::sharp()).to_string()
-}
 
 /// Characters a table cell shows at most (names come from input files and may be of any length).
 pub const CELL_MAX: usize = 200;
