@@ -21,16 +21,17 @@ pub enum Format {
 
 /// A value to write as data: any `Serialize`, as `--format json` writes it and as CSV records.
 pub trait Data {
-    /// Pretty-printed JSON.
-    fn json(&self) -> String;
+    /// Pretty-printed JSON, written to `out`.
+    fn json(&self, out: &mut dyn Write) -> std::io::Result<()>;
     /// CSV of its records ([`super::records::csv_of`]): a list's items, one row each; any other
     /// value is one record.
     fn csv(&self) -> String;
 }
 
 impl<T: Serialize> Data for T {
-    fn json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a report serialises to JSON")
+    fn json(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, self)?;
+        Ok(())
     }
 
     fn csv(&self) -> String {
@@ -187,7 +188,10 @@ impl<'a> Rendered<'a> {
     /// Write the report in `format` to `out`.
     pub fn write(&self, format: Format, out: &mut dyn Write) -> std::io::Result<()> {
         match (format, &self.csv) {
-            (Format::Json, _) => writeln!(out, "{}", self.json.json()),
+            (Format::Json, _) => {
+                self.json.json(out)?;
+                writeln!(out)
+            }
             (Format::Csv, Csv::Records(d)) => write!(out, "{}", d.csv()),
             (Format::Csv, Csv::Table(t)) => write!(out, "{}", super::csv(&t.header, &t.rows)),
             (Format::Csv, Csv::Text(s)) => write!(out, "{s}"),
