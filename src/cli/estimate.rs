@@ -456,6 +456,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
                 &sys,
                 &w.name,
                 &p.program,
+                &p.machine,
                 p.mapping.dp,
             )
             .ok_or_else(|| {

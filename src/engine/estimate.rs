@@ -463,6 +463,8 @@ fn detail(
 ) -> Option<String> {
     use program::Phase;
     let n_ops = p.ops.len();
+    // (only the records of the form each stage runs on this machine)
+    let running = cpu::running(p, m);
     let category_of = |i: usize| -> &'static str {
         let Some(op) = p.ops.get(i) else {
             return "communication";
@@ -480,7 +482,9 @@ fn detail(
         trace
             .iter()
             .enumerate()
-            .filter(|(i, t)| **t > 0.0 && want.is_none_or(|w| category_of(*i) == w))
+            .filter(|(i, t)| {
+                **t > 0.0 && running.record(*i) && want.is_none_or(|w| category_of(*i) == w)
+            })
             .max_by(|a, b| a.1.total_cmp(b.1))
     };
     let (i, t) = largest(category).or_else(|| largest(None))?;

@@ -42,6 +42,41 @@ pub enum Phase {
     Host = 5,
 }
 
+/// Which form of its stage's program a record belongs to. A training step on a system with a
+/// weight store is lowered in both its forms at once (`lower::training::stream`): the weights on
+/// the devices, or streamed layer by layer from the store that runs the optimizer update
+/// (Cerebras' weight streaming). The records the two share are [`Form::Both`]; each evaluator
+/// runs, per stage, the form that the stage's placement on the machine it evaluates selects
+/// (`cpu::streams`), so a point whose capacities move the state into the store (or out of it) is
+/// priced in the form a fresh lowering of that system would give. Readers outside the evaluators
+/// see only the records that run (`cpu::running`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[repr(u32)]
+pub enum Form {
+    /// In both forms (every record of a program with one form).
+    #[default]
+    Both = 0,
+    /// Only where the state stays on the devices (the update on the devices or the host, the
+    /// gradient reduction and parameter gathers between replicas).
+    OnDevice = 1,
+    /// Only where the weights stream from the store (the update in the store, the stream's
+    /// broadcast/reduce tree).
+    Streamed = 2,
+}
+
+impl Form {
+    /// Whether a record of this form runs in a stage that streams its weights (`streams`) or
+    /// keeps them on its devices.
+    #[inline]
+    pub fn runs(self, streams: bool) -> bool {
+        match self {
+            Form::Both => true,
+            Form::OnDevice => !streams,
+            Form::Streamed => streams,
+        }
+    }
+}
+
 /// One operator, per device.
 #[derive(Clone, Debug, Serialize)]
 pub struct Op {
@@ -64,6 +99,8 @@ pub struct Op {
     pub count: f64,
     pub section: Section,
     pub phase: Phase,
+    /// The form of the program it belongs to ([`Form::Both`] but in a program lowered in two).
+    pub form: Form,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -301,6 +338,8 @@ pub struct Comm {
     /// Its alpha-beta coefficients per link class, settled when it is built
     /// ([`Comm::with_coeffs`]); the evaluators read only these.
     pub coeffs: Coeffs,
+    /// The form of the program it belongs to ([`Form::Both`] but in a program lowered in two).
+    pub form: Form,
 }
 
 /// Latencies and bytes one call of a collective puts on one link class.
@@ -464,6 +503,65 @@ impl Program {
         } else {
             Cow::Borrowed(&self.stages)
         }
+    }
+}
+
+/// The records of a program that run on one machine: in each stage class, those of the form
+/// the stage runs there (`Form::runs`). Built by `cpu::running`, where the placement selects
+/// each stage's form; every reader of a program's operators and collectives outside the
+/// evaluators reads them through it, so none sees both forms of a program lowered in two.
+#[derive(Clone, Debug)]
+pub struct Running {
+    ops: Vec<bool>,
+    comms: Vec<bool>,
+}
+
+impl Running {
+    /// The records of `p` that run where `streams` says which stages stream their weights.
+    pub fn of(p: &Program, streams: impl Fn(&Stage) -> bool) -> Running {
+        let mut r = Running {
+            ops: vec![false; p.ops.len()],
+            comms: vec![false; p.comms.len()],
+        };
+        for st in p.stage_list().iter() {
+            let s = streams(st);
+            for i in st.ops.clone() {
+                r.ops[i] = p.ops[i].form.runs(s);
+            }
+            for i in st.comms.clone() {
+                r.comms[i] = p.comms[i].form.runs(s);
+            }
+        }
+        r
+    }
+
+    /// Whether operator `i` runs.
+    pub fn op(&self, i: usize) -> bool {
+        self.ops.get(i).copied().unwrap_or(false)
+    }
+
+    /// Whether collective `i` runs.
+    pub fn comm(&self, i: usize) -> bool {
+        self.comms.get(i).copied().unwrap_or(false)
+    }
+
+    /// Whether record `i` of a trace (`cpu::eval_traced`: the operators, then the collectives)
+    /// runs.
+    pub fn record(&self, i: usize) -> bool {
+        match i.checked_sub(self.ops.len()) {
+            None => self.op(i),
+            Some(j) => self.comm(j),
+        }
+    }
+
+    /// The operators that run, with their index in the program.
+    pub fn ops<'a>(&'a self, p: &'a Program) -> impl Iterator<Item = (usize, &'a Op)> + 'a {
+        p.ops.iter().enumerate().filter(|(i, _)| self.op(*i))
+    }
+
+    /// The collectives that run, with their index in the program.
+    pub fn comms<'a>(&'a self, p: &'a Program) -> impl Iterator<Item = (usize, &'a Comm)> + 'a {
+        p.comms.iter().enumerate().filter(|(i, _)| self.comm(*i))
     }
 }
 

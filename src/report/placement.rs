@@ -4,7 +4,8 @@
 //! so that neighbours in the pipeline are neighbours on the mesh, and the mesh traffic through the
 //! busiest link of each region per step. Data only; `plot::placement` draws it.
 
-use crate::engine::program::{Program, Section};
+use crate::engine::cpu;
+use crate::engine::program::{Machine, Program, Section};
 use crate::model::system::System;
 use serde::Serialize;
 
@@ -39,9 +40,17 @@ pub struct Placement {
     pub regions: Vec<Region>,
 }
 
-/// The placement of `p` (one replica of `dp`) on `sys`; `None` when the device has no mesh.
-pub fn placement(sys: &System, workload: &str, p: &Program, dp: u64) -> Option<Placement> {
+/// The placement of `p` (one replica of `dp`) on `sys`, with the records that run on `mach`;
+/// `None` when the device has no mesh.
+pub fn placement(
+    sys: &System,
+    workload: &str,
+    p: &Program,
+    mach: &Machine,
+    dp: u64,
+) -> Option<Placement> {
     let ms = sys.device.mesh.as_ref()?;
+    let running = cpu::running(p, mach);
     let (x, y) = ms.sides();
     let dp = dp.max(1) as f64;
     // regions in pipeline order: each stage class `repeat` times, each on its share of a device
@@ -55,7 +64,12 @@ pub fn placement(sys: &System, workload: &str, p: &Program, dp: u64) -> Option<P
     {
         let share = st.devices / dp;
         let mut bytes = 0.0;
-        for c in &p.comms[st.comms.clone()] {
+        for c in st
+            .comms
+            .clone()
+            .filter(|&i| running.comm(i))
+            .map(|i| &p.comms[i])
+        {
             if c.mesh > 0.0 {
                 let mult = if c.section == Section::MicroBatch {
                     p.micro_batches

@@ -125,6 +125,8 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
     let mut trace = Vec::new();
     let e = cpu::eval_traced(p, mach, Some(&mut trace));
     let placed = cpu::place(&p.footprint, mach);
+    // the records of the form each stage runs on `mach` (a program may carry two)
+    let running = cpu::running(p, mach);
 
     // Names of the tiers the engine places data in.
     let sram_name = d
@@ -215,9 +217,9 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
     }
     // Vector engines: every format the file gives a rate for, and the formats the workload's
     // vector operators use (their rate may be assumed from the matrix rate).
-    let used: Vec<usize> = p
-        .ops
-        .iter()
+    let used: Vec<usize> = running
+        .ops(p)
+        .map(|(_, o)| o)
         .filter(|o| !o.matrix)
         .map(|o| o.precision)
         .collect();
@@ -249,7 +251,7 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
     let mut ops = Vec::new();
     if e.feasible {
         let (wt, at) = (e.weights_tier, e.working_tier);
-        for (i, op) in p.ops.iter().enumerate() {
+        for (k, (i, op)) in running.ops(p).enumerate() {
             let mult = if op.section as usize == 0 {
                 p.micro_batches
             } else {
@@ -276,7 +278,7 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
             };
             let bytes = op.weight_bytes + op.act_bytes;
             ops.push(OpPoint {
-                index: i + 1,
+                index: k + 1,
                 name: op.name.to_string(),
                 phase: phase_name(op.phase),
                 precision: prec.name(),
@@ -312,7 +314,7 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
         ceilings,
         ops,
         mesh: crate::report::system::mesh_summary(sys),
-        regions: crate::report::placement::placement(sys, &w.name, p, m.dp)
+        regions: crate::report::placement::placement(sys, &w.name, p, mach, m.dp)
             .map(|pl| pl.regions)
             .unwrap_or_default(),
     }

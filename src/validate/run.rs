@@ -66,7 +66,8 @@ fn evaluate(
     let mut trace = Vec::new();
     cpu::eval_traced(&p, &mach, Some(&mut trace));
     let (mut fwd, mut all) = (0.0, 0.0);
-    for (op, t) in p.ops.iter().zip(&trace) {
+    for (i, op) in cpu::running(&p, &mach).ops(&p) {
+        let t = trace.get(i).unwrap_or(&0.0);
         if op.section == Section::MicroBatch {
             all += t;
             if op.phase == Phase::Forward {

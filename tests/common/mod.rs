@@ -117,6 +117,7 @@ pub fn comm(
         inner_share: 1.0,
         mesh: 0.0,
         coeffs: Default::default(),
+        form: tessera::engine::program::Form::Both,
     }
     .with_coeffs()
 }

@@ -28,6 +28,7 @@ fn gemm_program(m: f64, n: f64, k: f64) -> Program {
             count: 1.0,
             section: Section::MicroBatch,
             phase: Phase::Forward,
+            form: Form::Both,
         }],
         comms: vec![],
         stages: Vec::new(),
@@ -569,6 +570,7 @@ fn two_stage_program(micro_batches: f64) -> Program {
         count: 1.0,
         section: Section::MicroBatch,
         phase: Phase::Forward,
+        form: Form::Both,
     };
     let fp = |w: f64| Footprint {
         weights: w,
@@ -1127,6 +1129,7 @@ fn pooled_program(micro_batches: f64, pool_bytes: f64, kv_bytes: f64) -> Program
         count: 1.0,
         section: Section::Step,
         phase: Phase::Forward,
+        form: Form::Both,
     });
     p.comms.push(Comm {
         section: Section::Step,

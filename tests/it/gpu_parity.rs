@@ -164,27 +164,23 @@ fn plans() -> Vec<Plan> {
             "gpt3-175b-mlperf",
             "auto",
             &[
-                // the placement's slots as the evaluators read them (`machine.<slot>`: a sweep
-                // refuses the file-shaped paths here, whose values would call for re-lowering)
-                ("machine.sram_capacity", "\"10 GB .. 400 GB log\""),
+                ("device.memory.SRAM.capacity", "\"10 GB .. 400 GB log\""),
                 ("device.memory.SRAM.bandwidth", "\"5 PB/s .. 40 PB/s\""),
                 ("weight_store.bandwidth", "\"0.2 TB/s .. 5 TB/s log\""),
-                ("machine.ext_capacity", "[\"1 TB\", \"12 TB\", \"100 TB\"]"),
+                ("weight_store.capacity", "[\"1 TB\", \"12 TB\", \"100 TB\"]"),
                 ("scale_out.bandwidth", "\"100 Gb/s .. 2400 Gb/s\""),
                 ("device.tdp", "\"15 kW .. 30 kW\""),
                 // the optimizer update inside the store, and the training's mesh shifts
+                ("weight_store.compute", "\"10 TFLOP/s .. 10 PFLOP/s log\""),
                 (
-                    "machine.weight_store_compute",
-                    "\"10 TFLOP/s .. 10 PFLOP/s log\"",
-                ),
-                (
-                    "machine.weight_store_memory_bandwidth",
+                    "weight_store.memory_bandwidth",
                     "\"1 TB/s .. 500 TB/s log\"",
                 ),
                 ("device.mesh.link_bandwidth", "\"0.1 GB/s .. 50 GB/s log\""),
             ],
             "Random(points: 120, seed: 3)",
         ),
+        threshold_plan(),
         // inference
         plan_of(
             "dgx-h100",
@@ -324,6 +320,65 @@ fn plans() -> Vec<Plan> {
             "LatinHypercube(points: 3000, seed: 4)",
         ),
     ]
+}
+
+/// A training step across the weight-streaming threshold (issue 40): MPT-760m on the CS-3
+/// cluster, below the 1e9 parameters from which the cluster always streams, keeps its state in
+/// SRAM where it fits and streams it from MemoryX where it does not, point by point; the program
+/// carries both forms and each evaluator runs the one the point's placement selects. With the
+/// store's compute and memory bandwidth swept too (the update in the store), and ZeRO 0 so that
+/// the whole state is each device's.
+fn threshold_plan() -> Plan {
+    let m = common::scratch_dir("tessera-gpu-test").join("zero0-mb1.ron");
+    std::fs::write(
+        &m,
+        "Mapping(version: 1, micro_batch: 1, zero: 0, source: \"t\", sources: {\"t\": \"test layout\"})",
+    )
+    .unwrap();
+    plan_of(
+        "cerebras-cs3-cluster",
+        "mpt-760m-foundry",
+        &m.to_string_lossy(),
+        &[
+            ("device.memory.SRAM.capacity", "\"4 GB .. 60 GB log\""),
+            ("weight_store.bandwidth", "\"0.2 TB/s .. 5 TB/s log\""),
+            ("weight_store.compute", "\"10 TFLOP/s .. 10 PFLOP/s log\""),
+            (
+                "weight_store.memory_bandwidth",
+                "\"1 TB/s .. 500 TB/s log\"",
+            ),
+            ("device.tdp", "\"15 kW .. 30 kW\""),
+        ],
+        "Random(points: 300, seed: 43)",
+    )
+}
+
+/// The threshold plan straddles the threshold: on the CPU evaluator, some of its feasible points
+/// keep the state on the devices and some stream it (so the parity test above prices both forms
+/// on both evaluators). Runs without a GPU.
+#[test]
+fn the_threshold_plan_prices_both_forms() {
+    use tessera::engine::{cpu, program::Tier};
+    let plan = threshold_plan();
+    let (mut on_device, mut streamed) = (0, 0);
+    for i in 0..plan.total() {
+        let p = &plan.programs[plan.locate(i).0].program;
+        let m = plan.machine(i);
+        let e = cpu::eval(p, &m);
+        if !e.feasible {
+            continue;
+        }
+        if e.weights_tier == Tier::External && cpu::streams(e.weights_tier, &m) {
+            streamed += 1;
+        } else {
+            on_device += 1;
+        }
+    }
+    assert!(
+        on_device >= 30 && streamed >= 30,
+        "on the devices {on_device}, streamed {streamed} of {}",
+        plan.total()
+    );
 }
 
 fn rel(a: f64, b: f64) -> f64 {
@@ -674,6 +729,7 @@ fn link_timelines_agree_on_every_section_and_overlap() {
         count: 1.0,
         section,
         phase,
+        form: tessera::engine::program::Form::Both,
     };
     let (mbs, stp) = (Section::MicroBatch, Section::Step);
     let comm = |kind, bytes, outer, section, overlap| Comm {
@@ -867,6 +923,7 @@ fn one_gemm(footprint: tessera::engine::program::Footprint) -> tessera::engine::
             count: 1.0,
             section: Section::MicroBatch,
             phase: Phase::Forward,
+            form: tessera::engine::program::Form::Both,
         }],
         comms: Vec::new(),
         stages: Vec::new(),

@@ -29,6 +29,11 @@ const CPU_ONLY: &[(&str, &str)] = &[
         "the throttle figure of a single estimate; the kernel reports no throttle",
     ),
     (
+        "running",
+        "which records of a program run on one machine, for the readers of a single estimate \
+         (reports, traces); the kernel selects each stage's form in its loop (`streams`)",
+    ),
+    (
         "largest_usable_capacity",
         "the capacity an infeasible estimate reports; the kernel reports the shortfall only",
     ),
@@ -44,6 +49,11 @@ const KERNEL_ONLY: &[(&str, &str)] = &[
         "tax_group",
         "reads a collective's packed `booking` as `program::Booking::tax_group`, a method the \
          CPU evaluator calls on the lowering's type (not under `engine/cpu/`)",
+    ),
+    (
+        "runs",
+        "reads a record's packed `form` as `program::Form::runs`, a method the CPU evaluator \
+         calls on the lowering's type (not under `engine/cpu/`)",
     ),
     (
         "booking_pass",

@@ -28,6 +28,7 @@ fn gemm(secs: f64, phase: Phase, section: Section) -> Op {
         count: secs / (flops / 989.4e12),
         section,
         phase,
+        form: Form::Both,
     }
 }
 

@@ -949,7 +949,7 @@ fn cs3_placement() -> tessera::report::placement::Placement {
     let w = workload("workloads/llama3.1-8b-serving.ron");
     let p = tessera::engine::prepare(&s, &w, &MappingChoice::Auto(Objective::Time), Some(1))
         .unwrap_or_else(|e| panic!("{}", e.reason));
-    tessera::report::placement::placement(&s, &w.name, &p.program, p.mapping.dp)
+    tessera::report::placement::placement(&s, &w.name, &p.program, &p.machine, p.mapping.dp)
         .expect("a wafer has a mesh")
 }
 
@@ -976,9 +976,14 @@ fn placement_covers_the_wafer_region_by_region() {
     let w = workload("workloads/llama3.1-8b-serving.ron");
     let p = tessera::engine::prepare(&h100, &w, &MappingChoice::Auto(Objective::Time), None)
         .unwrap_or_else(|e| panic!("{}", e.reason));
-    assert!(
-        tessera::report::placement::placement(&h100, &w.name, &p.program, p.mapping.dp).is_none()
-    );
+    assert!(tessera::report::placement::placement(
+        &h100,
+        &w.name,
+        &p.program,
+        &p.machine,
+        p.mapping.dp
+    )
+    .is_none());
 }
 
 #[test]

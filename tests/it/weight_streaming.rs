@@ -55,10 +55,12 @@ fn given(s: &System, w: &Workload, devices: u64) -> (Program, Machine) {
 use crate::common::tessera;
 
 /// Bytes per step the devices' operators move to and from the weight store (their weight
-/// bytes, when the state lives there).
-fn link_bytes(p: &Program) -> f64 {
-    p.ops
-        .iter()
+/// bytes, when the state lives there), of the form the program runs on `m` (`cpu::running`: a
+/// program on a system with a store carries both forms).
+fn link_bytes(p: &Program, m: &Machine) -> f64 {
+    cpu::running(p, m)
+        .ops(p)
+        .map(|(_, o)| o)
         .filter(|o| o.phase != Phase::Store)
         .map(|o| {
             let mult = if o.section == Section::MicroBatch {
@@ -83,9 +85,14 @@ fn the_optimizer_update_runs_inside_memoryx_and_its_state_never_crosses_the_link
         Tier::External,
         "8B training streams its weights"
     );
-    let store: Vec<_> = p.ops.iter().filter(|o| o.phase == Phase::Store).collect();
+    // the records that run on this machine (the program carries the on-device form too)
+    let running = cpu::running(&p, &m);
+    let store: Vec<_> = running
+        .ops(&p)
+        .filter(|(_, o)| o.phase == Phase::Store)
+        .collect();
     assert_eq!(store.len(), 1, "one update, in the store");
-    assert!(p.ops.iter().all(|o| o.phase != Phase::Update));
+    assert!(running.ops(&p).all(|(_, o)| o.phase != Phase::Update));
     // the update's time is the store's: ten times its memory bandwidth and compute shorten the
     // step; ten times the link's bandwidth leaves the update as it was
     let mut fast_store = m.clone();
@@ -99,16 +106,17 @@ fn the_optimizer_update_runs_inside_memoryx_and_its_state_never_crosses_the_link
     if let Task::Training(tr) = &mut w2.task {
         tr.optimizer_bytes *= 2.0;
     }
-    let (p2, _) = prepared(&s, &w2, Some(1));
-    assert_eq!(link_bytes(&p), link_bytes(&p2));
-    let upd = |p: &Program| {
-        p.ops
-            .iter()
-            .find(|o| o.phase == Phase::Store)
+    let (p2, m2) = prepared(&s, &w2, Some(1));
+    assert_eq!(link_bytes(&p, &m), link_bytes(&p2, &m2));
+    let upd = |p: &Program, m: &Machine| {
+        cpu::running(p, m)
+            .ops(p)
+            .find(|(_, o)| o.phase == Phase::Store)
             .unwrap()
+            .1
             .weight_bytes
     };
-    assert!(upd(&p2) > upd(&p));
+    assert!(upd(&p2, &m2) > upd(&p, &m));
 }
 
 #[test]
@@ -119,7 +127,9 @@ fn a_model_that_fits_the_wafer_never_streams_and_updates_on_the_wafer() {
     let e = cpu::eval(&p, &m);
     assert!(e.feasible, "{:?}", e.reason());
     assert_eq!(e.weights_tier, Tier::Sram);
-    assert!(p.ops.iter().all(|o| o.phase != Phase::Store));
+    assert!(cpu::running(&p, &m)
+        .ops(&p)
+        .all(|(_, o)| o.phase != Phase::Store));
 }
 
 #[test]
@@ -132,9 +142,10 @@ fn swarmx_replaces_the_gradient_all_reduce_between_systems() {
     assert!(e.feasible, "{:?}", e.reason());
     assert_eq!(e.weights_tier, Tier::External);
     // no all-reduce of gradients between the systems: the tree reduces them in the stream
-    let grads: Vec<_> = p
-        .comms
-        .iter()
+    let running = cpu::running(&p, &m);
+    let grads: Vec<_> = running
+        .comms(&p)
+        .map(|(_, c)| c)
         .filter(|c| c.role == Role::GradientReduction)
         .collect();
     assert!(!grads.is_empty(), "the tree's latency is charged");
@@ -144,9 +155,9 @@ fn swarmx_replaces_the_gradient_all_reduce_between_systems() {
     }
     // each system's link carries the stream once: per device, the bytes over the link are those
     // of one system's share of the batch
-    let (p1, _) = given(&s, &w, 1);
-    let per_mb = |p: &Program| link_bytes(p) / p.micro_batches;
-    assert!((per_mb(&p) - per_mb(&p1)).abs() <= 1e-9 * per_mb(&p1));
+    let (p1, m1) = given(&s, &w, 1);
+    let per_mb = |p: &Program, m: &Machine| link_bytes(p, m) / p.micro_batches;
+    assert!((per_mb(&p, &m) - per_mb(&p1, &m1)).abs() <= 1e-9 * per_mb(&p1, &m1));
 }
 
 /// Average power at a boundary, from the CLI.

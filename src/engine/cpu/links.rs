@@ -136,9 +136,16 @@ pub struct Tax {
 /// take their own cores (a pipeline exchange beside a data-parallel reduction: two
 /// communicators' kernels), so a pass can lose up to twice the share. The weight store's, the
 /// mesh's and the host link's transfers are DMA and router traffic and take no cores.
+/// Only the collectives of the form the stage runs count (`streams`, `Form::runs`).
 /// `windows`: the micro-batch's forward, its backward, the whole micro-batch, the step section
 /// (s, at full clock). A faster link or faster compute never raises it.
-pub fn collective_tax(p: &Program, st: &Stage, m: &Machine, windows: [f64; 4]) -> Tax {
+pub fn collective_tax(
+    p: &Program,
+    st: &Stage,
+    m: &Machine,
+    streams: bool,
+    windows: [f64; 4],
+) -> Tax {
     let [fwd, bwd, mb, step] = windows;
     let share = m[t::COMM_SHARE];
     let mut tax = Tax::default();
@@ -149,7 +156,7 @@ pub fn collective_tax(p: &Program, st: &Stage, m: &Machine, windows: [f64; 4]) -
     // forward-riding, backward-riding
     let mut d = [0.0f64; 6];
     for c in &p.comms[st.comms.clone()] {
-        if c.coeffs.cores <= 0.0 {
+        if c.coeffs.cores <= 0.0 || !c.form.runs(streams) {
             continue;
         }
         let Some(g) = c.booking().tax_group() else {

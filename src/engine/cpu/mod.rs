@@ -21,8 +21,8 @@ pub use links::{
     collective, collective_links, collective_tax, combine, schedule, Tax, LINKS, PASSES,
 };
 pub use roofline::{
-    largest_usable_capacity, main_tier, op_time, place, ridge_bin, usable_capacity, OpTime,
-    RIDGE_BINS,
+    largest_usable_capacity, main_tier, op_time, place, ridge_bin, running, streams,
+    usable_capacity, OpTime, RIDGE_BINS,
 };
 
 use clock::demand_at_full;

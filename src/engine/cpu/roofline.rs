@@ -145,6 +145,28 @@ pub fn place(f: &Footprint, m: &Machine) -> Option<(Tier, Tier)> {
     None
 }
 
+/// Whether a stage whose state [`place`] puts in tier `wt` runs its weight-streamed form
+/// ([`Form::Streamed`]): its state is in the weight store and the store can run the optimizer
+/// update (it has compute and memory bandwidth). Else its on-device form, whose update runs on
+/// the devices (or the host) with the weights where they are placed. The program carries both
+/// where the system has a store (`lower::training::stream`); this is the one place the choice
+/// is made, on the machine as evaluated, so a sweep point that moves the state in or out of the
+/// store is priced as a fresh estimate of that system would be.
+#[inline]
+pub fn streams(wt: Tier, m: &Machine) -> bool {
+    wt == Tier::External && m[t::STORE_COMPUTE] > 0.0 && m[t::STORE_MEMORY_BANDWIDTH] > 0.0
+}
+
+/// The records of `p` that run on `m` ([`Running`]): in each stage class, those of the form its
+/// placement there selects ([`streams`]; a stage that fits nowhere, its on-device form). Every
+/// reader of a program's operators and collectives outside the evaluators (reports, traces,
+/// bottleneck names) reads them through this, so none sees both forms.
+pub fn running(p: &Program, m: &Machine) -> Running {
+    Running::of(p, |st| {
+        place(&st.footprint, m).is_some_and(|(wt, _)| streams(wt, m))
+    })
+}
+
 /// Memory-bound operators are binned by how close their compute comes to their memory time
 /// (compute / memory in quarters), so that a throttled clock turns the ones near the ridge
 /// compute-bound first.
@@ -168,8 +190,9 @@ pub(super) fn ridge_bins(
     at: Tier,
 ) -> [([f64; RIDGE_BINS], [f64; RIDGE_BINS]); 2] {
     let mut out = [([0.0; RIDGE_BINS], [0.0; RIDGE_BINS]); 2];
+    let s = streams(wt, m);
     for op in &p.ops[st.ops.clone()] {
-        if matches!(op.phase, Phase::Store | Phase::Host) {
+        if !op.form.runs(s) || matches!(op.phase, Phase::Store | Phase::Host) {
             continue;
         }
         if let Some(OpTime {

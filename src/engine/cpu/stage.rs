@@ -4,7 +4,7 @@
 //! `evaluate`.
 
 use super::links::{collective_links, collective_tax, combine, extend, schedule, LINKS, PASSES};
-use super::roofline::{op_time, tier_energy, OpTime};
+use super::roofline::{op_time, streams, tier_energy, OpTime};
 use crate::engine::program::*;
 use crate::engine::table::{self as t, Machine};
 
@@ -35,7 +35,8 @@ struct Busy {
 
 /// Stage `st` with its weights in tier `wt` and its working data in `at`: its operators, the
 /// software's hand-off, the collectives' tax on the compute, then the collectives on the link
-/// timelines. `None` when an operator has FLOPs the machine has no rate for.
+/// timelines, each of the form that placement selects (`streams`). `None` when an operator has
+/// FLOPs the machine has no rate for.
 pub(super) fn eval_stage(
     p: &Program,
     st: &Stage,
@@ -43,7 +44,8 @@ pub(super) fn eval_stage(
     (wt, at): (Tier, Tier),
     mut trace: Option<&mut Vec<f64>>,
 ) -> Option<StageEval> {
-    let mut b = stage_ops(p, st, m, (wt, at), trace.as_deref_mut())?;
+    let s = streams(wt, m);
+    let mut b = stage_ops(p, st, m, (wt, at), s, trace.as_deref_mut())?;
     // The software stack's hand-off of each micro-batch a pipeline stage passes on: part of
     // the stage's micro-batch, at no clock.
     let hand_off = st.hands_on * m[t::PIPELINE_STAGE_TIME];
@@ -52,14 +54,14 @@ pub(super) fn eval_stage(
     // What the overlapped collectives take from the compute they hide behind
     // (`collective_tax`): it lengthens that compute before the link timelines measure what
     // they expose.
-    let tax = collective_tax(p, st, m, [b.fwd_mb, b.bwd_mb, b.busy[0], b.busy[1]]);
+    let tax = collective_tax(p, st, m, s, [b.fwd_mb, b.bwd_mb, b.busy[0], b.busy[1]]);
     for (s, x) in [(0, tax.micro_batch), (1, tax.step)] {
         b.br[s].compute += x;
         b.busy[s] += x;
     }
     b.fwd_mb += tax.forward;
     b.bwd_mb += tax.backward;
-    stage_links(p, st, m, &mut b, trace);
+    stage_links(p, st, m, s, &mut b, trace);
     Some(StageEval {
         br: b.br,
         flop_energy: b.flop_energy,
@@ -69,12 +71,14 @@ pub(super) fn eval_stage(
     })
 }
 
-/// The roofline time and the dynamic energy of a stage's operators, per section.
+/// The roofline time and the dynamic energy of a stage's operators of the form it runs
+/// (`streams`), per section.
 fn stage_ops(
     p: &Program,
     st: &Stage,
     m: &Machine,
     (wt, at): (Tier, Tier),
+    streams: bool,
     mut trace: Option<&mut Vec<f64>>,
 ) -> Option<Busy> {
     let mb_mult = p.micro_batches;
@@ -89,6 +93,9 @@ fn stage_ops(
     let mut dyn_energy = 0.0;
     for i in st.ops.clone() {
         let op = &p.ops[i];
+        if !op.form.runs(streams) {
+            continue;
+        }
         let OpTime {
             compute: t_c,
             memory: t_m,
@@ -136,12 +143,13 @@ fn stage_ops(
     })
 }
 
-/// The stage's collectives on the link timelines: what each exposes (added to its section's
-/// communication) and the energy of its traffic.
+/// The stage's collectives of the form it runs (`streams`) on the link timelines: what each
+/// exposes (added to its section's communication) and the energy of its traffic.
 fn stage_links(
     p: &Program,
     st: &Stage,
     m: &Machine,
+    streams: bool,
     b: &mut Busy,
     mut trace: Option<&mut Vec<f64>>,
 ) {
@@ -198,7 +206,7 @@ fn stage_links(
         for i in st.comms.clone() {
             let c = &p.comms[i];
             let booking = c.booking();
-            if booking.pass() != books {
+            if booking.pass() != books || !c.form.runs(streams) {
                 continue;
             }
             let s = c.section as usize;

@@ -3,7 +3,7 @@
 //! leaf, so that the lowering's files read it without reading one another.
 
 use super::place::Group;
-use crate::engine::program::{CollKind, Comm, Name, Op, Overlap, Role, Section};
+use crate::engine::program::{CollKind, Comm, Form, Name, Op, Overlap, Role, Section};
 
 /// One collective as lowering states it: what it is for, its shape and its group. [`Builder::comm`]
 /// turns it into the program's [`Comm`].
@@ -73,6 +73,7 @@ impl Builder {
                 inner_share: 1.0,
                 mesh: cores,
                 coeffs: Default::default(),
+                form: Form::Both,
             }
             .with_coeffs(),
         );
@@ -120,6 +121,7 @@ impl Builder {
                 inner_share: g.2,
                 mesh: 0.0,
                 coeffs: Default::default(),
+                form: Form::Both,
             }
             .with_coeffs(),
         );

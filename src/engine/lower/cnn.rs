@@ -70,6 +70,7 @@ pub(super) fn cnn_training(
         count: 1.0,
         section: Section::Step,
         phase: Phase::Update,
+        form: Form::Both,
     });
     let samples = tr.global_batch as f64;
     let steps = tr.target.map(|tg| match tg {
@@ -151,6 +152,7 @@ fn conv_ops(
         count: 1.0,
         section: mbs,
         phase: Phase::Forward,
+        form: Form::Both,
     });
     b.op(Op {
         name: "conv (backward)".into(),
@@ -163,6 +165,7 @@ fn conv_ops(
         count: 1.0,
         section: mbs,
         phase: Phase::Backward,
+        form: Form::Both,
     });
     let el = layer.out_elems() * bsz;
     b.op(Op {
@@ -176,6 +179,7 @@ fn conv_ops(
         count: 1.0,
         section: mbs,
         phase: Phase::Forward,
+        form: Form::Both,
     });
     b.op(Op {
         name: "batch-norm + relu (backward)".into(),
@@ -188,5 +192,6 @@ fn conv_ops(
         count: 1.0,
         section: mbs,
         phase: Phase::Backward,
+        form: Form::Both,
     });
 }

@@ -72,6 +72,7 @@ pub(super) fn graph_run(sys: &System, g: &Graph, r: &Run, m: &Mapping) -> Result
                     count: *count,
                     section: Section::MicroBatch,
                     phase: Phase::Forward,
+                    form: Form::Both,
                 });
                 if let (Some((side, _)), Some(g), true) = (grid, gemm, *matrix) {
                     if let Some(c) = mesh_product(name, g, side, pr.bytes(), *count) {
@@ -285,6 +286,7 @@ fn host_transfer(bytes: f64, count: f64) -> Comm {
         inner_share: 1.0,
         mesh: 0.0,
         coeffs: Default::default(),
+        form: Form::Both,
     }
     .with_coeffs()
 }

@@ -111,7 +111,7 @@ fn collective_links(c: CommRec) -> array<f32, 5> {
 // What a stage's overlapped collectives take from the compute they hide behind
 // (`cpu::collective_tax`): (per micro-batch in all, of it its forward's and its backward's part,
 // once per step), from the windows (forward, backward, micro-batch, step section).
-fn collective_tax(st: StageRec, w: vec4<f32>) -> vec4<f32> {
+fn collective_tax(st: StageRec, st_streams: bool, w: vec4<f32>) -> vec4<f32> {
     let share = X[F_COMM_SHARE];
     if (share <= 0.0) {
         return vec4<f32>(0.0);
@@ -119,7 +119,7 @@ fn collective_tax(st: StageRec, w: vec4<f32>) -> vec4<f32> {
     var d = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     for (var i = 0u; i < st.n_comms; i++) {
         let c = read_CommRec(st.comm_start + i * CommRec_RECS);
-        if (c.booking == BOOKING_EXPOSED || c.cores <= 0.0) {
+        if (c.booking == BOOKING_EXPOSED || c.cores <= 0.0 || !runs(c.form, st_streams)) {
             continue;
         }
         let g = tax_group(c.booking);
@@ -198,6 +198,18 @@ fn usable_capacity(q: u32) -> f32 {
 // A tier's bandwidth at its efficiency (`cpu::tier_bandwidth`).
 fn tier_bandwidth(t: u32) -> f32 {
     return X[TIER_BANDWIDTH[t]] * X[TIER_EFFICIENCY[t]];
+}
+
+// Whether a stage whose state the placement puts in tier `wt` runs its weight-streamed form
+// (`cpu::streams`): its state in the weight store, and the store able to run the update.
+fn streams(wt: u32) -> bool {
+    return wt == TIER_EXTERNAL && X[F_STORE_COMPUTE] > 0.0 && X[F_STORE_MEMORY_BANDWIDTH] > 0.0;
+}
+
+// Whether a record of form `form` runs in a stage that streams its weights (`s`) or keeps them
+// on its devices: kernel only.
+fn runs(form: u32, s: bool) -> bool {
+    return form == FORM_BOTH || (form == FORM_STREAMED) == s;
 }
 
 // The device's power limit: its TDP, or its share of a node or facility limit if lower
@@ -387,6 +399,8 @@ fn evaluate(li: u32) -> Point {
         if (wt == TIER_NONE) {
             return infeasible(REASON_MEMORY, max(usable_capacity(TIER_SRAM), usable_capacity(TIER_HBM)) - st.total);
         }
+        // the form of the stage's program the placement selects (`cpu::streams`)
+        let st_streams = streams(wt);
         let bw_w = tier_bandwidth(wt);
         let bw_a = tier_bandwidth(at);
         // each tier's energy per byte (`cpu::tier_energy`)
@@ -411,6 +425,9 @@ fn evaluate(li: u32) -> Point {
         // the stage's operators, each at its roofline (`cpu::stage_ops`, `cpu::op_time`)
         for (var i = 0u; i < st.n_ops; i++) {
             let op = read_OpRec(st.op_start + i * OpRec_RECS);
+            if (!runs(op.form, st_streams)) {
+                continue;
+            }
             if (op.phase == PHASE_STORE || op.phase == PHASE_HOST) {
                 // inside the weight store, or on the host (`cpu::off_device_time`): off the
                 // device's clock and power; the host has no FLOP rate (its ops carry no FLOPs)
@@ -493,7 +510,7 @@ fn evaluate(li: u32) -> Point {
         oth[0] += hand_off;
         busy[0] += hand_off;
         // what the overlapped collectives take from the compute beside them (`cpu::collective_tax`)
-        let tax = collective_tax(st, vec4<f32>(fwd_mb, bwd_mb, busy[0], busy[1]));
+        let tax = collective_tax(st, st_streams, vec4<f32>(fwd_mb, bwd_mb, busy[0], busy[1]));
         comp[0] += tax.x;
         busy[0] += tax.x;
         comp[1] += tax.w;
@@ -549,7 +566,7 @@ fn evaluate(li: u32) -> Point {
             for (var i = 0u; i < st.n_comms; i++) {
                 let c = read_CommRec(st.comm_start + i * CommRec_RECS);
                 let s = c.section;
-                if (booking_pass(c.booking) != books) {
+                if (booking_pass(c.booking) != books || !runs(c.form, st_streams)) {
                     continue;
                 }
                 var lt = collective_links(c);

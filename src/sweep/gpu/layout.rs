@@ -103,7 +103,8 @@ gpu_record! {
         section: u32,
         phase: u32,
         eff3: u32,
-        pad1: u32,
+        /// The form of the program it belongs to (`program::Form`).
+        form: u32,
         /// Share of the units' time doing useful work (`Op::occupancy`).
         occupancy: f32,
         pad3: f32,
@@ -142,7 +143,8 @@ gpu_record! {
         mesh_hop_bytes: f32,
         /// Where it is booked on the link timelines (`program::Booking`, settled when packed).
         booking: u32,
-        pad6: f32,
+        /// The form of the program it belongs to (`program::Form`).
+        form: u32,
     }
 }
 
@@ -276,10 +278,10 @@ pub mod code {
     pub const MODE_SCREEN: u32 = 1;
 }
 
-/// The codes above, the cost program's enums (sections, phases, bookings) and the metric codes, as
-/// WGSL constants.
+/// The codes above, the cost program's enums (sections, phases, bookings, forms) and the metric
+/// codes, as WGSL constants.
 fn codes() -> String {
-    use crate::engine::program::{Phase, Section};
+    use crate::engine::program::{Form, Phase, Section};
     use code::*;
     let mut v: Vec<(String, u32)> = [
         ("SAMPLING_GRID", SAMPLING_GRID),
@@ -298,6 +300,9 @@ fn codes() -> String {
         ("PHASE_BACKWARD", Phase::Backward as u32),
         ("PHASE_STORE", Phase::Store as u32),
         ("PHASE_HOST", Phase::Host as u32),
+        ("FORM_BOTH", Form::Both as u32),
+        ("FORM_ON_DEVICE", Form::OnDevice as u32),
+        ("FORM_STREAMED", Form::Streamed as u32),
     ]
     .iter()
     .map(|(n, c)| (n.to_string(), *c))

@@ -48,6 +48,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 count: f(o.count),
                 section: o.section as u32,
                 phase: o.phase as u32,
+                form: o.form as u32,
                 ..OpRec::default()
             };
             recs.extend_from_slice(rec.words());
@@ -79,7 +80,7 @@ pub fn pack(programs: &[(&Program, &Fields)], space: &Space) -> Packed {
                 booking: c.booking() as u32,
                 host_lat: f(k.host.latencies),
                 host_bytes: f(k.host.bytes),
-                ..CommRec::default()
+                form: c.form as u32,
             };
             recs.extend_from_slice(rec.words());
         }

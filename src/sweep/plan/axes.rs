@@ -8,9 +8,7 @@ use super::super::values as allowed;
 use super::input::Inputs;
 use crate::diag::Diagnostic;
 use crate::engine::paths::{self, MapVal};
-use crate::engine::table as t;
 use crate::model::system::System;
-use crate::model::workload::{Task, Workload};
 
 /// The sweep's axes as the inputs give them: the machine axes, the device counts, the
 /// mapping axes, and which energy figures the machine axes make a point re-derive.
@@ -24,39 +22,9 @@ pub(super) struct Axes {
     pub machine_energy: u32,
 }
 
-/// The machine slots the placement rule reads (`cpu::place`: the tiers' capacities, the
-/// software's reserve) or that decide whether a weight store can run the update itself.
-const PLACEMENT_SLOTS: [usize; 7] = [
-    t::SRAM_CAPACITY,
-    t::HBM_CAPACITY,
-    t::EXT_CAPACITY,
-    t::HOST_CAPACITY,
-    t::MEMORY_RESERVE,
-    t::STORE_COMPUTE,
-    t::STORE_MEMORY_BANDWIDTH,
-];
-
-/// Whether lowering `w` on `sys` chooses the program's form by the placement rule: a training
-/// step on a system whose weight store runs the optimizer update streams its weights where the
-/// store holds the state (`engine::lower::training::stream`). A sweep keeps each program as it
-/// was lowered on the base system, so an axis that moves that choice would price the wrong form.
-fn form_follows_placement(sys: &System, w: &Workload) -> bool {
-    matches!(w.task, Task::Training(_))
-        && sys
-            .weight_store
-            .as_ref()
-            .is_some_and(|ws| ws.compute > 0.0 && ws.memory_bandwidth > 0.0)
-}
-
 /// Read every axis of `inputs`, each checked against the bound its file field has; errors go
 /// to `diags` and the axis is left out.
-pub(super) fn read_axes(
-    inputs: &Inputs,
-    sys: &System,
-    w: &Workload,
-    diags: &mut Vec<Diagnostic>,
-) -> Axes {
-    let guarded = form_follows_placement(sys, w);
+pub(super) fn read_axes(inputs: &Inputs, sys: &System, diags: &mut Vec<Diagnostic>) -> Axes {
     let mut out = Axes::default();
     let Axes {
         axes,
@@ -145,27 +113,6 @@ pub(super) fn read_axes(
                 continue;
             }
         };
-        // (`machine.<slot>` writes the evaluated vector itself, under the program as lowered: an
-        // evaluator-level edit, which the parity tests use to reach every placement)
-        if guarded
-            && !p.starts_with("machine.")
-            && knob
-                .targets
-                .iter()
-                .any(|tg| PLACEMENT_SLOTS.contains(&tg.field))
-        {
-            diags.push(a.at.error(
-                format!(
-                    "`{p}` can change whether this training step streams its weights from the \
-                     weight store, which is chosen when the step is lowered; a sweep lowers it once"
-                ),
-                Some(format!(
-                    "run one estimate per value instead (`tessera estimate … --set {p}=VALUE`): \
-                     each lowers its own program"
-                )),
-            ));
-            continue;
-        }
         // the bound the architecture file holds the figure to
         if let Err((m, h)) = allowed::machine_axis(p, &knob, &values) {
             diags.push(a.at.error(m, h));

@@ -464,7 +464,7 @@ fn resolve(
         derive,
         device_energy,
         machine_energy,
-    } = read_axes(inputs, sys, w, diags);
+    } = read_axes(inputs, sys, diags);
     if !map_axes.is_empty() && matches!(mode, MappingMode::Auto) {
         let at = inputs
             .mapping

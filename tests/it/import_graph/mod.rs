@@ -74,6 +74,63 @@ fn no_import_circles_between_files_of_src() {
     assert!(problems.is_empty(), "\n{}\n", problems.join("\n\n"));
 }
 
+/// Lowering never calls the evaluator (issue 40): no file of `src/engine/lower/` reaches a file of
+/// `src/engine/cpu/`, directly or through others. Lowering yields the program whatever the
+/// machine's figures; the choices that hang on them (whether a training step streams its weights
+/// from a weight store) are the evaluators', taken on the machine they evaluate, so that a sweep
+/// that moves those figures prices each point as a fresh estimate would.
+#[test]
+fn lowering_reaches_nothing_of_the_evaluator() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = BTreeMap::new();
+    read_tree(root, &root.join("src"), &mut files);
+    let graph = Graph::build(&files);
+    let lower = files
+        .keys()
+        .filter(|f| f.starts_with("src/engine/lower/"))
+        .count();
+    assert!(lower > 10, "src/engine/lower/ has {lower} files: moved?");
+    let problems = reaching(&graph, "src/engine/lower/", "src/engine/cpu/");
+    assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+    // and the check sees such a path where there is one: the evaluator's own files reach it
+    assert!(!reaching(&graph, "src/engine/estimate.rs", "src/engine/cpu/").is_empty());
+}
+
+/// For each file under `from` that reaches a file under `to` through the graph's edges, the
+/// shortest such chain with the line of each edge.
+fn reaching(graph: &Graph, from: &str, to: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for start in graph.nodes.iter().filter(|n| n.starts_with(from)) {
+        // breadth first, remembering each file's predecessor
+        let mut prev: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([start.as_str()]);
+        let mut hit = None;
+        while let Some(f) = queue.pop_front() {
+            if f.starts_with(to) {
+                hit = Some(f);
+                break;
+            }
+            for (a, b) in graph.edges.keys().filter(|(a, _)| a == f) {
+                if b != start && !prev.contains_key(b.as_str()) {
+                    prev.insert(b, a);
+                    queue.push_back(b);
+                }
+            }
+        }
+        if let Some(mut f) = hit {
+            let mut chain = vec![f.to_string()];
+            while let Some(&p) = prev.get(f) {
+                let line = &graph.edges[&(p.to_string(), f.to_string())];
+                chain.push(format!("{p} ({line})"));
+                f = p;
+            }
+            chain.reverse();
+            out.push(chain.join(" → "));
+        }
+    }
+    out
+}
+
 #[test]
 fn checker_finds_a_circle_through_a_reexport_and_a_super_import() {
     let files = synthetic(&[

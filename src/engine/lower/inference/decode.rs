@@ -8,7 +8,7 @@ use super::piece::Piece;
 use super::shape::{At, Round, Shape};
 use crate::engine::lower::builder::{Builder, Collective};
 use crate::engine::lower::place::place_group;
-use crate::engine::program::{CollKind, Op, Overlap, Phase, Role, Section};
+use crate::engine::program::{CollKind, Form, Op, Overlap, Phase, Role, Section};
 use crate::engine::tiling::{self, Gemm};
 
 /// A decode pass: the model's own or its draft's, `tokens` per micro-batch through `layers` layer
@@ -53,6 +53,7 @@ fn pass(b: &mut Builder, s: &Shape, r: &Round, at: &At, p: Pass) {
             count: layers,
             section: mbs,
             phase,
+            form: Form::Both,
         });
         b.comm(Collective {
             name: pick("tp all-reduce", "draft tp all-reduce").into(),
@@ -94,6 +95,7 @@ fn pass(b: &mut Builder, s: &Shape, r: &Round, at: &At, p: Pass) {
             count: heads,
             section: mbs,
             phase,
+            form: Form::Both,
         });
         // the vocabulary-split head picks each request's token across its devices
         b.comm(Collective {

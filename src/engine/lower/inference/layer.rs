@@ -6,7 +6,7 @@
 use super::params::read;
 use super::shape::Shape;
 use crate::engine::lower::builder::Builder;
-use crate::engine::program::{Op, Phase, Section};
+use crate::engine::program::{Form, Op, Phase, Section};
 use crate::engine::tiling::{self, Gemm};
 use crate::vocab::Kernels;
 
@@ -157,6 +157,7 @@ pub(super) fn work(
             count: count * l,
             section,
             phase: Phase::Forward,
+            form: Form::Both,
         });
     }
 }

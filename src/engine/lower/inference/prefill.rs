@@ -36,6 +36,7 @@ pub(super) fn work(b: &mut Builder, s: &Shape, at: &At) {
         count: l * amort,
         section: stp,
         phase: Phase::Forward,
+        form: Form::Both,
     });
     b.comm(Collective {
         name: "prefill: tp all-reduce".into(),

@@ -591,6 +591,7 @@ mod tests {
                         inner_share: 1.0,
                         mesh: 0.0,
                         coeffs: Default::default(),
+                        form: Form::Both,
                     }
                     .with_coeffs(),
                 );

@@ -67,6 +67,7 @@ fn host_copy(
         inner_share: 1.0,
         mesh: 0.0,
         coeffs: Default::default(),
+        form: Form::Both,
     }
     .with_coeffs()
 }

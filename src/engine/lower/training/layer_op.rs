@@ -4,7 +4,7 @@
 //! (`layer`) fills it, the operator assembly (`ops`) reads it.
 
 use super::shape::Shape;
-use crate::engine::program::{Op, Phase, Section};
+use crate::engine::program::{Form, Op, Phase, Section};
 use crate::vocab::LayerPart;
 
 /// How an operator's backward pass relates to its forward.
@@ -102,6 +102,7 @@ impl LayerOp {
             count: d.l,
             section: Section::MicroBatch,
             phase: Phase::Forward,
+            form: Form::Both,
         }
     }
 

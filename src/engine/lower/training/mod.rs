@@ -374,10 +374,9 @@ pub(super) fn transformer_training(
 }
 
 /// One stage class's operators and collectives, appended to `b`, and its footprint per device.
-/// Where the stage's state does not fit its devices and the system has a weight store, it streams
-/// its weights (`stream`).
+/// Where the system has a weight store, in both forms: the weights on the devices, and streamed
+/// from the store (`stream`), which the evaluators run where the state is placed in the store.
 fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
-    let m = d.m;
     let state = memory::state(d);
     let act = memory::activations(d);
     let footprint = Footprint {
@@ -396,8 +395,8 @@ fn stage(b: &mut Builder, sys: &System, d: &Shape) -> Footprint {
     host::offload_optimizer(&mut own, &state);
     host::offload_weights(&mut own, d, &state);
     mesh::build(&mut own, sys, d);
-    if stream::streams(sys, &footprint, m.devices()) {
-        stream::apply(&mut own, d, &state);
+    if stream::has_streamed_form(sys) {
+        stream::add_streamed_form(&mut own, d, &state);
     }
     b.ops.append(&mut own.ops);
     b.comms.append(&mut own.comms);

@@ -9,7 +9,7 @@ use super::memory::State;
 use super::outer::{lora, optimizer};
 use super::shape::Shape;
 use crate::engine::lower::builder::Builder;
-use crate::engine::program::{Op, Phase, Section};
+use crate::engine::program::{Form, Op, Phase, Section};
 use crate::model::mapping::Recompute;
 use crate::vocab::LayerPart;
 
@@ -93,6 +93,7 @@ fn head(b: &mut Builder, d: &Shape) {
         count: 1.0,
         section: Section::MicroBatch,
         phase: Phase::Forward,
+        form: Form::Both,
     });
     b.op(Op {
         name: "lm head (backward)".into(),
@@ -105,5 +106,6 @@ fn head(b: &mut Builder, d: &Shape) {
         count: 1.0,
         section: Section::MicroBatch,
         phase: Phase::Backward,
+        form: Form::Both,
     });
 }

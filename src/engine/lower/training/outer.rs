@@ -4,7 +4,7 @@
 use super::memory::State;
 use super::shape::Shape;
 use crate::engine::lower::builder::Builder;
-use crate::engine::program::{Op, Phase, Section};
+use crate::engine::program::{Form, Op, Phase, Section};
 
 /// LoRA adapters: each adapted projection adds two thin GEMMs (input × A, then × B, rank r)
 /// and the sum into the frozen projection's output. Their FLOPs are negligible; their time is
@@ -36,6 +36,7 @@ pub(super) fn lora(b: &mut Builder, d: &Shape) {
             count: d.l,
             section: Section::MicroBatch,
             phase,
+            form: Form::Both,
         });
     }
 }
@@ -66,6 +67,7 @@ pub(super) fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
             count: 1.0,
             section: Section::Step,
             phase: Phase::Host,
+            form: Form::Both,
         });
     }
     b.op(Op {
@@ -79,6 +81,7 @@ pub(super) fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
         count: 1.0,
         section: Section::Step,
         phase: Phase::Update,
+        form: Form::Both,
     });
     // the updated weights quantized for the next step's GEMMs, once per step (`vocab::Scaling`;
     // none for delayed per-tensor scaling)
@@ -99,6 +102,7 @@ pub(super) fn optimizer(b: &mut Builder, d: &Shape, state: &State) {
             count: 1.0,
             section: Section::Step,
             phase: Phase::Update,
+            form: Form::Both,
         });
     }
 }
