@@ -26,6 +26,7 @@ mod prepare;
 pub mod program;
 mod rated;
 pub mod reason;
+pub mod running;
 pub mod search;
 pub mod serve;
 pub mod table;

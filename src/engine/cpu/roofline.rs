@@ -3,6 +3,7 @@
 //! (`usable_capacity`, `tier_bandwidth` and the operator loop of `evaluate`).
 
 use crate::engine::program::*;
+use crate::engine::running::Running;
 use crate::engine::table::{self as t, Machine};
 
 /// One call of an operator: its compute time and its memory time (and the tier that carries the
