@@ -209,6 +209,7 @@ fn streams(wt: u32) -> bool {
 // Whether a record of form `form` runs in a stage that streams its weights (`s`) or keeps them
 // on its devices: kernel only.
 fn runs(form: u32, s: bool) -> bool {
+    // FORM_ON_DEVICE runs where the stage does not stream
     return form == FORM_BOTH || (form == FORM_STREAMED) == s;
 }
 
