@@ -171,8 +171,15 @@ impl Coeffs {
     }
 
     /// Ring algorithms inside a scale-up domain, hierarchical (scale-up, then scale-out, then
-    /// scale-up) across domains with a tree of log2(domains) latency steps, in-network reduction
-    /// where the switches offer it.
+    /// scale-up) across domains, in-network reduction where the switches offer it. Across
+    /// domains an all-reduce takes a tree's 2 log2(domains) latency steps (NCCL's Tree
+    /// algorithm, which it runs for all-reduce only), while a reduce-scatter or an all-gather
+    /// takes a ring's (domains − 1): NCCL runs these two only as Ring (or PAT, NVLS, CollNet),
+    /// and its own cost model charges the ring `nNodes − 1` inter-node latency steps
+    /// (NVIDIA/nccl `src/graph/tuning.cc`, `ncclTopoTuneModel`: `nInterSteps = nNodes − 1` for
+    /// ReduceScatter and AllGather, `log2i(nNodes)` only for the Tree all-reduce; PAT, the one
+    /// logarithmic choice, still adds 2.8 µs per rank). With in-network reduction on the
+    /// scale-out tier (SHARP) the aggregation tree keeps log2(domains) steps.
     pub fn of(c: &Comm) -> Coeffs {
         let mut k = Coeffs::default();
         let s = c.bytes;
@@ -212,7 +219,8 @@ impl Coeffs {
             CollKind::AllGather | CollKind::ReduceScatter => {
                 if o > 1.0 {
                     let part = s / u;
-                    k.out = both(link(log2o, (o - 1.0) / o * part));
+                    let bytes = (o - 1.0) / o * part;
+                    k.out = [link(o - 1.0, bytes), link(log2o, bytes)];
                 }
                 if u > 1.0 {
                     k.up = both(link(u - 1.0, (u - 1.0) / u * s));

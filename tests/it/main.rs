@@ -51,6 +51,7 @@ mod regressions;
 mod regressions_io;
 mod report_browser;
 mod report_html;
+mod ring_latency;
 mod robust_props;
 mod router_imbalance;
 mod search_space;
