@@ -660,3 +660,22 @@ pub struct Screened<'a> {
     /// | its reason << 24.
     pub candidates: &'a [u32],
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A code the generator emits and no part of the kernel reads is a branch the kernel no
+    /// longer takes (the `OVERLAP_*` codes outlived the record's settled booking): drop it.
+    #[test]
+    fn the_kernel_reads_every_generated_code() {
+        let kernel = SHADER.concat();
+        let unread: Vec<String> = layout::codes()
+            .lines()
+            .filter_map(|l| l.strip_prefix("const ")?.split(':').next())
+            .filter(|name| !kernel.contains(name))
+            .map(str::to_string)
+            .collect();
+        assert!(unread.is_empty(), "generated but never read: {unread:?}");
+    }
+}
