@@ -3,7 +3,7 @@
 use super::common::{self, duration, si};
 use super::{Exit, Format};
 use std::io::Write;
-use tessera::engine::{outcome, prepare, Estimate, Prepared};
+use tessera::engine::{outcome, prepare, Estimate, MappingReport, Prepared};
 use tessera::report::render::{Block, Csv, Rendered, Table};
 
 #[derive(clap::Args, Debug)]
@@ -114,185 +114,212 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         ),
     ]);
     if let Some(m) = &e.mapping {
-        r.push((
-            "mapping".into(),
-            format!(
-                "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}{}, recompute {}{}{}{})",
-                m.dp, m.tp, m.pp, m.cp, m.ep,
-                // expert tensor parallelism, where it differs from tp (MoE parallel folding)
-                if m.etp != m.tp { format!(", etp {}", m.etp) } else { String::new() },
-                m.interleave, m.micro_batch, m.zero,
-                // hybrid sharding, where the shard group is smaller than dp × cp
-                m.hybrid_shard().map_or(String::new(), |g| format!(" sharded over {g}")),
-                m.recompute,
-                if m.sp { ", sequence parallel" } else { "" },
-                // how userbuffer overlap runs the row-parallel GEMMs, where it is in effect
-                match m.tp_overlap_method {
-                    Some(tessera::vocab::TpOverlapMethod::Pipeline) => ", tp overlap: pipeline",
-                    Some(tessera::vocab::TpOverlapMethod::RingExchange) => {
-                        ", tp overlap: ring exchange"
-                    }
-                    None => "",
-                },
-                // the devices' order where it is not Megatron's, innermost first
-                m.unusual_order().map_or(String::new(), |o| format!(", order {o}"))
-            ),
-        ));
-        if let Some(st) = &m.stages {
-            r.push(("pipeline stages".into(), st.clone()));
-        }
-        if let Some(blocks) = m.core_regions() {
-            r.push(("core blocks (wafer)".into(), blocks));
-        }
-        if let Some(what) = offloaded(m, true) {
-            r.push(("offloaded to host memory".into(), what));
-        }
+        r.extend(mapping_rows(m));
     }
     if e.feasible {
-        r.push(("step time".into(), si(e.step_time_s, "s")));
-        r.push((
-            "throughput".into(),
-            format!(
-                "{}/s",
-                si(e.throughput_per_s, "").trim_end().to_string() + " " + e.throughput_unit
-            ),
-        ));
-        r.push(("time to train".into(), duration(e.time_to_train_s)));
-        if let Some(g) = &e.goodput {
-            r.extend(goodput_rows(g));
-        }
-        r.push(("error band (validated)".into(), band_words(e)));
-        if let Some(l) = e.latency_per_token_s {
-            r.push((
-                "time per output token (per user)".into(),
-                format!("{} ({:.0} tokens/s per user)", si(Some(l), "s"), 1.0 / l),
-            ));
-        }
-        if let (Some(c), Some(t)) = (e.concurrency, e.ttft_s) {
-            r.push((
-                "serving".into(),
-                format!(
-                    "{c} requests in flight ({} + {} tokens each; KV cache holds {}): time to first token {} (prefill {}), {:.0} tokens/s per system",
-                    e.prompt_tokens.unwrap_or(0),
-                    e.output_tokens.unwrap_or(0),
-                    e.max_concurrency.map(|m| m.to_string()).unwrap_or_else(|| "—".into()),
-                    si(Some(t), "s"),
-                    si(e.prefill_time_s, "s"),
-                    e.system_tokens_per_s.unwrap_or(0.0)
-                ),
-            ));
-        }
-        if let Some(slo) = &e.slo {
-            r.push((
-                "latency target".into(),
-                format!(
-                    "{slo}: {}",
-                    match e.slo_met {
-                        Some(true) => "met",
-                        Some(false) => "not met",
-                        None => "—",
-                    }
-                ),
-            ));
-        }
-        r.push((
-            "MFU".into(),
-            e.mfu
-                .map(|m| format!("{:.1}%", m * 100.0))
-                .unwrap_or_default(),
-        ));
-        r.push((
-            format!("average power ({})", e.power_boundary),
-            si(e.average_power_w, "W"),
-        ));
-        r.push((
-            format!("rated power ({})", e.power_boundary),
-            si(e.rated_power_w, "W"),
-        ));
-        if let (Some(dev), Some(lim), Some(s)) =
-            (e.device_power_w, e.device_power_limit_w, e.throttle)
-        {
-            let state = if s < 1.0 {
-                format!(
-                    "power-limited: clock at {:.1}% (would draw {})",
-                    100.0 * s,
-                    si(e.demanded_device_power_w, "W")
-                )
-            } else {
-                "full clock".into()
-            };
-            r.push((
-                "device power".into(),
-                format!(
-                    "{} of a {} limit, {state}",
-                    si(Some(dev), "W"),
-                    si(Some(lim), "W")
-                ),
-            ));
-        }
-        r.push((
-            if e.time_to_train_s.is_some() {
-                "energy (run)"
-            } else {
-                "energy (step)"
-            }
-            .into(),
-            format!(
-                "{} ({:.3} MWh)",
-                si(e.energy_j, "J"),
-                e.energy_j.unwrap_or(0.0) / 3.6e9
-            ),
-        ));
-        r.extend(cost_rows(e));
-        r.push((
-            "perf per watt".into(),
-            format!(
-                "{:.3} {}/s/W",
-                e.perf_per_watt.unwrap_or(0.0),
-                e.throughput_unit
-            ),
-        ));
-        if let Some(b) = &e.breakdown_s {
-            r.push((
-                "breakdown".into(),
-                format!(
-                    "compute {}, memory {}, communication {}, bubble {}, other {}",
-                    si(Some(b.compute), "s"),
-                    si(Some(b.memory), "s"),
-                    si(Some(b.communication), "s"),
-                    si(Some(b.bubble), "s"),
-                    si(Some(b.other), "s")
-                ),
-            ));
-        }
-        r.push((
-            "bottleneck".into(),
-            format!(
-                "{} — {}",
-                e.bottleneck.clone().unwrap_or_default(),
-                e.bottleneck_detail.clone().unwrap_or_default()
-            ),
-        ));
-        r.push((
-            "memory per device".into(),
-            si(e.memory_per_device_bytes, "B"),
-        ));
-        if let Some(h) = e.host_memory_per_device_bytes.filter(|h| *h > 0.0) {
-            let what = e.mapping.as_ref().and_then(|m| offloaded(m, false));
-            r.push((
-                "host memory per device".into(),
-                format!(
-                    "{} (offloaded {})",
-                    si(Some(h), "B"),
-                    what.unwrap_or_else(|| "data".into())
-                ),
-            ));
-        }
-        r.push(("placement".into(), e.placement.clone().unwrap_or_default()));
+        r.extend(speed_rows(e));
+        r.extend(power_rows(e));
+        r.extend(where_rows(e));
     }
     if let Some(s) = e.scaling_efficiency {
         r.push(("scaling efficiency".into(), format!("{:.1}%", s * 100.0)));
     }
+    r
+}
+
+/// The mapping as chosen: its parallel degrees and settings, stages, wafer blocks and offload.
+fn mapping_rows(m: &MappingReport) -> Vec<(String, String)> {
+    let mut r = Vec::new();
+    r.push((
+        "mapping".into(),
+        format!(
+            "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}{}, recompute {}{}{}{})",
+            m.dp, m.tp, m.pp, m.cp, m.ep,
+            // expert tensor parallelism, where it differs from tp (MoE parallel folding)
+            if m.etp != m.tp { format!(", etp {}", m.etp) } else { String::new() },
+            m.interleave, m.micro_batch, m.zero,
+            // hybrid sharding, where the shard group is smaller than dp × cp
+            m.hybrid_shard().map_or(String::new(), |g| format!(" sharded over {g}")),
+            m.recompute,
+            if m.sp { ", sequence parallel" } else { "" },
+            // how userbuffer overlap runs the row-parallel GEMMs, where it is in effect
+            match m.tp_overlap_method {
+                Some(tessera::vocab::TpOverlapMethod::Pipeline) => ", tp overlap: pipeline",
+                Some(tessera::vocab::TpOverlapMethod::RingExchange) => {
+                    ", tp overlap: ring exchange"
+                }
+                None => "",
+            },
+            // the devices' order where it is not Megatron's, innermost first
+            m.unusual_order().map_or(String::new(), |o| format!(", order {o}"))
+        ),
+    ));
+    if let Some(st) = &m.stages {
+        r.push(("pipeline stages".into(), st.clone()));
+    }
+    if let Some(blocks) = m.core_regions() {
+        r.push(("core blocks (wafer)".into(), blocks));
+    }
+    if let Some(what) = offloaded(m, true) {
+        r.push(("offloaded to host memory".into(), what));
+    }
+    r
+}
+
+/// How fast: step, throughput, time to train, goodput, error band, serving latency and MFU.
+fn speed_rows(e: &Estimate) -> Vec<(String, String)> {
+    let mut r = Vec::new();
+    r.push(("step time".into(), si(e.step_time_s, "s")));
+    r.push((
+        "throughput".into(),
+        format!(
+            "{}/s",
+            si(e.throughput_per_s, "").trim_end().to_string() + " " + e.throughput_unit
+        ),
+    ));
+    r.push(("time to train".into(), duration(e.time_to_train_s)));
+    if let Some(g) = &e.goodput {
+        r.extend(goodput_rows(g));
+    }
+    r.push(("error band (validated)".into(), band_words(e)));
+    if let Some(l) = e.latency_per_token_s {
+        r.push((
+            "time per output token (per user)".into(),
+            format!("{} ({:.0} tokens/s per user)", si(Some(l), "s"), 1.0 / l),
+        ));
+    }
+    if let (Some(c), Some(t)) = (e.concurrency, e.ttft_s) {
+        r.push((
+            "serving".into(),
+            format!(
+                "{c} requests in flight ({} + {} tokens each; KV cache holds {}): time to first token {} (prefill {}), {:.0} tokens/s per system",
+                e.prompt_tokens.unwrap_or(0),
+                e.output_tokens.unwrap_or(0),
+                e.max_concurrency.map(|m| m.to_string()).unwrap_or_else(|| "—".into()),
+                si(Some(t), "s"),
+                si(e.prefill_time_s, "s"),
+                e.system_tokens_per_s.unwrap_or(0.0)
+            ),
+        ));
+    }
+    if let Some(slo) = &e.slo {
+        r.push((
+            "latency target".into(),
+            format!(
+                "{slo}: {}",
+                match e.slo_met {
+                    Some(true) => "met",
+                    Some(false) => "not met",
+                    None => "—",
+                }
+            ),
+        ));
+    }
+    r.push((
+        "MFU".into(),
+        e.mfu
+            .map(|m| format!("{:.1}%", m * 100.0))
+            .unwrap_or_default(),
+    ));
+    r
+}
+
+/// What it draws and costs: power at the boundary, the device's clock, energy, cost, perf per watt.
+fn power_rows(e: &Estimate) -> Vec<(String, String)> {
+    let mut r = Vec::new();
+    r.push((
+        format!("average power ({})", e.power_boundary),
+        si(e.average_power_w, "W"),
+    ));
+    r.push((
+        format!("rated power ({})", e.power_boundary),
+        si(e.rated_power_w, "W"),
+    ));
+    if let (Some(dev), Some(lim), Some(s)) = (e.device_power_w, e.device_power_limit_w, e.throttle)
+    {
+        let state = if s < 1.0 {
+            format!(
+                "power-limited: clock at {:.1}% (would draw {})",
+                100.0 * s,
+                si(e.demanded_device_power_w, "W")
+            )
+        } else {
+            "full clock".into()
+        };
+        r.push((
+            "device power".into(),
+            format!(
+                "{} of a {} limit, {state}",
+                si(Some(dev), "W"),
+                si(Some(lim), "W")
+            ),
+        ));
+    }
+    r.push((
+        if e.time_to_train_s.is_some() {
+            "energy (run)"
+        } else {
+            "energy (step)"
+        }
+        .into(),
+        format!(
+            "{} ({:.3} MWh)",
+            si(e.energy_j, "J"),
+            e.energy_j.unwrap_or(0.0) / 3.6e9
+        ),
+    ));
+    r.extend(cost_rows(e));
+    r.push((
+        "perf per watt".into(),
+        format!(
+            "{:.3} {}/s/W",
+            e.perf_per_watt.unwrap_or(0.0),
+            e.throughput_unit
+        ),
+    ));
+    r
+}
+
+/// Where the time and memory go: breakdown, bottleneck, memory per device and placement.
+fn where_rows(e: &Estimate) -> Vec<(String, String)> {
+    let mut r = Vec::new();
+    if let Some(b) = &e.breakdown_s {
+        r.push((
+            "breakdown".into(),
+            format!(
+                "compute {}, memory {}, communication {}, bubble {}, other {}",
+                si(Some(b.compute), "s"),
+                si(Some(b.memory), "s"),
+                si(Some(b.communication), "s"),
+                si(Some(b.bubble), "s"),
+                si(Some(b.other), "s")
+            ),
+        ));
+    }
+    r.push((
+        "bottleneck".into(),
+        format!(
+            "{} — {}",
+            e.bottleneck.clone().unwrap_or_default(),
+            e.bottleneck_detail.clone().unwrap_or_default()
+        ),
+    ));
+    r.push((
+        "memory per device".into(),
+        si(e.memory_per_device_bytes, "B"),
+    ));
+    if let Some(h) = e.host_memory_per_device_bytes.filter(|h| *h > 0.0) {
+        let what = e.mapping.as_ref().and_then(|m| offloaded(m, false));
+        r.push((
+            "host memory per device".into(),
+            format!(
+                "{} (offloaded {})",
+                si(Some(h), "B"),
+                what.unwrap_or_else(|| "data".into())
+            ),
+        ));
+    }
+    r.push(("placement".into(), e.placement.clone().unwrap_or_default()));
     r
 }
 
