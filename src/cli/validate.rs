@@ -315,16 +315,7 @@ fn texts(
             doc.text(n);
         }
     }
-    doc.text(format!(
-        "\n{verdict}: {} of {} check cases within tolerance; check MAPE {:.1}%, largest {:.1}% (calibration set, not gated: {} of {} within, MAPE {:.1}%)",
-        summary.check.within,
-        summary.check.cases,
-        summary.check.mape * 100.0,
-        summary.check.max_abs_error * 100.0,
-        summary.calibration.within,
-        summary.calibration.cases,
-        summary.calibration.mape * 100.0,
-    ));
+    doc.text(format!("\n{}", summary.verdict(verdict, "")));
 }
 
 pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {

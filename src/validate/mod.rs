@@ -107,6 +107,24 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The gate's one-line verdict (`PASS: 195 of 195 check cases within tolerance; …`), as
+    /// `validate`'s table and its HTML report both end with it: `word` the verdict (the table
+    /// fails a run whose files did not all load), `pct` what separates a figure from its `%`
+    /// (the table writes none, the report a space).
+    pub fn verdict(&self, word: &str, pct: &str) -> String {
+        format!(
+            "{word}: {} of {} check cases within tolerance; check MAPE {:.1}{pct}%, largest {:.1}{pct}% \
+             (calibration set, not gated: {} of {} within, MAPE {:.1}{pct}%)",
+            self.check.within,
+            self.check.cases,
+            self.check.mape * 100.0,
+            self.check.max_abs_error * 100.0,
+            self.calibration.within,
+            self.calibration.cases,
+            self.calibration.mape * 100.0,
+        )
+    }
+
     /// The sets every report of a run shows first, with their names: the check set (the gate),
     /// the calibration set, the unfitted and fitted cases, all outside the known gaps, and the
     /// known gaps where there are any. The table printer and the HTML report both read this.

@@ -139,18 +139,7 @@ pub fn validate_report(
 ) -> String {
     let (gated, gaps): (Vec<&CaseResult>, Vec<&CaseResult>) =
         results.iter().partition(|r| !r.known_gap);
-    let verdict = format!(
-        "{}: {} of {} check cases within tolerance; check MAPE {:.1} %, largest {:.1} % \
-         (calibration set, not gated: {} of {} within, MAPE {:.1} %)",
-        if summary.pass { "PASS" } else { "FAIL" },
-        summary.check.within,
-        summary.check.cases,
-        summary.check.mape * 100.0,
-        summary.check.max_abs_error * 100.0,
-        summary.calibration.within,
-        summary.calibration.cases,
-        summary.calibration.mape * 100.0,
-    );
+    let verdict = summary.verdict(if summary.pass { "PASS" } else { "FAIL" }, " ");
     let mut page = Page::new(
         "tessera validate: predicted against published",
         &format!("{} case(s) run", results.len()),
