@@ -192,8 +192,8 @@ impl Demand<'_> {
     /// each stage class has its clock: full where its demand fits, lower where it does not. A
     /// step of `T` s lets class k run at `clock_at(k, T)`, which rises with `T`; the round at
     /// those clocks, `g(T)`, falls with `T`; the step is the least `T` with `T ≥ g(T)` (unique:
-    /// `T − g(T)` rises), found by regula falsi (`least_fixed_point`) between the round at full
-    /// clock and at the lowest (the WGSL kernel bisects, in f32),
+    /// `T − g(T)` rises), found by regula falsi (`least_fixed_point`) from the round at full
+    /// clock up (the WGSL kernel bisects up to the round at the lowest clock, in f32),
     /// and never shorter than what the class that needs the most energy at its lowest clock
     /// needs to spend it within its limit (there it duty-cycles: the round is shorter than the
     /// step and the devices idle the rest). `None` when the limit does not cover static power.
@@ -221,8 +221,7 @@ impl Demand<'_> {
         } else {
             let lo = lowest_clock(m);
             let a = t_e.max(self.full);
-            let b = self.round.at(&[lo; MAX_STAGES]).time;
-            least_fixed_point(|t| t - g(t), a, b)
+            least_fixed_point(g, a, || self.round.at(&[lo; MAX_STAGES]).time)
         };
         let clocks = self.clocks_at(m, time);
         let mut pinned = [false; MAX_STAGES];
@@ -295,19 +294,35 @@ pub const fn throttle_steps(mantissa_bits: u32) -> usize {
 /// [`throttle_steps`] in f64, the CPU evaluator's.
 pub const THROTTLE_STEPS: usize = throttle_steps(f64::MANTISSA_DIGITS);
 
-/// The least `t` in [`a`, `b`] with `h(t) ≥ 0`, for `h` rising (`t − g(t)`, `g` falling) with
-/// `h(a) ≤ 0 ≤ h(b)`: regula falsi with the Illinois rule (the end that stays has its value
-/// halved, so both ends close in), superlinear where `h` is smooth; a step that would leave the
-/// bracket bisects it instead. Stops once the bracket is within 4 ulps of `b` or after
-/// [`THROTTLE_STEPS`]; returns the end where `h ≥ 0`.
-fn least_fixed_point(h: impl Fn(f64) -> f64, mut a: f64, mut b: f64) -> f64 {
-    let (mut ha, mut hb) = (h(a), h(b));
-    if ha >= 0.0 {
+/// The least `t` ≥ `a` with `t ≥ g(t)`, for `g` falling (the round at the clocks a step of `t`
+/// allows), below `ceiling()` (the round at the lowest clock, where `t ≥ g(t)` holds). Every
+/// value of `g` bounds the root `t*` from the other side: below it `g(t) > t*`, above it
+/// `g(t) ≤ t*`; so `g(a)` is the first upper end, usually far tighter than the ceiling, which
+/// is evaluated only where rounding leaves `h(g(a)) < 0`. Then regula falsi on `h(t) = t − g(t)`
+/// with the Illinois rule (the end that stays has its value halved, so both ends close in),
+/// superlinear where `h` is smooth; a step that would leave the bracket bisects it instead.
+/// `h` rises at least as fast as `t` (`g` falls), so an upper end `b` lies within `h(b)` of the
+/// root: it stops once `h(b)` or the bracket is within 4 ulps of `b`, or after
+/// [`THROTTLE_STEPS`]; returns the upper end (where `h ≥ 0`).
+fn least_fixed_point(g: impl Fn(f64) -> f64, mut a: f64, ceiling: impl FnOnce() -> f64) -> f64 {
+    let ga = g(a);
+    if a >= ga {
         return a;
     }
+    let h = |t: f64| t - g(t);
+    let mut ha = a - ga;
+    let (mut b, mut hb) = (ga, h(ga));
+    if hb < 0.0 {
+        (a, ha) = (b, hb);
+        b = ceiling();
+        hb = h(b);
+    }
+    // h(b) itself: `hb` is halved by the Illinois rule
+    let mut above = hb;
     let mut last = 0i8;
     for _ in 0..THROTTLE_STEPS {
-        if hb <= 0.0 || b - a <= 4.0 * f64::EPSILON * b {
+        let tol = 4.0 * f64::EPSILON * b;
+        if above <= tol || b - a <= tol {
             break;
         }
         let mut x = b - hb * (b - a) / (hb - ha);
@@ -316,7 +331,7 @@ fn least_fixed_point(h: impl Fn(f64) -> f64, mut a: f64, mut b: f64) -> f64 {
         }
         let hx = h(x);
         if hx >= 0.0 {
-            (b, hb) = (x, hx);
+            (b, hb, above) = (x, hx, hx);
             if last == 1 {
                 ha *= 0.5;
             }
@@ -387,4 +402,54 @@ pub fn system_power(m: &Machine, device: f64, weights: Tier) -> f64 {
         p *= m[t::PUE];
     }
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::least_fixed_point;
+
+    /// The least `t ≥ a` with `t ≥ g(t)` by plain bisection to the last bit: the reference.
+    fn bisect(g: impl Fn(f64) -> f64, mut a: f64, mut b: f64) -> f64 {
+        while b - a > 0.0 {
+            let x = 0.5 * (a + b);
+            if x <= a || x >= b {
+                break;
+            }
+            if x >= g(x) {
+                b = x;
+            } else {
+                a = x;
+            }
+        }
+        b
+    }
+
+    /// Falling rounds of the shapes a throttled step takes (a clock that rises as √ of the
+    /// step, a class whose clock saturates, a memory floor): the first upper end `g(a)` and
+    /// the stop on `h(b)` land within 4 ulps of the root, on the side where `t ≥ g(t)`.
+    #[test]
+    fn the_throttled_step_is_the_least_fixed_point_to_four_ulps() {
+        type Round = fn(f64) -> f64;
+        let rounds: [(&str, Round); 3] = [
+            ("clock as √ of the step", |t| {
+                1.0 / (0.3 + 0.7 * (t / 4.0).sqrt().min(1.0)) + 0.2
+            }),
+            ("a saturating class", |t| {
+                (2.0 / (t / 3.0).min(1.0)).max(1.5 + 0.1 / t)
+            }),
+            ("a memory floor", |t| (0.9 / (t * 0.5).sqrt()).max(1.3)),
+        ];
+        for (name, g) in rounds {
+            let a = 1.0;
+            let root = bisect(g, a, 100.0);
+            let got = least_fixed_point(g, a, || 100.0);
+            assert!(got >= g(got), "{name}: {got} is below its round {}", g(got));
+            assert!(
+                (got - root).abs() <= 4.0 * f64::EPSILON * root,
+                "{name}: {got} against {root}"
+            );
+        }
+        // at or past the fixed point already: the start itself
+        assert_eq!(least_fixed_point(|_| 0.5, 1.0, || 2.0), 1.0);
+    }
 }
