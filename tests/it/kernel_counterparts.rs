@@ -68,9 +68,11 @@ fn read(path: &str) -> String {
         .unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// The functions a Rust source declares (free functions and methods), by name.
+/// The functions a Rust source declares (free functions and methods), by name; its unit tests
+/// (the `#[cfg(test)]` module that ends a file) are not the evaluator's.
 fn rust_fns(src: &str) -> Vec<String> {
     src.lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
         .filter_map(|l| {
             let l = l.trim_start();
             let l = ["pub(super) ", "pub(crate) ", "pub "]
