@@ -55,7 +55,7 @@ fn plan(points: u64) -> Plan {
         r = root.to_string_lossy(),
         a = arch()
     );
-    let dir = std::env::temp_dir().join("tessera-bench");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tessera-bench");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(format!("sweep-{points}.ron"));
     std::fs::write(&p, text).unwrap();

@@ -55,13 +55,40 @@ pub fn stdout_json(args: &[&str], out: &std::process::Output) -> serde_json::Val
     })
 }
 
-/// A fresh folder of its own under the system's temporary folder, for a test that must write a
+/// Where this test process writes its files: a folder of its own in cargo's scratch folder for
+/// integration tests (`target/tmp`, so nothing lands in the system's `/tmp`), removed when the
+/// process exits, passed or failed (`TESSERA_KEEP_SCRATCH=1` keeps it, to look at a failure).
+static SCRATCH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+fn scratch_root() -> &'static std::path::Path {
+    SCRATCH.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("tessera-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        #[cfg(unix)]
+        if std::env::var_os("TESSERA_KEEP_SCRATCH").is_none() {
+            extern "C" fn remove() {
+                if let Some(d) = SCRATCH.get() {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+            }
+            // SAFETY: `remove` is a plain function that lives as long as the process; the C
+            // library runs it at `exit`, after the test harness is done with every thread.
+            unsafe {
+                libc::atexit(remove);
+            }
+        }
+        dir
+    })
+}
+
+/// A fresh folder of its own under this process's scratch folder, for a test that must write a
 /// file to disk. Tests run on parallel threads of one process and several write files of the same
 /// name: a folder per call keeps one test from reading a file another is rewriting.
 pub fn scratch_dir(prefix: &str) -> std::path::PathBuf {
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("{prefix}-{}/{call}", std::process::id()));
+    let dir = scratch_root().join(format!("{prefix}-{call}"));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }

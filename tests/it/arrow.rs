@@ -36,9 +36,7 @@ fn cpu(plan: &Plan) -> Options {
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-arrow-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    crate::common::scratch_dir("arrow").join(name)
 }
 
 /// Every column of every batch checked against the engine, point by point.

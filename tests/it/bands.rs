@@ -12,7 +12,7 @@ use tessera::validate::bands::Bands;
 
 #[test]
 fn shipped_bands_are_what_validate_computes_now() {
-    let path = std::env::temp_dir().join(format!("tessera-bands-{}.ron", std::process::id()));
+    let path = common::scratch_dir("bands").join("bands.ron");
     let out = common::tessera(&["validate", "--write-bands", path.to_str().expect("utf-8")]);
     assert!(
         out.status.code().is_some(),

@@ -313,8 +313,7 @@ fn a_stacks_step_overhead_is_fitted_from_zero() {
     // A calibration copy of the 8-H100 LoRA case on a stack that says 0 s per step: the fit moves
     // the figure off zero (its finite differences step relative to one second there) to where the
     // case's time-to-train is matched, and the case's error goes to zero with one free figure.
-    let dir = std::env::temp_dir().join(format!("tessera-calibrate-stack-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::common::scratch_dir("calibrate-stack");
     let abs = root().to_string_lossy().into_owned() + "/";
     let case = std::fs::read_to_string(root().join("validation/mlperf/mlperf-v40-lora-h100-8.ron"))
         .unwrap()

@@ -700,9 +700,7 @@ fn roofline_structure() {
 use crate::common::tessera;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-plots-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    crate::common::scratch_dir("plots").join(name)
 }
 
 #[test]

@@ -388,8 +388,7 @@ fn tessera(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn cli_shards_merge_and_vary() {
-    let dir = std::env::temp_dir().join(format!("tessera-sweep-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::common::scratch_dir("sweep-cli");
     let d = |n: &str| dir.join(n).to_string_lossy().into_owned();
     let (ok, whole, err) = tessera(&["sweep", GRID, "--backend", "cpu", "--format", "json"]);
     assert!(ok, "{err}");

@@ -394,8 +394,7 @@ fn a_power_limit_in_a_case_throttles_the_run() {
     )
     .unwrap();
     assert!(capped.contains(r#"set: {"device.tdp": "500 W"}"#));
-    let dir = std::env::temp_dir().join(format!("tessera-maxq-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::common::scratch_dir("maxq");
     let abs = root().to_string_lossy().into_owned() + "/";
     let capped = capped.replace("../../", &abs);
     let uncapped = capped
@@ -420,8 +419,7 @@ fn a_case_runs_on_the_software_stack_it_names() {
     // it check the model.
     let case = std::fs::read_to_string(root().join("validation/mlperf/mlperf-v40-lora-h100-8.ron"))
         .unwrap();
-    let dir = std::env::temp_dir().join(format!("tessera-software-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::common::scratch_dir("software");
     let abs = root().to_string_lossy().into_owned() + "/";
     let plain = case.replace("../../", &abs);
     assert!(plain.contains("    run: ("));
