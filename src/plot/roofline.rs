@@ -8,7 +8,7 @@ use super::svg::{n, Anchor, Frame};
 use super::{
     ellipsize, si, text_width, Axis, Doc, LabelPlacer, LegendEntry, LegendKind, Rect, Size, Style,
 };
-use crate::report::roofline::Roofline;
+use crate::report::roofline::{OpPoint, Roofline};
 
 /// Marker style of an operator by phase (forward, backward, recompute, update).
 fn phase_style(phase: &str) -> Style {
@@ -20,7 +20,12 @@ fn phase_style(phase: &str) -> Style {
     })
 }
 
-/// Write the roofline of `r` as SVG.
+/// An operator shown on the plot: its row, its intensity (FLOP/B) and its achieved rate (FLOP/s).
+type Shown<'a> = (&'a OpPoint, f64, f64);
+
+/// Write the roofline of `r` as SVG: the title and the layout's note, the frame every operator,
+/// ceiling and ridge fits in, the roofs and ceilings, their labels, the operators, the phases'
+/// legend, what is not shown, and the key.
 pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let (w, h) = (size.width as f64, size.height as f64);
     let mut doc = Doc::new(
@@ -43,7 +48,7 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
         Anchor::Middle,
     );
 
-    let shown: Vec<_> = r
+    let shown: Vec<Shown> = r
         .ops
         .iter()
         .filter_map(|o| match (o.intensity, o.achieved_flops_per_s) {
@@ -51,39 +56,13 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
             _ => None,
         })
         .collect();
-
-    // Axes: every operator, every ceiling and every ridge point.
-    let mut xs: Vec<f64> = shown.iter().map(|s| s.1).collect();
-    let mut ys: Vec<f64> = shown.iter().map(|s| s.2).collect();
-    for c in &r.ceilings {
-        ys.push(c.flops_per_s);
-        for roof in &r.roofs {
-            if roof.bandwidth_bytes_per_s > 0.0 {
-                xs.push(c.flops_per_s / roof.bandwidth_bytes_per_s);
-            }
-        }
-    }
-    if let Some(top) = r.ceilings.first() {
-        ys.push(top.flops_per_s * 2.0);
-    }
     let key_w = if r.ops.is_empty() {
         0.0
     } else {
         (w * 0.3).clamp(150.0, 300.0)
     };
-    let rect = Rect {
-        x: 78.0,
-        y: 52.0 + dy,
-        w: (w - 78.0 - 20.0 - key_w).max(100.0),
-        h: (h - 52.0 - dy - 52.0).max(80.0),
-    };
-    let x = Axis::log("arithmetic intensity (FLOP/byte of memory traffic)", xs);
-    let mut y = Axis::log("achieved rate (FLOP/s per device)", ys);
-    // Keep the picture to at most nine decades of rate: very slow operators sit on the floor.
-    if y.max / y.min > 1e9 {
-        y.min = y.max / 1e9;
-    }
-    let f = Frame { rect, x, y };
+    let f = frame(r, &shown, size, dy, key_w);
+    let rect = f.rect;
     doc.raw(&format!(
         "<defs><clipPath id=\"plot-clip\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
         n(rect.x),
@@ -105,6 +84,76 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
         .atan()
         .to_degrees();
 
+    roofs_and_ceilings(&mut doc, r, &f, fastest, top);
+    roof_labels(&mut doc, r, &f, angle, fastest, top);
+    points(&mut doc, &shown, &f);
+    phase_legend(&mut doc, r, rect);
+    if !r.feasible {
+        doc.text(
+            rect.x + rect.w / 2.0,
+            rect.y + rect.h / 2.0,
+            &ellipsize(
+                &format!("infeasible: {}", r.reason.clone().unwrap_or_default()),
+                (rect.w / 6.0) as usize,
+            ),
+            12.0,
+            Anchor::Middle,
+            "infeasible",
+            r##"fill="#B00000""##,
+        );
+    }
+    let hidden = r.ops.len() - shown.len();
+    if hidden > 0 {
+        doc.note(
+            rect.x,
+            h - 8.0,
+            &format!("{hidden} operator(s) without FLOPs or memory traffic not shown"),
+            Anchor::Start,
+        );
+    }
+
+    if key_w > 0.0 {
+        key(&mut doc, r, rect, key_w, h);
+    }
+    doc.finish(out)
+}
+
+/// The plot's frame on a canvas of `size`, `dy` below the title, `key_w` left for the key: log
+/// axes over every operator shown, every ceiling and every ridge point, at most nine decades of
+/// rate (very slow operators sit on the floor).
+fn frame(r: &Roofline, shown: &[Shown], size: Size, dy: f64, key_w: f64) -> Frame {
+    let (w, h) = (size.width as f64, size.height as f64);
+    let mut xs: Vec<f64> = shown.iter().map(|s| s.1).collect();
+    let mut ys: Vec<f64> = shown.iter().map(|s| s.2).collect();
+    for c in &r.ceilings {
+        ys.push(c.flops_per_s);
+        for roof in &r.roofs {
+            if roof.bandwidth_bytes_per_s > 0.0 {
+                xs.push(c.flops_per_s / roof.bandwidth_bytes_per_s);
+            }
+        }
+    }
+    if let Some(top) = r.ceilings.first() {
+        ys.push(top.flops_per_s * 2.0);
+    }
+    let rect = Rect {
+        x: 78.0,
+        y: 52.0 + dy,
+        w: (w - 78.0 - 20.0 - key_w).max(100.0),
+        h: (h - 52.0 - dy - 52.0).max(80.0),
+    };
+    let x = Axis::log("arithmetic intensity (FLOP/byte of memory traffic)", xs);
+    let mut y = Axis::log("achieved rate (FLOP/s per device)", ys);
+    if y.max / y.min > 1e9 {
+        y.min = y.max / 1e9;
+    }
+    Frame { rect, x, y }
+}
+
+/// One line per memory level (its roof, from the left edge to the top ceiling; the level that
+/// holds the data heavier) and per format's ceiling (from the fastest roof to the right edge),
+/// clipped to the plot.
+fn roofs_and_ceilings(doc: &mut Doc, r: &Roofline, f: &Frame, fastest: f64, top: f64) {
     doc.raw("<g class=\"roofs\" clip-path=\"url(#plot-clip)\">\n");
     for (i, roof) in r.roofs.iter().enumerate() {
         let b = roof.bandwidth_bytes_per_s;
@@ -152,20 +201,21 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
         doc.polyline(
             &[
                 (f.px(x0), f.py(c.flops_per_s)),
-                (rect.right(), f.py(c.flops_per_s)),
+                (f.rect.right(), f.py(c.flops_per_s)),
             ],
             "ceiling",
             &attrs,
         );
     }
     doc.raw("</g>\n");
+}
 
-    roof_labels(&mut doc, r, &f, angle, fastest, top);
-
-    // Operators.
+/// Every operator shown as a mark in its phase's style (filled on the matrix engine, hollow on
+/// the vector unit) with its number beside it, placed off the others' labels.
+fn points(doc: &mut Doc, shown: &[Shown], f: &Frame) {
     doc.open_group("points", None);
     let mut placer = LabelPlacer::default();
-    for (o, i, a) in &shown {
+    for (o, i, a) in shown {
         let (px, py) = (f.px(*i), f.py(a.max(f.y.min)));
         let style = phase_style(o.phase);
         let tip = format!(
@@ -191,7 +241,7 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
             &tip,
         );
         let label = o.index.to_string();
-        let (tx, ty, start) = placer.place(px, py, text_width(&label, 9.0), 9.0, rect);
+        let (tx, ty, start) = placer.place(px, py, text_width(&label, 9.0), 9.0, f.rect);
         doc.text(
             tx,
             ty,
@@ -203,36 +253,6 @@ pub fn roofline(r: &Roofline, size: Size, out: &mut dyn std::io::Write) -> std::
         );
     }
     doc.close_group();
-
-    phase_legend(&mut doc, r, rect);
-    if !r.feasible {
-        doc.text(
-            rect.x + rect.w / 2.0,
-            rect.y + rect.h / 2.0,
-            &ellipsize(
-                &format!("infeasible: {}", r.reason.clone().unwrap_or_default()),
-                (rect.w / 6.0) as usize,
-            ),
-            12.0,
-            Anchor::Middle,
-            "infeasible",
-            r##"fill="#B00000""##,
-        );
-    }
-    let hidden = r.ops.len() - shown.len();
-    if hidden > 0 {
-        doc.note(
-            rect.x,
-            h - 8.0,
-            &format!("{hidden} operator(s) without FLOPs or memory traffic not shown"),
-            Anchor::Start,
-        );
-    }
-
-    if key_w > 0.0 {
-        key(&mut doc, r, rect, key_w, h);
-    }
-    doc.finish(out)
 }
 
 /// The key beside the plot: each operator's number, name, phase and what bounds it, as many as

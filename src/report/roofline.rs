@@ -4,7 +4,8 @@
 //! at its arithmetic intensity (FLOP per byte of the traffic it makes to the memory its data
 //! lives in) and the rate it achieves in the evaluated step.
 
-use crate::engine::program::{Phase, Program, Tier};
+use crate::engine::program::{Eval, Phase, Program, Tier};
+use crate::engine::running::Running;
 use crate::engine::table::{self as t, Machine};
 use crate::engine::{cpu, MappingReport};
 use crate::model::mapping::Mapping;
@@ -119,47 +120,85 @@ fn group(peaks: impl Iterator<Item = (Precision, f64)>) -> Vec<(f64, Vec<Precisi
 }
 
 /// Build the roofline of `sys`'s device with the operators of `p` (lowered from `w` under `m`)
-/// evaluated on `mach`.
+/// evaluated on `mach`: its roofs, its ceilings, and each operator the program runs there.
 pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Machine) -> Roofline {
-    let d = &sys.device;
     let mut trace = Vec::new();
     let e = cpu::eval_traced(p, mach, Some(&mut trace));
-    let placed = cpu::place(&p.footprint, mach);
     // the records of the form each stage runs on `mach` (a program may carry two)
     let running = cpu::running(p, mach);
-
-    // Names of the tiers the engine places data in.
-    let sram_name = d
-        .memory
-        .iter()
-        .filter(|l| !l.cache && l.kind == MemoryKind::Sram)
-        .map(|l| l.name.clone())
-        .collect::<Vec<_>>()
-        .join("+");
-    let main_name = d
-        .memory
-        .iter()
-        .filter(|l| !l.cache && l.kind != MemoryKind::Sram)
-        .map(|l| l.name.clone())
-        .collect::<Vec<_>>()
-        .join("+");
-    let ext_name = sys
-        .weight_store
-        .as_ref()
-        .map(|w| w.name.clone())
-        .unwrap_or_else(|| "weight store".into());
-    let host_name = sys
-        .node
-        .memory
-        .iter()
-        .map(|l| l.name.clone())
-        .collect::<Vec<_>>()
-        .join("+");
-    let tier_name = |t: Tier| match t {
-        Tier::Sram => sram_name.clone(),
-        Tier::Hbm => main_name.clone(),
-        Tier::External => ext_name.clone(),
+    let names = TierNames::of(sys);
+    let ops = if e.feasible {
+        op_points(p, mach, &running, &e, &trace, &names)
+    } else {
+        Vec::new()
     };
+    Roofline {
+        system: sys.name.clone(),
+        device: sys.device.name.clone(),
+        workload: w.name.clone(),
+        devices: m.devices(),
+        mapping: m.into(),
+        feasible: e.feasible,
+        reason: e.reason().map(|r| r.to_string()),
+        reason_code: e.reason().map(|r| r.code()),
+        step_time_s: e.feasible.then_some(e.step_time),
+        roofs: roofs(sys, mach, cpu::place(&p.footprint, mach)),
+        ceilings: ceilings(sys, p, mach, &running),
+        ops,
+        mesh: crate::report::system::mesh_summary(sys),
+        regions: crate::report::placement::placement(sys, &w.name, p, mach, m.dp)
+            .map(|pl| pl.regions)
+            .unwrap_or_default(),
+    }
+}
+
+/// The names of the places the engine keeps data in, as the system's file names them: the
+/// device's SRAM levels, its main memory, the weight store, the host's memory.
+struct TierNames {
+    sram: String,
+    main: String,
+    store: String,
+    host: String,
+}
+
+impl TierNames {
+    fn of(sys: &System) -> TierNames {
+        fn join<'a>(names: impl Iterator<Item = &'a String>) -> String {
+            names.cloned().collect::<Vec<_>>().join("+")
+        }
+        let levels = || sys.device.memory.iter().filter(|l| !l.cache);
+        TierNames {
+            sram: join(
+                levels()
+                    .filter(|l| l.kind == MemoryKind::Sram)
+                    .map(|l| &l.name),
+            ),
+            main: join(
+                levels()
+                    .filter(|l| l.kind != MemoryKind::Sram)
+                    .map(|l| &l.name),
+            ),
+            store: sys
+                .weight_store
+                .as_ref()
+                .map(|w| w.name.clone())
+                .unwrap_or_else(|| "weight store".into()),
+            host: join(sys.node.memory.iter().map(|l| &l.name)),
+        }
+    }
+
+    fn tier(&self, t: Tier) -> String {
+        match t {
+            Tier::Sram => self.sram.clone(),
+            Tier::Hbm => self.main.clone(),
+            Tier::External => self.store.clone(),
+        }
+    }
+}
+
+/// One roof per memory level of the device and for the weight store, fastest first, each
+/// saying what of the run it holds where `placed` (weights' tier, working data's tier) puts it.
+fn roofs(sys: &System, mach: &Machine, placed: Option<(Tier, Tier)>) -> Vec<Roof> {
     let holds = |is: &dyn Fn(Tier) -> bool| -> Option<String> {
         let (wt, at) = placed?;
         match (is(wt), is(at)) {
@@ -169,8 +208,8 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
             _ => None,
         }
     };
-
-    let mut roofs: Vec<Roof> = d
+    let mut roofs: Vec<Roof> = sys
+        .device
         .memory
         .iter()
         .map(|l| Roof {
@@ -197,7 +236,14 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
         });
     }
     roofs.sort_by(|a, b| b.bandwidth_bytes_per_s.total_cmp(&a.bandwidth_bytes_per_s));
+    roofs
+}
 
+/// The matrix engine's ceilings per format (equal rates share one), then the vector engine's:
+/// every format the file gives a rate for, and the formats the running program's vector
+/// operators use (their rate may be assumed from the matrix rate); fastest first.
+fn ceilings(sys: &System, p: &Program, mach: &Machine, running: &Running) -> Vec<Ceiling> {
+    let d = &sys.device;
     let mut ceilings = Vec::new();
     for (r, ps) in group(
         Precision::ALL
@@ -215,8 +261,6 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
             derived: false,
         });
     }
-    // Vector engines: every format the file gives a rate for, and the formats the workload's
-    // vector operators use (their rate may be assumed from the matrix rate).
     let used: Vec<usize> = running
         .ops(p)
         .map(|(_, o)| o)
@@ -247,75 +291,67 @@ pub fn roofline(sys: &System, w: &Workload, m: &Mapping, p: &Program, mach: &Mac
         });
     }
     ceilings.sort_by(|a, b| b.flops_per_s.total_cmp(&a.flops_per_s));
+    ceilings
+}
 
+/// Each operator the program runs on `mach`, per call: its FLOPs and bytes, its time as the
+/// evaluation traced it (`trace`, seconds per step), and what bounds it by the evaluator's own
+/// roofline of the call (launch overhead, compute on its engine, or the tier its bytes come from).
+fn op_points(
+    p: &Program,
+    mach: &Machine,
+    running: &Running,
+    e: &Eval,
+    trace: &[f64],
+    names: &TierNames,
+) -> Vec<OpPoint> {
+    let (wt, at) = (e.weights_tier, e.working_tier);
     let mut ops = Vec::new();
-    if e.feasible {
-        let (wt, at) = (e.weights_tier, e.working_tier);
-        for (k, (i, op)) in running.ops(p).enumerate() {
-            let mult = if op.section as usize == 0 {
-                p.micro_batches
+    for (k, (i, op)) in running.ops(p).enumerate() {
+        let mult = if op.section as usize == 0 {
+            p.micro_batches
+        } else {
+            1.0
+        };
+        let calls = op.count * mult;
+        let t_total = trace.get(i).copied().unwrap_or(0.0);
+        let per_call = if calls > 0.0 { t_total / calls } else { 0.0 };
+        let (t_c, t_m, mem_tier) = match crate::engine::cpu::op_time(op, mach, wt, at) {
+            Some(t) => (t.compute, t.memory, t.memory_tier),
+            None => (0.0, 0.0, wt),
+        };
+        let prec = Precision::ALL[op.precision];
+        let engine = if op.matrix { "matrix" } else { "vector" };
+        let bound_by = if op.phase == Phase::Host {
+            format!("host memory ({})", names.host)
+        } else if mach[t::KERNEL_OVERHEAD] > t_c.max(t_m) {
+            "launch overhead".to_string()
+        } else if t_c >= t_m {
+            format!("compute ({} {engine})", prec.name())
+        } else {
+            names.tier(mem_tier)
+        };
+        let bytes = op.weight_bytes + op.act_bytes;
+        ops.push(OpPoint {
+            index: k + 1,
+            name: op.name.to_string(),
+            phase: phase_name(op.phase),
+            precision: prec.name(),
+            engine,
+            flops: op.flops,
+            occupancy: op.occupancy,
+            bytes,
+            intensity: (bytes > 0.0).then(|| op.flops / bytes),
+            achieved_flops_per_s: (op.flops > 0.0 && per_call > 0.0).then(|| op.flops / per_call),
+            seconds_per_call: per_call,
+            calls_per_step: calls,
+            share_of_step: if e.step_time > 0.0 {
+                t_total / e.step_time
             } else {
-                1.0
-            };
-            let calls = op.count * mult;
-            let t_total = trace.get(i).copied().unwrap_or(0.0);
-            let per_call = if calls > 0.0 { t_total / calls } else { 0.0 };
-            // the evaluator's own roofline of the call, to name what bounds it
-            let (t_c, t_m, mem_tier) = match crate::engine::cpu::op_time(op, mach, wt, at) {
-                Some(t) => (t.compute, t.memory, t.memory_tier),
-                None => (0.0, 0.0, wt),
-            };
-            let prec = Precision::ALL[op.precision];
-            let engine = if op.matrix { "matrix" } else { "vector" };
-            let bound_by = if op.phase == Phase::Host {
-                format!("host memory ({host_name})")
-            } else if mach[t::KERNEL_OVERHEAD] > t_c.max(t_m) {
-                "launch overhead".to_string()
-            } else if t_c >= t_m {
-                format!("compute ({} {engine})", prec.name())
-            } else {
-                tier_name(mem_tier)
-            };
-            let bytes = op.weight_bytes + op.act_bytes;
-            ops.push(OpPoint {
-                index: k + 1,
-                name: op.name.to_string(),
-                phase: phase_name(op.phase),
-                precision: prec.name(),
-                engine,
-                flops: op.flops,
-                occupancy: op.occupancy,
-                bytes,
-                intensity: (bytes > 0.0).then(|| op.flops / bytes),
-                achieved_flops_per_s: (op.flops > 0.0 && per_call > 0.0)
-                    .then(|| op.flops / per_call),
-                seconds_per_call: per_call,
-                calls_per_step: calls,
-                share_of_step: if e.step_time > 0.0 {
-                    t_total / e.step_time
-                } else {
-                    0.0
-                },
-                bound_by,
-            });
-        }
+                0.0
+            },
+            bound_by,
+        });
     }
-    Roofline {
-        system: sys.name.clone(),
-        device: d.name.clone(),
-        workload: w.name.clone(),
-        devices: m.devices(),
-        mapping: m.into(),
-        feasible: e.feasible,
-        reason: e.reason().map(|r| r.to_string()),
-        reason_code: e.reason().map(|r| r.code()),
-        step_time_s: e.feasible.then_some(e.step_time),
-        roofs,
-        ceilings,
-        ops,
-        mesh: crate::report::system::mesh_summary(sys),
-        regions: crate::report::placement::placement(sys, &w.name, p, mach, m.dp)
-            .map(|pl| pl.regions)
-            .unwrap_or_default(),
-    }
+    ops
 }
