@@ -85,6 +85,8 @@ fn the_shipped_fitted_figures_are_reproduced_from_their_cases() {
             &[
                 "validation/mlperf/mlperf-v50-llama405b-gb200-512.ron",
                 "validation/mlperf/mlperf-v50-llama405b-gb200-2496.ron",
+                "validation/megatron-bridge/mbridge-llama3-70b-gb200-64-fp8.ron",
+                "validation/megatron-bridge/mbridge-llama31-405b-gb200-256-fp8.ron",
             ],
         ),
         (

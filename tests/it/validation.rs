@@ -235,6 +235,14 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // the ten inside joined at -9.3 to +4.1 %: 5.28 % over 177. With GLM-130B's MFU (+21.5 %, a
     // known gap) and Megatron-LM's January 2021 README (175B on 1,024 A100, -9.9 %, joined) the
     // batch reads 8.0 % over 18: 5.31 % over 178.
+    // Then the GB200's FP8 efficiency was fitted on two families, not one (MLPerf's 405B on 512
+    // and 2,496 GB200 and Megatron-Bridge's 70B on 64 and 405B on 256, the latter two leaving the
+    // check set; 0.652 → 0.6743, the NVFP4 backward refitted on its case 0.6560 → 0.6275), so
+    // that holding either family out refits it on the other's rather than dropping it to 1.0:
+    // cross-validated 13.5 → 12.5 % over 217, MLPerf's family 23.9 → 16.3 %. In sample the
+    // figure is a compromise between the two publishers (0.6523 on MLPerf's alone, 0.6969 on
+    // Megatron-Bridge's): the unfitted performance cases 5.106 → 5.257 % over 187, the largest
+    // unchanged (the v4.1 Server row).
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
     // with tolerances of their own, and stay out of it (they are gated like every case above);
