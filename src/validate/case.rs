@@ -390,6 +390,46 @@ struct Lowered {
 }
 
 fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
+    let (role, citation) = case_header(cx, s, name);
+    let (metric, baseline) = metric_of(&s.metric);
+    cx.enter_part(cx.file(), crate::diag::Path::root(), Some(&s.source));
+    let published = published_value(cx, s, metric);
+    let tolerance = cx.positive("tolerance", &s.tolerance, Dimension::Ratio);
+    if tolerance.is_some_and(|t| t >= 1.0) {
+        cx.error(
+            "tolerance",
+            "a tolerance of 100 % or more accepts anything",
+            None,
+        );
+    }
+    let run = s.run.clone().unwrap_or_default();
+    let RunFigures {
+        startup_s,
+        evaluation,
+        at_rate,
+        at_rate_bad,
+    } = lower_run(cx, &run, metric);
+    cx.leave();
+    if at_rate_bad {
+        return None;
+    }
+    Some(Lowered {
+        role,
+        citation: citation?,
+        metric,
+        baseline,
+        published: published?,
+        tolerance: tolerance?,
+        evaluation,
+        startup_s: startup_s?,
+        boundary: run.power_boundary.unwrap_or(PowerBoundary::It),
+        at_rate,
+    })
+}
+
+/// The case's own fields: its format version, id (against its file's name), family, role,
+/// tolerance basis and the source it cites; its role and that source's citation.
+fn case_header(cx: &mut Ctx, s: &CaseSpec, name: &str) -> (Option<Role>, Option<String>) {
     cx.declare_sources(&s.sources);
     if s.version != FORMAT_VERSION {
         cx.error(
@@ -448,7 +488,12 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
             ),
         );
     }
-    let (metric, baseline) = match &s.metric {
+    (role, citation)
+}
+
+/// The metric a case compares and, for a scaling efficiency, its baseline.
+fn metric_of(m: &MetricSpec) -> (Metric, Option<u64>) {
+    match m {
         MetricSpec::TimeToTrain => (Metric::TimeToTrain, None),
         MetricSpec::StepTime => (Metric::StepTime, None),
         MetricSpec::Throughput => (Metric::Throughput, None),
@@ -462,9 +507,12 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
         MetricSpec::RentedCost => (Metric::RentedCost, None),
         MetricSpec::PeakMemory => (Metric::PeakMemory, None),
         MetricSpec::StateMemory => (Metric::StateMemory, None),
-    };
-    cx.enter_part(cx.file(), crate::diag::Path::root(), Some(&s.source));
-    let published = match metric {
+    }
+}
+
+/// The published figure in the unit its metric reads (a ratio at most 1 for the shares).
+fn published_value(cx: &mut Ctx, s: &CaseSpec, metric: Metric) -> Option<f64> {
+    match metric {
         Metric::TimeToTrain | Metric::StepTime | Metric::Mtbf => {
             cx.positive("published", &s.published, Dimension::Time)
         }
@@ -501,16 +549,21 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
                 None
             }
         },
-    };
-    let tolerance = cx.positive("tolerance", &s.tolerance, Dimension::Ratio);
-    if tolerance.is_some_and(|t| t >= 1.0) {
-        cx.error(
-            "tolerance",
-            "a tolerance of 100 % or more accepts anything",
-            None,
-        );
     }
-    let run = s.run.clone().unwrap_or_default();
+}
+
+/// What [`lower_run`] reads of a case's `run`.
+struct RunFigures {
+    startup_s: Option<f64>,
+    evaluation: Option<(f64, f64, f64)>,
+    at_rate: Option<f64>,
+    at_rate_bad: bool,
+}
+
+/// The run's settings a case states (inside its `run` field): the start-up time, the evaluation
+/// schedule and, for a power figure, the load it was measured at; and whether `at_rate` was given
+/// but unreadable (the case is then not lowered).
+fn lower_run(cx: &mut Ctx, run: &RunConditions, metric: Metric) -> RunFigures {
     cx.enter_field("run", None);
     let startup_s = match &run.startup {
         Some(q) => cx.non_negative("startup", q, Dimension::Time),
@@ -565,22 +618,12 @@ fn lower_case(cx: &mut Ctx, s: &CaseSpec, name: &str) -> Option<Lowered> {
     });
     let at_rate_bad = run.at_rate.is_some() && at_rate.is_none();
     cx.leave();
-    cx.leave();
-    if at_rate_bad {
-        return None;
-    }
-    Some(Lowered {
-        role,
-        citation: citation?,
-        metric,
-        baseline,
-        published: published?,
-        tolerance: tolerance?,
+    RunFigures {
+        startup_s,
         evaluation,
-        startup_s: startup_s?,
-        boundary: run.power_boundary.unwrap_or(PowerBoundary::It),
         at_rate,
-    })
+        at_rate_bad,
+    }
 }
 
 /// A quantity text split into its body and its `@source` tag.
