@@ -7,6 +7,9 @@
 //! words 4-7 as `vec4<f32>`; a field of the other type is bitcast, so any order of u32 and f32
 //! fields works.
 
+/// Words in one `Rec` of the shared record array (a `vec4<u32>` and a `vec4<f32>`).
+pub const REC_WORDS: usize = 8;
+
 /// A record whose WGSL form is generated from its Rust definition.
 pub trait Layout: bytemuck::Pod {
     const NAME: &'static str;
@@ -24,13 +27,13 @@ pub trait Layout: bytemuck::Pod {
 
     /// Records of the shared array this one occupies.
     fn recs() -> usize {
-        Self::FIELDS.len().div_ceil(8)
+        Self::FIELDS.len().div_ceil(REC_WORDS)
     }
 
     /// `fn read_<Name>(i: u32) -> <Name>`: the record starting at `recs[i]`.
     fn wgsl_reader() -> String {
         assert_eq!(
-            Self::FIELDS.len() % 8,
+            Self::FIELDS.len() % REC_WORDS,
             0,
             "{} is not a whole number of records",
             Self::NAME
@@ -40,7 +43,7 @@ pub trait Layout: bytemuck::Pod {
             .iter()
             .enumerate()
             .map(|(k, (_, t))| {
-                let (r, w) = (k / 8, k % 8);
+                let (r, w) = (k / REC_WORDS, k % REC_WORDS);
                 let (half, native) = if w < 4 { ("u", "u32") } else { ("f", "f32") };
                 let e = format!("r{r}.{half}.{}", comp[w % 4]);
                 if *t == native {

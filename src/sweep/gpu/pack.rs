@@ -2,7 +2,9 @@
 //! and the axes, as the generated records of `layout.rs` in the shared record array.
 
 use super::layout::code::*;
-use super::layout::{AxisRec, CommRec, Layout, OpRec, Params, ProgRec, StageRec, TargetRec};
+use super::layout::{
+    AxisRec, CommRec, Layout, OpRec, Params, ProgRec, StageRec, TargetRec, REC_WORDS,
+};
 use crate::engine::program::Program;
 use crate::engine::table::{self as fields, Fields, NX};
 use crate::sweep::space::{Op, Sampling, Space, Values};
@@ -97,9 +99,9 @@ fn f(x: f64) -> f32 {
     x as f32
 }
 
-/// The index of the next 8-word record in `recs`.
+/// The index of the next `Rec` in `recs` (where the next record starts).
 fn at(recs: &[u32]) -> u32 {
-    (recs.len() / 8) as u32
+    (recs.len() / REC_WORDS) as u32
 }
 
 /// The program's operator records: the machine slots of its rate, efficiencies and energy, and
