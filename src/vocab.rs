@@ -128,6 +128,22 @@ pub enum Kernels {
     Compiled,
 }
 
+/// How a software stack computes the language-model loss, the softmax cross-entropy over the
+/// vocabulary, beside the head's GEMMs (`engine::lower::training::ops::LOSS_BYTES_PER_LOGIT`):
+/// - `Upcast` (the default): the logits are cast to fp32 and each step of the softmax is its own
+///   pass over them, kept for the backward: Megatron-Core's vocabulary-parallel cross-entropy
+///   (megatron/core/tensor_parallel/cross_entropy.py), PyTorch's `cross_entropy` under autocast.
+/// - `Fused`: one kernel reads the low-precision logits forward and one reads them again and
+///   writes their gradient backward (flash-attention's `xentropy` CUDA kernel, which
+///   llm-foundry's MPT takes by default: `loss_fn: fused_crossentropy`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all(serialize = "snake_case"))]
+pub enum LossKernel {
+    #[default]
+    Upcast,
+    Fused,
+}
+
 /// How Transformer Engine's userbuffers overlap a row-parallel linear layer's forward GEMM with
 /// the reduce-scatter of its output (`tp_overlap_method`; only where tensor-parallel overlap is
 /// on). The column-parallel layers' forward and the row-parallel layers' input-gradient GEMMs

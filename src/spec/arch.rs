@@ -630,4 +630,8 @@ pub struct SoftwareSpec {
     /// published rate. Unset: at the device's dense-GEMM efficiency.
     #[serde(default)]
     pub attention_kernel: Option<String>,
+    /// How the stack computes the loss over the vocabulary (`Upcast`, `Fused`: see
+    /// `vocab::LossKernel`). Unset: `Upcast`.
+    #[serde(default)]
+    pub loss_kernel: Option<crate::vocab::LossKernel>,
 }

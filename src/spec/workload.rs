@@ -271,6 +271,11 @@ pub struct TrainingSpec {
     /// whose masks Korthikanti et al. 2022 §4.1 count); Llama-style recipes train without.
     #[serde(default)]
     pub dropout: Option<bool>,
+    /// The share of token positions the language-model head and its loss run on, in (0, 1].
+    /// Default 1: a causal LM predicts every next token. Masked language modelling predicts only
+    /// the masked positions, and its implementations gather them before the head (BERT: 15 %).
+    #[serde(default)]
+    pub predicted: Option<f64>,
     /// Images in the data set, for `Epochs` targets.
     #[serde(default)]
     pub dataset_samples: Option<u64>,

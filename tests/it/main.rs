@@ -32,6 +32,7 @@ mod hybrid_sharding;
 mod import_graph;
 mod kernel_counterparts;
 mod lora;
+mod loss_kernel;
 mod megatron_bridge;
 mod memory_footprint;
 mod model_shapes;

@@ -578,7 +578,7 @@ const ESTIMATE_22B_ON_8: [&str; 9] = [
 fn an_efficiency_above_one_is_refused_from_set_as_from_the_file() {
     let path = "architectures/parts/a100-sxm-80gb.ron";
     let text = std::fs::read_to_string(path).unwrap().replace(
-        "matmul: \"0.7708 @fitted-selene\"",
+        "matmul: \"0.7680 @fitted-selene\"",
         "matmul: \"1.5 @fitted-selene\"",
     );
     let l = load_system("architectures/selene-a100.ron", &Edited { path, text });

@@ -955,6 +955,7 @@ fn a_stacks_memory_reserve_shrinks_the_kv_cache() {
         pipeline_stage_time: 0.0,
         memory_reserve: 8e9,
         attention_kernel: None,
+        loss_kernel: Default::default(),
         fitted: Vec::new(),
     });
     let held = serve::max_concurrency(&on, &w, &m, n).expect("a KV limit");

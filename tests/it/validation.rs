@@ -243,6 +243,13 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // figure is a compromise between the two publishers (0.6523 on MLPerf's alone, 0.6969 on
     // Megatron-Bridge's): the unfitted performance cases 5.106 → 5.257 % over 187, the largest
     // unchanged (the v4.1 Server row).
+    // Then Megatron-Core's H100 weak-scaling table joined (seven of its nine rows, tolerances set
+    // from the unstated settings, nothing tuned), the loss over the vocabulary got its own passes
+    // (BERT's head and loss on its masked positions only, llm-foundry's fused kernel), and the
+    // H100's FP8 efficiency was fitted on two families (Megatron-Bridge's 70B on 64 and 405B on
+    // 1,024 H100 leaving the check set; 0.7642 → 0.7478) and the A100's on four Selene rows (the
+    // 530B's joining): 5.257 → 5.190 % over 190, the largest 14.6 % (llm-foundry's MPT-3B on 8
+    // A100 at sequence 32,768).
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
     // with tolerances of their own, and stay out of it (they are gated like every case above);
@@ -277,7 +284,11 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     );
     // all twelve within 4 % (22B with full recomputation went +3.8 → +4.0 % when split-K stopped
     // rescuing grids that already fill a wave, and back to +3.9 % when `calibrate`, holding the
-    // network figure at its bound, converged on the A100's three figures: 0.7708 / 0.5 / 0.6293)
+    // network figure at its bound, converged on the A100's three figures: 0.7708 / 0.5 / 0.6293;
+    // once the loss got its own passes the three rows gave 0.7745 / 0.5 / 0.6283 and this table's
+    // 175B MFU +4.05 %, the fit trading 175B against 1T with one residual degree of freedom: the
+    // 530B selective row joined the fit, 0.7680 / 0.5 / 0.6374, its memory interval 0.28-0.99
+    // where it had been -0.84 to 2.10)
     assert!(max <= 0.04, "Megatron table largest {max}");
 
     // IBM's 95 % scaling efficiency reproduced within ±3 points.

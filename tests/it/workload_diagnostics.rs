@@ -57,6 +57,11 @@ const EXPECT: &[(&str, &str, &str)] = &[
         "an `Epochs` target needs `dataset_samples`",
     ),
     (
+        "predicted-over-one",
+        "11:20",
+        "`predicted` 1.5 is not a share of the positions in (0, 1]",
+    ),
+    (
         "top-k-exceeds-experts",
         "14:20",
         "top_k 10 exceeds the 8 experts",

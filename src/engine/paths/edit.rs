@@ -122,6 +122,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
                     pipeline_stage_time: 0.0,
                     memory_reserve: 0.0,
                     attention_kernel: None,
+                    loss_kernel: Default::default(),
                     fitted: Vec::new(),
                 });
             match *field {

@@ -80,6 +80,7 @@ pub fn load_software(name: &str, fs: &dyn Fs) -> crate::spec::Loaded<Software> {
         Some(Software {
             name: spec.name.clone(),
             attention_kernel: spec.attention_kernel.as_ref().map(|k| k.trim().to_string()),
+            loss_kernel: spec.loss_kernel.unwrap_or_default(),
             step_overhead: step?,
             mesh_relay_time: relay?,
             pipeline_stage_time: stage?,

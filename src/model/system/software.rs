@@ -21,6 +21,8 @@ pub struct Software {
     /// The attention kernel it runs, by the name the device's attention tables give it
     /// (`Efficiency::attention`); `None`: the attention core runs at the dense-GEMM efficiency.
     pub attention_kernel: Option<String>,
+    /// How it computes the loss over the vocabulary.
+    pub loss_kernel: crate::vocab::LossKernel,
     /// Citations of its fitted figures (they name the cases they were fitted on).
     pub fitted: Vec<String>,
 }

@@ -243,6 +243,9 @@ pub struct Training {
     pub flash_attention: bool,
     /// The run applies dropout (its masks are kept for the backward pass).
     pub dropout: bool,
+    /// The share of token positions the LM head and loss run on (1: every position; masked
+    /// language modelling: the masked ones).
+    pub predicted: f64,
     pub dataset_samples: Option<u64>,
     /// Phases of other compute precisions from the start of the run (empty: the whole run at
     /// `compute`); the steps they leave run at `compute` and `scaling`.

@@ -11,6 +11,7 @@ mod linear;
 mod memory;
 mod mesh;
 mod ops;
+pub use ops::loss_bytes_per_logit;
 mod outer;
 mod shape;
 mod stream;

@@ -11,7 +11,7 @@ use super::shape::Shape;
 use crate::engine::lower::builder::Builder;
 use crate::engine::program::{Form, Op, Phase, Section};
 use crate::model::mapping::Recompute;
-use crate::vocab::LayerPart;
+use crate::vocab::{LayerPart, LossKernel};
 
 /// Every operator of one stage class, in program order: the layers forward, backward, the LoRA
 /// adapters, the recomputation, the head (on the stage that holds it), the optimizer update.
@@ -60,14 +60,15 @@ pub(super) fn build(b: &mut Builder, d: &Shape, state: &State) {
 fn head(b: &mut Builder, d: &Shape) {
     let Shape {
         t,
-        tok,
+        head_tok: tok,
         h,
         tpf,
         wb,
-        x,
         logits,
         ..
     } = *d;
+    // the head reads the hidden states of the positions it predicts
+    let x = d.x * tok / d.tok.max(f64::MIN_POSITIVE);
     let head_f = 2.0 * tok * h * t.vocab as f64 / tpf;
     let head_w = h * t.vocab as f64 / tpf * wb;
     let occ = Linear::occupancy(
@@ -95,6 +96,8 @@ fn head(b: &mut Builder, d: &Shape) {
         phase: Phase::Forward,
         form: Form::Both,
     });
+    loss(b, d, Phase::Forward);
+    loss(b, d, Phase::Backward);
     b.op(Op {
         name: "lm head (backward)".into(),
         matrix: true,
@@ -106,6 +109,57 @@ fn head(b: &mut Builder, d: &Shape) {
         count: 1.0,
         section: Section::MicroBatch,
         phase: Phase::Backward,
+        form: Form::Both,
+    });
+}
+
+/// Bytes per logit element the softmax cross-entropy moves beside the head's GEMMs, forward and
+/// backward, by how the stack computes it (`vocab::LossKernel`).
+///
+/// `Upcast`: Megatron-Core's `_VocabParallelCrossEntropy` (megatron/core/tensor_parallel/
+/// cross_entropy.py, core_v0.8.0) upcasts the bf16 logits to fp32 (read 2, write 4), takes the
+/// row maximum (read 4), subtracts it in place (read 4, write 4), exponentiates in place (read
+/// 4, write 4), sums (read 4) and divides in place into the softmax it keeps for the backward
+/// (read 4, write 4): 38 bytes. The backward scales that softmax by the loss gradient in place
+/// (read 4, write 4) and casts it back to bf16 for the head's GEMMs (read 4, write 2): 14 bytes.
+/// PyTorch's `cross_entropy` under autocast (an fp32 upcast, `log_softmax`, its backward and
+/// the cast back) moves about as much.
+///
+/// `Fused`: flash-attention's `xentropy` kernel reads the bf16 logits once forward (the row
+/// maximum and sum of exponentials in one pass, keeping only them) and once more backward,
+/// writing the gradient: 2 and 4 bytes.
+///
+/// Each pass is its own memory-bound kernel; none hides under the head's GEMMs.
+pub fn loss_bytes_per_logit(kernel: LossKernel) -> [f64; 2] {
+    match kernel {
+        LossKernel::Upcast => [38.0, 14.0],
+        LossKernel::Fused => [2.0, 4.0],
+    }
+}
+/// FLOPs per logit element of the same passes (maximum, subtraction, exponential, sum and
+/// division forward; the scaling backward), whichever kernel runs them.
+const LOSS_FLOPS_PER_LOGIT: [f64; 2] = [5.0, 1.0];
+
+/// The loss over the stage's logits (the predicted positions × vocab / tp elements per
+/// micro-batch), one pass.
+fn loss(b: &mut Builder, d: &Shape, phase: Phase) {
+    let elements = d.head_tok * d.t.vocab as f64 / d.tpf;
+    let k = usize::from(phase == Phase::Backward);
+    b.op(Op {
+        name: if k == 0 {
+            "loss (softmax cross-entropy)".into()
+        } else {
+            "loss (softmax cross-entropy, backward)".into()
+        },
+        matrix: false,
+        precision: d.vecp,
+        flops: elements * LOSS_FLOPS_PER_LOGIT[k],
+        occupancy: 1.0,
+        weight_bytes: 0.0,
+        act_bytes: elements * loss_bytes_per_logit(d.loss)[k],
+        count: 1.0,
+        section: Section::MicroBatch,
+        phase,
         form: Form::Both,
     });
 }

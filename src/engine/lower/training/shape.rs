@@ -65,6 +65,10 @@ pub(super) struct Shape<'a> {
     pub(super) x: f64,
     /// The logits of a micro-batch (fp32).
     pub(super) logits: f64,
+    /// The token positions of a micro-batch the head and loss run on (`Training::predicted`).
+    pub(super) head_tok: f64,
+    /// How the run's software stack computes the loss.
+    pub(super) loss: crate::vocab::LossKernel,
     /// Ranks of the gradient reduction: dp × cp.
     pub(super) dpn: f64,
     /// Ranks that share out the model state under ZeRO (`Mapping::shard_group`: dp × cp unless
@@ -157,7 +161,13 @@ impl<'a> Shape<'a> {
             tiling: crate::engine::tiling::Tiling::of(&sys.device),
             act_in: if t.gated_ffn { 2.0 } else { 1.0 },
             x: tok * h * ab,
-            logits: tok * t.vocab as f64 / tpf * 4.0,
+            logits: tok * tr.predicted * t.vocab as f64 / tpf * 4.0,
+            head_tok: tok * tr.predicted,
+            loss: sys
+                .software
+                .as_ref()
+                .map(|s| s.loss_kernel)
+                .unwrap_or_default(),
             dpn: (dp * cp) as f64,
             shardn: m.shard_group() as f64,
             etpf: m.etp() as f64,
