@@ -143,14 +143,17 @@ pub fn non_negative(field: &str, written: &str, v: f64) -> Result<f64, Problem> 
 
 /// An efficiency in (0, 1].
 pub fn fraction(field: &str, written: &str, v: f64) -> Result<f64, Problem> {
-    ratio_in(
+    fraction_with(
         field,
         written,
         v,
-        v > 0.0 && v <= 1.0,
-        "(0, 1]",
         "efficiencies are achieved / peak, e.g. \"0.7\" or \"70 %\"",
     )
+}
+
+/// A fraction in (0, 1], with a hint saying what it is a fraction of.
+pub fn fraction_with(field: &str, written: &str, v: f64, hint: &str) -> Result<f64, Problem> {
+    ratio_in(field, written, v, v > 0.0 && v <= 1.0, "(0, 1]", hint)
 }
 
 /// A share in [0, 1): a part of something taken away, never all of it.

@@ -463,6 +463,12 @@ impl<'a> Ctx<'a> {
         self.check(field, bounds::fraction(field, q.0.trim(), v))
     }
 
+    /// A fraction in (0, 1] of something other than a peak, `hint` saying of what.
+    pub fn fraction_with(&mut self, field: &str, q: &Q, hint: &str) -> Option<f64> {
+        let v = self.q(field, q, Dimension::Ratio)?;
+        self.check(field, bounds::fraction_with(field, q.0.trim(), v, hint))
+    }
+
     /// A share in [0, 1): a part of something taken away, never all of it.
     pub fn share(&mut self, field: &str, q: &Q, hint: &str) -> Option<f64> {
         let v = self.q(field, q, Dimension::Ratio)?;

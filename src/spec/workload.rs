@@ -273,9 +273,10 @@ pub struct TrainingSpec {
     pub dropout: Option<bool>,
     /// The share of token positions the language-model head and its loss run on, in (0, 1].
     /// Default 1: a causal LM predicts every next token. Masked language modelling predicts only
-    /// the masked positions, and its implementations gather them before the head (BERT: 15 %).
+    /// the masked positions, and its implementations gather them before the head (BERT:
+    /// `"15 % @source"`).
     #[serde(default)]
-    pub predicted: Option<f64>,
+    pub predicted: Option<Q>,
     /// Images in the data set, for `Epochs` targets.
     #[serde(default)]
     pub dataset_samples: Option<u64>,

@@ -26,7 +26,7 @@ fn fixtures(predicted: Option<f64>) -> (System, Workload) {
     let w = match predicted {
         Some(p) => WORKLOAD.replace(
             "target: Samples(800)",
-            &format!("target: Samples(800), predicted: {p}"),
+            &format!("target: Samples(800), predicted: \"{p}\""),
         ),
         None => WORKLOAD.to_string(),
     };

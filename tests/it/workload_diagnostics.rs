@@ -59,7 +59,7 @@ const EXPECT: &[(&str, &str, &str)] = &[
     (
         "predicted-over-one",
         "11:20",
-        "`predicted` 1.5 is not a share of the positions in (0, 1]",
+        "`predicted` must be a fraction in (0, 1], found `1.5`",
     ),
     (
         "top-k-exceeds-experts",

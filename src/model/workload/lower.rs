@@ -399,16 +399,13 @@ fn lower_training(cx: &mut Ctx, t: &TrainingSpec, model: Option<&Model>) -> Opti
             max: max?,
         })
     });
-    let predicted = match t.predicted {
-        Some(x) if !(x.is_finite() && x > 0.0 && x <= 1.0) => {
-            cx.error(
-                "predicted",
-                format!("`predicted` {x} is not a share of the positions in (0, 1]"),
-                Some("the share of token positions the head and loss run on: 1 for a causal LM (the default), 0.15 for BERT's masked positions".into()),
-            );
-            None
-        }
-        x => Some(x.unwrap_or(1.0)),
+    let predicted = match &t.predicted {
+        Some(q) => cx.fraction_with(
+            "predicted",
+            q,
+            "the share of token positions the head and loss run on: \"100 %\" for a causal LM (the default), \"15 %\" for BERT's masked positions",
+        ),
+        None => Some(1.0),
     };
     Some(Training {
         seq: seq?,

@@ -11,10 +11,11 @@ mod linear;
 mod memory;
 mod mesh;
 mod ops;
-pub use ops::loss_bytes_per_logit;
 mod outer;
 mod shape;
 mod stream;
+
+pub use ops::loss_bytes_per_logit;
 
 use super::builder::Builder;
 use crate::engine::program::*;
