@@ -135,6 +135,17 @@ pub enum Overlap {
     /// Behind the forward compute of the micro-batch (activations copied to host memory while
     /// the next layers run).
     Forward = 3,
+    /// A step's collective spread over the backward passes of `count` micro-batches before the
+    /// step's last, one call (of `bytes`) behind each: an interleaved pipeline schedule reduces
+    /// each model chunk's gradients as soon as that chunk's last backward is done, while the
+    /// later chunks' backwards still run (`dp::chunk_windows`). In a micro-batch section it is
+    /// [`Overlap::Backward`].
+    TailBackward = 4,
+    /// A step's collective spread over the forward passes of the step's first `count`
+    /// micro-batches, one call behind each: an interleaved schedule gathers each model chunk's
+    /// updated parameters while the chunks before it run their first forwards. In a
+    /// micro-batch section it is [`Overlap::Forward`].
+    HeadForward = 5,
 }
 
 /// Where a collective is booked on a stage's link timelines and whose compute it takes cores
@@ -158,11 +169,17 @@ pub enum Booking {
     StepForward = 5,
     /// A once-per-step collective behind the last micro-batch's backward.
     StepBackward = 6,
+    /// A once-per-step collective spread over the backwards of `count` micro-batches before the
+    /// last ([`Overlap::TailBackward`]).
+    StepTailBackward = 7,
+    /// A once-per-step collective spread over the forwards of the first `count` micro-batches
+    /// ([`Overlap::HeadForward`]).
+    StepHeadForward = 8,
 }
 
 impl Booking {
     /// Every booking, by code.
-    pub const ALL: [Booking; 7] = [
+    pub const ALL: [Booking; 9] = [
         Booking::Exposed,
         Booking::MicroBatchForward,
         Booking::MicroBatch,
@@ -170,24 +187,35 @@ impl Booking {
         Booking::MicroBatchBackward,
         Booking::StepForward,
         Booking::StepBackward,
+        Booking::StepTailBackward,
+        Booking::StepHeadForward,
     ];
 
     /// The booking of a collective overlapped as `overlap` in `section`.
     pub fn of(overlap: Overlap, section: Section) -> Booking {
         match (overlap, section) {
             (Overlap::None, _) => Booking::Exposed,
-            (Overlap::Forward, Section::MicroBatch) => Booking::MicroBatchForward,
+            (Overlap::Forward | Overlap::HeadForward, Section::MicroBatch) => {
+                Booking::MicroBatchForward
+            }
             (Overlap::Compute, Section::MicroBatch) => Booking::MicroBatch,
             (Overlap::Compute, Section::Step) => Booking::Step,
-            (Overlap::Backward, Section::MicroBatch) => Booking::MicroBatchBackward,
+            (Overlap::Backward | Overlap::TailBackward, Section::MicroBatch) => {
+                Booking::MicroBatchBackward
+            }
             (Overlap::Forward, Section::Step) => Booking::StepForward,
             (Overlap::Backward, Section::Step) => Booking::StepBackward,
+            (Overlap::TailBackward, Section::Step) => Booking::StepTailBackward,
+            (Overlap::HeadForward, Section::Step) => Booking::StepHeadForward,
         }
     }
 
     /// The pass of the evaluators' link timelines that books it (`cpu::PASSES`): 0, released at
     /// its section's start (and the exposed ones); 1, behind a micro-batch's backward; 2, the
-    /// step's behind the next step's first forward; 3, the step's behind the last backward.
+    /// step's behind the next step's first forward; 3, the step's behind the last backward; 4,
+    /// the step's spread over earlier backwards, on a copy of a micro-batch's timeline once its
+    /// own collectives are booked; 5, the step's spread over the first forwards, on a copy of
+    /// it once those released at its start are.
     pub fn pass(self) -> usize {
         match self {
             Booking::Exposed | Booking::MicroBatchForward | Booking::MicroBatch | Booking::Step => {
@@ -196,12 +224,15 @@ impl Booking {
             Booking::MicroBatchBackward => 1,
             Booking::StepForward => 2,
             Booking::StepBackward => 3,
+            Booking::StepTailBackward => 4,
+            Booking::StepHeadForward => 5,
         }
     }
 
     /// The group whose compute window an overlapped collective takes cores from
     /// (`cpu::collective_tax`): a micro-batch's forward, its backward, the whole micro-batch;
-    /// the step section; the forward or backward a step's collective rides. `None`: exposed.
+    /// the step section; the forward or backward a step's collective rides; the backwards and
+    /// the forwards a step's collective is spread over. `None`: exposed.
     pub fn tax_group(self) -> Option<usize> {
         match self {
             Booking::Exposed => None,
@@ -211,6 +242,8 @@ impl Booking {
             Booking::Step => Some(3),
             Booking::StepForward => Some(4),
             Booking::StepBackward => Some(5),
+            Booking::StepTailBackward => Some(6),
+            Booking::StepHeadForward => Some(7),
         }
     }
 }
@@ -606,8 +639,9 @@ impl Eval {
 mod booking_tests {
     use super::{Booking, Overlap, Section};
 
-    /// Each overlap in each section books one distinct way; only a collective overlapped with
-    /// nothing is exposed, and only an exposed one takes no cores from any compute window.
+    /// Each overlap in each section books one distinct way (a spread one in a micro-batch
+    /// section as the overlap it spreads); only a collective overlapped with nothing is
+    /// exposed, and only an exposed one takes no cores from any compute window.
     #[test]
     fn every_overlap_and_section_books_once() {
         let mut seen = Vec::new();
@@ -616,13 +650,17 @@ mod booking_tests {
             Overlap::Backward,
             Overlap::Compute,
             Overlap::Forward,
+            Overlap::TailBackward,
+            Overlap::HeadForward,
         ] {
             for s in [Section::MicroBatch, Section::Step] {
                 let b = Booking::of(o, s);
                 assert_eq!(b == Booking::Exposed, o == Overlap::None);
                 assert_eq!(b.tax_group().is_none(), o == Overlap::None);
                 assert!(Booking::ALL.contains(&b));
-                if o != Overlap::None {
+                let spread_in_micro_batch = s == Section::MicroBatch
+                    && matches!(o, Overlap::TailBackward | Overlap::HeadForward);
+                if o != Overlap::None && !spread_in_micro_batch {
                     assert!(!seen.contains(&b), "{o:?} {s:?} books as another pair does");
                 }
                 seen.push(b);
@@ -631,6 +669,12 @@ mod booking_tests {
         // the step's collectives that ride a micro-batch get their own passes (2, 3)
         assert_eq!(Booking::of(Overlap::Forward, Section::Step).pass(), 2);
         assert_eq!(Booking::of(Overlap::Backward, Section::Step).pass(), 3);
+        assert_eq!(Booking::of(Overlap::TailBackward, Section::Step).pass(), 4);
+        assert_eq!(Booking::of(Overlap::HeadForward, Section::Step).pass(), 5);
+        assert_eq!(
+            Booking::of(Overlap::TailBackward, Section::MicroBatch),
+            Booking::MicroBatchBackward
+        );
         assert_eq!(
             Booking::of(Overlap::Backward, Section::MicroBatch).pass(),
             1

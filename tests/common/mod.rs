@@ -295,3 +295,60 @@ pub fn h100() -> tessera::engine::table::Machine {
     m[t::PUE] = 1.0;
     m
 }
+
+/// One compute-bound GEMM of `secs` seconds at 989.4 TFLOP/s in `phase` and `section`.
+pub fn timed_gemm(
+    secs: f64,
+    phase: tessera::engine::program::Phase,
+    section: tessera::engine::program::Section,
+) -> tessera::engine::program::Op {
+    use tessera::engine::program::{Form, Op};
+    use tessera::model::precision::Precision;
+    let flops = 2.0 * 8192f64.powi(3);
+    Op {
+        name: "gemm".into(),
+        matrix: true,
+        precision: Precision::Bf16.index(),
+        flops,
+        occupancy: 1.0,
+        weight_bytes: 8192.0 * 8192.0 * 2.0,
+        act_bytes: 2.0 * 8192.0 * 8192.0 * 2.0,
+        count: secs / (flops / 989.4e12),
+        section,
+        phase,
+        form: Form::Both,
+    }
+}
+
+/// A micro-batch of `fwd` and `bwd` seconds of GEMMs ([`timed_gemm`], on [`h100`]), an update of
+/// `upd` seconds once per step, `mbs` micro-batches a step, and the collectives `comms`.
+pub fn timed_program(
+    fwd: f64,
+    bwd: f64,
+    upd: f64,
+    mbs: f64,
+    comms: Vec<tessera::engine::program::Comm>,
+) -> tessera::engine::program::Program {
+    use tessera::engine::program::{Footprint, Phase, Program, Section};
+    use tessera::model::precision::Precision;
+    let mb = Section::MicroBatch;
+    Program {
+        ops: vec![
+            timed_gemm(fwd, Phase::Forward, mb),
+            timed_gemm(bwd, Phase::Backward, mb),
+            timed_gemm(upd, Phase::Update, Section::Step),
+        ],
+        comms,
+        stages: Vec::new(),
+        micro_batches: mbs,
+        bubble: 0.0,
+        footprint: Footprint::default(),
+        devices: 1.0,
+        units_per_step: 1.0,
+        unit: "samples",
+        model_flops_per_step: 1.0,
+        mfu_precision: Precision::Bf16.index(),
+        steps: None,
+        host_steps: 0.0,
+    }
+}

@@ -136,14 +136,14 @@ fn the_estimate_counts_its_figures_by_source() {
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // By hand, over dgx-h100.ron, parts/h100-sxm.ron and parts/dgx-h100-node.ron (figures outside
-    // comments): `@assumed` 4 + 6 + 8 = 18, and the cost block's node price and utilisation 2;
-    // `@fitted-h100-fp8` 1 (the fp8 efficiency); every other `@key` 1 + 12 + 4 = 17 (the H100's
+    // comments): `@assumed` 4 + 5 + 8 = 17, and the cost block's node price and utilisation 2;
+    // `@fitted-h100-bf16` and `@fitted-h100-fp8` 2 (the bf16 and fp8 efficiencies); every other `@key` 1 + 12 + 4 = 17 (the H100's
     // `collective_compute_share` among them), and the cost block's GPU price, facility capital
     // (`@cw-dc-cost-2025`), life and rental 4; left to a default: the H100's `efficiency.vector`
     // and `dvfs` = 2. The H100's attention-kernel rates (2 kernels × 4 series × 6 lengths = 48,
     // under their kernel's `source: "fa2-bench"`) are sourced too: 21 + 48.
     assert_eq!(
         v["figures"],
-        serde_json::json!({"sourced": 69, "assumed": 20, "fitted": 1, "defaulted": 2})
+        serde_json::json!({"sourced": 69, "assumed": 19, "fitted": 2, "defaulted": 2})
     );
 }

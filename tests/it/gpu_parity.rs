@@ -747,6 +747,16 @@ fn link_timelines_agree_on_every_section_and_overlap() {
         comm(AllGather, 2e9, 8.0, stp, Forward),
         comm(AllGather, 1e9, 2.0, stp, Compute),
         comm(AllReduce, 1e8, 2.0, mbs, Exposed),
+        // an interleaved schedule's reductions and gathers spread over 2.5 backwards and 3.25
+        // forwards (`Overlap::TailBackward`, `Overlap::HeadForward`)
+        Comm {
+            count: 2.5,
+            ..comm(ReduceScatter, 1e9, 8.0, stp, Overlap::TailBackward)
+        },
+        Comm {
+            count: 3.25,
+            ..comm(AllGather, 6e8, 4.0, stp, Overlap::HeadForward)
+        },
     ];
     let program = Program {
         ops: vec![

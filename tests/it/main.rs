@@ -30,6 +30,7 @@ mod goodput;
 mod gpu_parity;
 mod hybrid_sharding;
 mod import_graph;
+mod interleaved_windows;
 mod kernel_counterparts;
 mod lora;
 mod loss_kernel;

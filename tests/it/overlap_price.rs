@@ -9,53 +9,9 @@ use proptest::prelude::*;
 use tessera::engine::cpu::{collective, collective_links, eval, op_time, LINKS};
 use tessera::engine::program::*;
 use tessera::engine::table as t;
-use tessera::model::precision::Precision;
 
 use crate::common;
-use crate::common::{comm, h100};
-
-/// One compute-bound GEMM of `secs` seconds at 989.4 TFLOP/s in `phase` and `section`.
-fn gemm(secs: f64, phase: Phase, section: Section) -> Op {
-    let flops = 2.0 * 8192f64.powi(3);
-    Op {
-        name: "gemm".into(),
-        matrix: true,
-        precision: Precision::Bf16.index(),
-        flops,
-        occupancy: 1.0,
-        weight_bytes: 8192.0 * 8192.0 * 2.0,
-        act_bytes: 2.0 * 8192.0 * 8192.0 * 2.0,
-        count: secs / (flops / 989.4e12),
-        section,
-        phase,
-        form: Form::Both,
-    }
-}
-
-/// A micro-batch of `fwd` and `bwd` seconds of GEMMs, an update of `upd` seconds once per step,
-/// `mbs` micro-batches a step, and the collectives `comms`.
-fn program(fwd: f64, bwd: f64, upd: f64, mbs: f64, comms: Vec<Comm>) -> Program {
-    let mb = Section::MicroBatch;
-    Program {
-        ops: vec![
-            gemm(fwd, Phase::Forward, mb),
-            gemm(bwd, Phase::Backward, mb),
-            gemm(upd, Phase::Update, Section::Step),
-        ],
-        comms,
-        stages: Vec::new(),
-        micro_batches: mbs,
-        bubble: 0.0,
-        footprint: Footprint::default(),
-        devices: 1.0,
-        units_per_step: 1.0,
-        unit: "samples",
-        model_flops_per_step: 1.0,
-        mfu_precision: Precision::Bf16.index(),
-        steps: None,
-        host_steps: 0.0,
-    }
-}
+use crate::common::{comm, h100, timed_program as program};
 
 /// `c` with another role, its coefficients settled again (what the role decides: `cores`).
 fn as_role(c: Comm, role: Role) -> Comm {

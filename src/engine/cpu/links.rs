@@ -104,11 +104,14 @@ pub(super) fn extend(end: &mut f64, at: f64) -> f64 {
 }
 
 /// The passes [`eval_traced`] makes over a stage's collectives, each naming the
-/// [`Booking::pass`] it books: the micro-batch's own (0, 1), the step's behind the first forward (2), then the
-/// first micro-batch's backward collectives again (1) on that micro-batch's timeline, after the
+/// [`Booking::pass`] it books: the micro-batch's own released at its start (0); the step's
+/// spread over the first forwards (5), each call on a copy of that timeline; the micro-batch's
+/// behind its backward (1); the step's spread over earlier backwards (4), each call on a copy of
+/// the micro-batch's whole timeline; the step's behind the first forward (2), then the first
+/// micro-batch's backward collectives again (1) on that micro-batch's timeline, after the
 /// step's (so a link is never booked twice at once), then the step's behind the last backward
 /// (3).
-pub const PASSES: [usize; 5] = [0, 1, 2, 1, 3];
+pub const PASSES: [usize; 7] = [0, 5, 1, 4, 2, 1, 3];
 
 /// The compute time overlapped collectives take from the operators they run beside, per stage
 /// and step (s): [`collective_tax`].
@@ -132,7 +135,9 @@ pub struct Tax {
 /// backward-overlapped its backward, its compute-overlapped the whole micro-batch (a third of
 /// that cost lengthens the forward, two thirds the backward); the step's compute-overlapped the
 /// step section; and the step's collectives that ride a micro-batch that micro-batch's forward
-/// or backward, once per step, so they lengthen the step section. Groups that run at once each
+/// or backward, once per step, so they lengthen the step section, and those spread over
+/// `count` backwards or forwards (one call behind each) up to `count` such windows. Groups
+/// that run at once each
 /// take their own cores (a pipeline exchange beside a data-parallel reduction: two
 /// communicators' kernels), so a pass can lose up to twice the share. The weight store's, the
 /// mesh's and the host link's transfers are DMA and router traffic and take no cores.
@@ -153,8 +158,10 @@ pub fn collective_tax(
         return tax;
     }
     // core-driven link time per group: micro-batch forward, backward, compute; step compute,
-    // forward-riding, backward-riding
-    let mut d = [0.0f64; 6];
+    // forward-riding, backward-riding, spread over backwards, spread over forwards; and the
+    // most windows a spread group's collectives take
+    let mut d = [0.0f64; 8];
+    let mut spread = [0.0f64; 2];
     for c in &p.comms[st.comms.clone()] {
         if c.coeffs.cores <= 0.0 || !c.form.runs(streams) {
             continue;
@@ -169,6 +176,9 @@ pub fn collective_tax(
             l[0] + l[1]
         };
         d[g] += t * c.count * c.coeffs.cores;
+        if g >= 6 {
+            spread[g - 6] = spread[g - 6].max(c.count);
+        }
     }
     let cap = |d: f64, w: f64| share * d.min(w);
     let (f, b) = (cap(d[0], fwd), cap(d[1], bwd));
@@ -179,7 +189,11 @@ pub fn collective_tax(
     tax.micro_batch = f + b + c;
     tax.forward = f + c / 3.0;
     tax.backward = b + 2.0 * c / 3.0;
-    tax.step = cap(d[3], step) + cap(d[4], fwd) + cap(d[5], bwd);
+    tax.step = cap(d[3], step)
+        + cap(d[4], fwd)
+        + cap(d[5], bwd)
+        + cap(d[6], spread[0] * bwd)
+        + cap(d[7], spread[1] * fwd);
     tax
 }
 

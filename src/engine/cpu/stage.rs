@@ -179,29 +179,38 @@ fn stage_links(
     let mut free = [0.0f64; LINKS];
     let mut free_step = [0.0f64; LINKS];
     let mut first = [0.0f64; LINKS];
+    // the copies of a micro-batch's timeline the spread collectives' calls run on (`spread`):
+    // after its collectives released at its start (the forwards'), and after all of its own
+    let (mut head, mut tail) = ([0.0f64; LINKS], [0.0f64; LINKS]);
+    let (mut end_head, mut end_tail) = (0.0, 0.0);
     let (mut end_mb, mut end_step) = (busy[0], busy[1]);
     let (mut end_last, mut end_first) = (0.0, 0.0);
     let (mut late_fwd, mut late_first) = (0.0f64, 0.0f64);
     let (mut release_bwd, mut release_first) = (0.0, 0.0);
     let mut last_step_fwd = None;
     for (pass, &books) in PASSES.iter().enumerate() {
-        if pass == 1 {
-            first = free;
-            release_bwd = busy[0] - bwd_mb + late_fwd;
-        }
-        if pass == 2 {
-            (end_last, end_first) = (end_mb, end_mb);
-            late_first = late_fwd;
-        }
-        if pass == 3 {
-            if last_step_fwd.is_none() {
-                // nothing rode the first forward: the first micro-batch is like any other
-                continue;
+        match pass {
+            1 => (head, end_head) = (free, end_mb),
+            2 => {
+                first = free;
+                release_bwd = busy[0] - bwd_mb + late_fwd;
             }
-            release_first = busy[0] - bwd_mb + late_first;
-        }
-        if pass == 4 && p.micro_batches <= 1.0 && last_step_fwd.is_some() {
-            (free, release_bwd, end_last) = (first, release_first, end_first);
+            3 => (tail, end_tail) = (free, end_mb),
+            4 => {
+                (end_last, end_first) = (end_mb, end_mb);
+                late_first = late_fwd;
+            }
+            5 => {
+                if last_step_fwd.is_none() {
+                    // nothing rode the first forward: the first micro-batch is like any other
+                    continue;
+                }
+                release_first = busy[0] - bwd_mb + late_first;
+            }
+            6 if p.micro_batches <= 1.0 && last_step_fwd.is_some() => {
+                (free, release_bwd, end_last) = (first, release_first, end_first);
+            }
+            _ => {}
         }
         for i in st.comms.clone() {
             let c = &p.comms[i];
@@ -211,11 +220,19 @@ fn stage_links(
             }
             let s = c.section as usize;
             let mut lt = collective_links(c, m);
-            for x in &mut lt {
-                *x *= c.count;
+            // a spread collective's calls each run behind their own micro-batch (`count` of
+            // them); the others run all their calls on one timeline
+            let spread = matches!(
+                booking,
+                Booking::StepTailBackward | Booking::StepHeadForward
+            );
+            if !spread {
+                for x in &mut lt {
+                    *x *= c.count;
+                }
             }
             let o = c.coeffs.overlapped;
-            if pass == 3 {
+            if pass == 5 {
                 // the first micro-batch's backward collectives again, on its timeline: what
                 // they add to its end is the step's collectives' doing (traced on the last
                 // of them); their energy counts once, in pass 1
@@ -247,24 +264,36 @@ fn stage_links(
                     last_step_fwd = Some(i);
                     extend(&mut end_first, f + busy[0] - fwd_mb)
                 }
+                // one call behind each of `count` micro-batches' backwards (forwards), each
+                // delaying its micro-batch by what it exposes on a copy of that micro-batch's
+                // timeline: its links' other traffic is that micro-batch's own
+                Booking::StepTailBackward => {
+                    let f = schedule(&lt, o, release_bwd, &mut tail);
+                    c.count * extend(&mut end_tail, f)
+                }
+                Booking::StepHeadForward => {
+                    let f = schedule(&lt, o, 0.0, &mut head);
+                    c.count * extend(&mut end_head, f - fwd_mb + busy[0])
+                }
             };
             br[s].communication += exposed;
             let mult = if s == 0 { mb_mult } else { 1.0 };
             if let Some(tr) = trace.as_deref_mut() {
                 tr[p.ops.len() + i] = exposed * mult;
             }
-            let k = &c.coeffs;
-            let bu = k.up[usize::from(m.flag(t::UP_INR))].bytes;
-            let bo = k.out[usize::from(m.flag(t::OUT_INR))].bytes;
-            let bh = k.host.bytes;
-            // the mesh's traffic at its energy per bit-hop (bytes × hops, `Link::hop_bytes`)
-            let bm = k.mesh.hop_bytes;
-            *dyn_energy += mult
-                * c.count
-                * (bu * m[t::UP_ENERGY]
-                    + bo * m[t::OUT_ENERGY]
-                    + bh * m[t::HOST_ENERGY]
-                    + bm * m[t::MESH_ENERGY]);
+            *dyn_energy += mult * c.count * traffic_energy(c, m);
         }
     }
+}
+
+/// The dynamic energy of one call of `c`'s traffic: its bytes on each link class at that class's
+/// energy per byte, and the mesh's at its energy per bit-hop (bytes × hops, `Link::hop_bytes`).
+fn traffic_energy(c: &Comm, m: &Machine) -> f64 {
+    let k = &c.coeffs;
+    let bu = k.up[usize::from(m.flag(t::UP_INR))].bytes;
+    let bo = k.out[usize::from(m.flag(t::OUT_INR))].bytes;
+    bu * m[t::UP_ENERGY]
+        + bo * m[t::OUT_ENERGY]
+        + k.host.bytes * m[t::HOST_ENERGY]
+        + k.mesh.hop_bytes * m[t::MESH_ENERGY]
 }

@@ -116,7 +116,9 @@ fn collective_tax(st: StageRec, st_streams: bool, w: vec4<f32>) -> vec4<f32> {
     if (share <= 0.0) {
         return vec4<f32>(0.0);
     }
-    var d = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    var d = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    // the most windows a spread group's collectives take (`cpu::collective_tax`)
+    var spread = vec2<f32>(0.0, 0.0);
     for (var i = 0u; i < st.n_comms; i++) {
         let c = read_CommRec(st.comm_start + i * CommRec_RECS);
         if (c.booking == BOOKING_EXPOSED || c.cores <= 0.0 || !runs(c.form, st_streams)) {
@@ -129,17 +131,24 @@ fn collective_tax(st: StageRec, st_streams: bool, w: vec4<f32>) -> vec4<f32> {
             t = max(l[0], l[1]);
         }
         d[g] += t * c.count * c.cores;
+        if (g == 6u) {
+            spread.x = max(spread.x, c.count);
+        } else if (g == 7u) {
+            spread.y = max(spread.y, c.count);
+        }
     }
     let f = share * min(d[0], w.x);
     let b = share * min(d[1], w.y);
     let cm = share * min(d[2], w.z);
-    let step = share * min(d[3], w.w) + share * min(d[4], w.x) + share * min(d[5], w.y);
+    let step = share * min(d[3], w.w) + share * min(d[4], w.x) + share * min(d[5], w.y)
+        + share * min(d[6], spread.x * w.y) + share * min(d[7], spread.y * w.x);
     return vec4<f32>(f + b + cm, f + cm / 3.0, b + 2.0 * cm / 3.0, step);
 }
 
 // The group whose compute window an overlapped collective takes cores from
 // (`Booking::tax_group`): 0 a micro-batch's forward, 1 its backward, 2 the whole micro-batch,
-// 3 the step section, 4 and 5 the forward and backward a step's collective rides.
+// 3 the step section, 4 and 5 the forward and backward a step's collective rides, 6 and 7 the
+// backwards and forwards a step's collective is spread over.
 fn tax_group(b: u32) -> u32 {
     switch b {
         case BOOKING_MICRO_BATCH_FORWARD: { return 0u; }
@@ -147,6 +156,8 @@ fn tax_group(b: u32) -> u32 {
         case BOOKING_MICRO_BATCH: { return 2u; }
         case BOOKING_STEP: { return 3u; }
         case BOOKING_STEP_FORWARD: { return 4u; }
+        case BOOKING_STEP_TAIL_BACKWARD: { return 6u; }
+        case BOOKING_STEP_HEAD_FORWARD: { return 7u; }
         default: { return 5u; }
     }
 }
@@ -157,6 +168,8 @@ fn booking_pass(b: u32) -> u32 {
         case BOOKING_MICRO_BATCH_BACKWARD: { return 1u; }
         case BOOKING_STEP_FORWARD: { return 2u; }
         case BOOKING_STEP_BACKWARD: { return 3u; }
+        case BOOKING_STEP_TAIL_BACKWARD: { return 4u; }
+        case BOOKING_STEP_HEAD_FORWARD: { return 5u; }
         default: { return 0u; }
     }
 }
@@ -520,13 +533,19 @@ fn evaluate(li: u32) -> Point {
         bwd_mb += tax.z;
         // link timelines per link class (`cpu::stage_links`, `cpu::schedule`): the micro-batch's,
         // the step section's, and the first micro-batch's (its forward's collectives, the step's
-        // behind that forward, then its backward's again); passes as `cpu::PASSES`: 0 the
-        // collectives released at their section's start, 1 those behind a micro-batch's
-        // backward, 2 the step's behind the first forward, 3 the first micro-batch's backward
-        // ones again on its timeline, 4 the step's behind the last backward (`Booking::pass`)
+        // behind that forward, then its backward's again), and the copies of a micro-batch's the
+        // spread collectives' calls run on; passes as `cpu::PASSES`: 0 the collectives released
+        // at their section's start, 1 the step's spread over the first forwards, 2 those behind
+        // a micro-batch's backward, 3 the step's spread over earlier backwards, 4 the step's
+        // behind the first forward, 5 the first micro-batch's backward ones again on its
+        // timeline, 6 the step's behind the last backward (`Booking::pass`)
         var free = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var free_st = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var first = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+        var head = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+        var tail = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
+        var end_head = 0.0;
+        var end_tail = 0.0;
         var end_mb = busy[0];
         var end_st = busy[1];
         var end_last = 0.0;
@@ -536,34 +555,38 @@ fn evaluate(li: u32) -> Point {
         var release_bwd = 0.0;
         var release_first = 0.0;
         var any_fwd_step = false;
-        for (var ps = 0u; ps < 5u; ps++) {
+        // the pass of `Booking::pass` each pass books (`cpu::PASSES`)
+        var passes = array<u32, 7>(0u, 5u, 1u, 4u, 2u, 1u, 3u);
+        for (var ps = 0u; ps < 7u; ps++) {
             if (ps == 1u) {
+                head = free;
+                end_head = end_mb;
+            }
+            if (ps == 2u) {
                 first = free;
                 release_bwd = busy[0] - bwd_mb + late_fwd;
             }
-            if (ps == 2u) {
+            if (ps == 3u) {
+                tail = free;
+                end_tail = end_mb;
+            }
+            if (ps == 4u) {
                 end_last = end_mb;
                 end_first = end_mb;
                 late_first = late_fwd;
             }
-            if (ps == 3u) {
+            if (ps == 5u) {
                 if (!any_fwd_step) {
                     continue;
                 }
                 release_first = busy[0] - bwd_mb + late_first;
             }
-            if (ps == 4u && pr.micro_batches <= 1.0 && any_fwd_step) {
+            if (ps == 6u && pr.micro_batches <= 1.0 && any_fwd_step) {
                 free = first;
                 release_bwd = release_first;
                 end_last = end_first;
             }
-            // the pass of `Booking::pass` this pass books
-            var books = ps;
-            if (ps == 3u) {
-                books = 1u;
-            } else if (ps == 4u) {
-                books = 3u;
-            }
+            let books = passes[ps];
             for (var i = 0u; i < st.n_comms; i++) {
                 let c = read_CommRec(st.comm_start + i * CommRec_RECS);
                 let s = c.section;
@@ -571,10 +594,14 @@ fn evaluate(li: u32) -> Point {
                     continue;
                 }
                 var lt = collective_links(c);
-                for (var j = 0u; j < 5u; j++) {
-                    lt[j] *= c.count;
+                // a spread collective's calls each run behind their own micro-batch
+                let spread = c.booking == BOOKING_STEP_TAIL_BACKWARD || c.booking == BOOKING_STEP_HEAD_FORWARD;
+                if (!spread) {
+                    for (var j = 0u; j < 5u; j++) {
+                        lt[j] *= c.count;
+                    }
                 }
-                if (ps == 3u) {
+                if (ps == 5u) {
                     // what the first micro-batch's backward collectives add to its end: the
                     // step's collectives' doing; their energy counts once, in pass 1
                     comm[1] += extend(&end_first, schedule(lt, c.overlapped, release_first, &first));
@@ -595,6 +622,12 @@ fn evaluate(li: u32) -> Point {
                     exposed = extend(&end_mb, schedule(lt, c.overlapped, release_bwd, &free));
                 } else if (c.booking == BOOKING_STEP_BACKWARD) {
                     exposed = extend(&end_last, schedule(lt, c.overlapped, release_bwd, &free));
+                } else if (c.booking == BOOKING_STEP_TAIL_BACKWARD) {
+                    let f = schedule(lt, c.overlapped, release_bwd, &tail);
+                    exposed = c.count * extend(&end_tail, f);
+                } else if (c.booking == BOOKING_STEP_HEAD_FORWARD) {
+                    let f = schedule(lt, c.overlapped, 0.0, &head);
+                    exposed = c.count * extend(&end_head, f - fwd_mb + busy[0]);
                 } else {
                     let f = schedule(lt, c.overlapped, 0.0, &first);
                     late_first = max(late_first, f - fwd_mb);
@@ -602,6 +635,7 @@ fn evaluate(li: u32) -> Point {
                     exposed = extend(&end_first, f + busy[0] - fwd_mb);
                 }
                 comm[s] += exposed;
+                // the traffic's energy per call (`cpu::traffic_energy`)
                 dyn_energy += mult[s] * c.count
                     * (up_bytes(c) * X[F_UP_ENERGY] + out_bytes(c) * X[F_OUT_ENERGY] + c.host_bytes * X[F_HOST_ENERGY]
                        + c.mesh_hop_bytes * X[F_MESH_ENERGY]);

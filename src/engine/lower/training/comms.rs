@@ -534,7 +534,10 @@ pub(super) fn overlap_communication(p: &mut Program, o: ExtraOverlap) {
         match c.role {
             Role::TensorParallel if o.tensor_parallel => c.overlap = Overlap::Compute,
             Role::PipelineSendRecv if o.pipeline => c.overlap = Overlap::Compute,
-            Role::ParameterGather if o.parameter_gather => c.overlap = Overlap::Backward,
+            // (its share spread over the first forwards is already where the schedule puts it)
+            Role::ParameterGather if o.parameter_gather && c.overlap != Overlap::HeadForward => {
+                c.overlap = Overlap::Backward
+            }
             _ => {}
         }
     }

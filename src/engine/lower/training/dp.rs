@@ -17,7 +17,7 @@ use crate::engine::program::*;
 /// bucket is exposed here too, after the shard group's.
 pub(super) fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, group: Group) {
     let m = d.m;
-    let c = Collective {
+    let mut c = Collective {
         name: "dp replica gradient all-reduce".into(),
         role: Role::GradientReduction,
         kind: CollKind::AllReduce,
@@ -31,11 +31,74 @@ pub(super) fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, gro
             Overlap::None
         },
     };
+    if !m.gradients_sharded_through_step() {
+        c = spread_early_chunks(b, d, c, Overlap::TailBackward);
+    }
     b.grad_comm(
         c,
         m.gradients_sharded_through_step()
             .then_some(d.micro_batches),
     );
+}
+
+/// The windows an interleaved pipeline schedule gives a step's collectives of the `v` model
+/// chunks but one, in micro-batch passes: (backwards before the step's last, first forwards);
+/// `None` without interleaving.
+///
+/// Megatron-Core's interleaved 1F1B runs the micro-batches in groups of `g` = min(micro-batches,
+/// pp), each group through one model chunk after the other, so the step's last round of
+/// backwards is the `v` chunks' groups in turn, `v·g` chunk-passes, a micro-batch's backward
+/// being `v` of them. It launches a chunk's gradient reduction as soon as that chunk's last
+/// backward is done (`schedules.py` @core_v0.8.0 l.797-805, `is_last_microbatch_for_model_chunk`),
+/// so the reductions of all chunks but the last run behind the `(v − 1)·g` chunk-passes of the
+/// groups after the first; the last micro-batch's backward (`v` of those) already hides the
+/// last chunk's, which leaves `(v − 1)·g/v − 1` micro-batch backwards to the others. The
+/// parameter gathers mirror it (`overlap_param_gather`): each chunk's updated parameters are
+/// gathered once the chunk before it starts its first group of forwards (l.723-732), behind
+/// `(v − 1)·g` forward chunk-passes, `(v − 1)·g/v` micro-batch forwards; the first chunk's is
+/// launched with the optimizer step (`distrib_optimizer.py` l.1336-1337) and stays where an
+/// uninterleaved step's is. The compute is counted without the schedule's idle waits, which
+/// only lengthen these windows.
+pub(super) fn chunk_windows(d: &Shape) -> Option<(f64, f64)> {
+    let (pp, v) = (d.m.pp as f64, d.m.interleave as f64);
+    if pp <= 1.0 || v <= 1.0 {
+        return None;
+    }
+    let g = d.micro_batches.min(pp);
+    let forwards = (v - 1.0) * g / v;
+    Some((forwards - 1.0, forwards))
+}
+
+/// Under an interleaved schedule (`chunk_windows`), spread the share of `c` that belongs to the
+/// model chunks but the last (first) over the earlier backwards (first forwards), `overlap`
+/// [`Overlap::TailBackward`] or [`Overlap::HeadForward`]: one call per window, of the share over
+/// the windows. Returns what stays as `c` was booked: the last chunk's share, or all of `c`
+/// where there is no window.
+fn spread_early_chunks(b: &mut Builder, d: &Shape, c: Collective, overlap: Overlap) -> Collective {
+    let Some((backwards, forwards)) = chunk_windows(d) else {
+        return c;
+    };
+    let windows = if overlap == Overlap::TailBackward {
+        backwards
+    } else {
+        forwards
+    };
+    if c.section != Section::Step || windows <= 0.0 {
+        return c;
+    }
+    let v = d.m.interleave as f64;
+    let early = c.bytes * c.count * (v - 1.0) / v;
+    b.comm(Collective {
+        name: format!("{} (chunks but the last, spread)", c.name).into(),
+        bytes: early / windows,
+        count: windows,
+        overlap,
+        ..c.clone()
+    });
+    Collective {
+        bytes: c.bytes / v,
+        ..c
+    }
 }
 
 /// Labels of one group's gradient reduction and parameter gathers.
@@ -84,7 +147,7 @@ pub(super) fn step_reduction(
     } else {
         (n.reduce_scatter, CollKind::ReduceScatter)
     };
-    let c = Collective {
+    let mut c = Collective {
         name: name.into(),
         role: Role::GradientReduction,
         kind,
@@ -104,6 +167,9 @@ pub(super) fn step_reduction(
     let every = m
         .gradients_sharded_through_step()
         .then_some(d.micro_batches);
+    if every.is_none() && ov == Overlap::Backward {
+        c = spread_early_chunks(b, d, c, Overlap::TailBackward);
+    }
     if last_bucket {
         b.grad_comm(c, every);
     } else if every.is_some() {
@@ -122,7 +188,7 @@ pub(super) fn step_reduction(
         if z >= 3 {
             weight_gathers(b, d, n, weight_bytes, group);
         } else {
-            b.comm(Collective {
+            let mut gather = Collective {
                 name: n.param_gather.into(),
                 role: Role::ParameterGather,
                 kind: CollKind::AllGather,
@@ -131,7 +197,14 @@ pub(super) fn step_reduction(
                 count: 1.0,
                 section: stp,
                 overlap: ov,
-            });
+            };
+            // overlapped with the next step's forwards (Megatron-Core `overlap_param_gather`):
+            // under an interleaved schedule all chunks' but the first's behind the forwards of
+            // the chunks before them; the rest where `overlap_communication` books it
+            if m.overlap.parameter_gather {
+                gather = spread_early_chunks(b, d, gather, Overlap::HeadForward);
+            }
+            b.comm(gather);
         }
     }
 }
