@@ -160,7 +160,8 @@ fn cpu_sources() -> (Vec<String>, BTreeSet<String>) {
 
 #[test]
 fn every_cpu_function_has_a_kernel_counterpart_and_back() {
-    let kernel = read("src/sweep/gpu/eval.wgsl");
+    // the interpreter: its link section and the rest
+    let kernel = read("src/sweep/gpu/links.wgsl") + &read("src/sweep/gpu/eval.wgsl");
     let (cpu_fns, cpu_names) = cpu_sources();
     let cites = cited(&kernel);
     // each cited path's segments name things the CPU evaluator declares

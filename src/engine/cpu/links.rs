@@ -1,7 +1,6 @@
 //! Collectives on the link classes: their alpha-beta time per class, how the classes combine,
 //! the link timelines that schedule them, and what overlapped ones take from the compute they
-//! hide behind. Mirrors the kernel's link section (`sweep/gpu/eval.wgsl`, `collective_links`
-//! to `extend`).
+//! hide behind. Mirrors the kernel's link section (`sweep/gpu/links.wgsl`).
 
 use crate::engine::program::*;
 use crate::engine::table::{self as t, Machine};

@@ -1,12 +1,13 @@
 //! The reference evaluator: a program on a machine → step time, breakdown, power, energy.
 //! f64, single design point; `sweep` runs it over many machines with rayon. It interprets the
 //! cost program: each operator's rate is the machine slots its efficiency class names, each
-//! collective its alpha-beta coefficients. The WGSL kernel (`sweep/gpu/eval.wgsl`) interprets the
-//! same records the same way (the parity test checks), and its sections match these files one
-//! to one: `links` (collectives on the link timelines), `roofline` (an operator's time, placement),
-//! `clock` (the round, DVFS and power), `stage` (one stage class's pass over its records) and this
-//! file (`evaluate`: the stages into a step). `tests/it/gpu_parity.rs` checks that every function
-//! here has its counterpart in the kernel and the other way round.
+//! collective its alpha-beta coefficients. The WGSL kernel (`sweep/gpu/eval.wgsl`, its link
+//! section in `links.wgsl`) interprets the same records the same way (the parity test checks),
+//! and its sections match these files one to one: `links` (collectives on the link timelines),
+//! `roofline` (an operator's time, placement), `clock` (the round, DVFS and power), `stage` (one
+//! stage class's pass over its records) and this file (`evaluate`: the stages into a step).
+//! `tests/it/kernel_counterparts.rs` checks that every function here has its counterpart in the
+//! kernel and the other way round.
 
 mod clock;
 mod links;

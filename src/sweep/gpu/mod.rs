@@ -31,10 +31,12 @@ pub const MAX_AXES: usize = 32;
 pub const MAX_CHUNK: u32 = 1 << 20;
 
 /// The kernel's hand-written parts: entry point and screening, design-point generation, and the
-/// cost-program interpreter. The host prepends the generated constants and records.
-const SHADER: [&str; 3] = [
+/// cost-program interpreter (its link section, then the rest). The host prepends the generated
+/// constants and records.
+const SHADER: [&str; 4] = [
     include_str!("kernel.wgsl"),
     include_str!("sample.wgsl"),
+    include_str!("links.wgsl"),
     include_str!("eval.wgsl"),
 ];
 
