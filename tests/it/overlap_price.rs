@@ -150,11 +150,12 @@ fn any_comm() -> impl Strategy<Value = Comm> {
         0usize..5,
         1e6f64..8e9,
         0u32..3,
-        0usize..4,
+        0usize..6,
         any::<bool>(),
         any::<bool>(),
+        0.05f64..1.0,
     )
-        .prop_map(|(kind, bytes, outer_log, overlap, step, nccl)| {
+        .prop_map(|(kind, bytes, outer_log, overlap, step, nccl, windows)| {
             let kinds = [
                 CollKind::AllGather,
                 CollKind::AllReduce,
@@ -167,6 +168,8 @@ fn any_comm() -> impl Strategy<Value = Comm> {
                 Overlap::Backward,
                 Overlap::Compute,
                 Overlap::Forward,
+                Overlap::TailBackward,
+                Overlap::HeadForward,
             ];
             let inner = if kinds[kind] == CollKind::SendRecv {
                 1.0
@@ -183,15 +186,59 @@ fn any_comm() -> impl Strategy<Value = Comm> {
             } else {
                 Section::MicroBatch
             };
-            with(
+            let c = with(
                 as_role(
                     comm(kinds[kind], bytes, inner, f64::from(1u32 << outer_log)),
                     role,
                 ),
                 section,
                 overlaps[overlap],
-            )
+            );
+            // a spread collective's calls: a share of the micro-batches but the last, set by
+            // `within` once the step's micro-batches are drawn (as `dp::chunk_windows` keeps them)
+            if matches!(
+                overlaps[overlap],
+                Overlap::TailBackward | Overlap::HeadForward
+            ) {
+                Comm {
+                    count: windows,
+                    ..c
+                }
+            } else {
+                c
+            }
         })
+}
+
+/// `comms` with each spread collective's windows made a number of the `mbs` micro-batches but
+/// one, the same for every collective spread the same way (as `dp::chunk_windows` gives every
+/// chunked collective of a stage its schedule's windows), the two spreads on micro-batches of
+/// their own: each the first one's share (its `count`, drawn in (0, 1)) of half of `mbs` − 1,
+/// none with one micro-batch.
+fn within(comms: Vec<Comm>, mbs: f64) -> Vec<Comm> {
+    let share = |o: Overlap| {
+        comms
+            .iter()
+            .find(|c| c.overlap == o)
+            .map_or(0.0, |c| c.count)
+    };
+    let (tail, head) = (share(Overlap::TailBackward), share(Overlap::HeadForward));
+    // the two spreads' windows are micro-batches of their own
+    let (tail, head) = (tail / 2.0, head / 2.0);
+    comms
+        .into_iter()
+        .map(|c| match c.overlap {
+            Overlap::TailBackward => Comm {
+                count: tail * (mbs - 1.0),
+                ..c
+            },
+            Overlap::HeadForward => Comm {
+                count: head * (mbs - 1.0),
+                ..c
+            },
+            _ => c,
+        })
+        .collect()
 }
 
 /// Busy time per step of the compute and of each link class: every operator's time and every
@@ -226,7 +273,7 @@ proptest! {
     ) {
         let mut m = h100();
         m[t::COMM_SHARE] = share;
-        let p = program(fwd, bwd, upd, f64::from(mbs), comms);
+        let p = program(fwd, bwd, upd, f64::from(mbs), within(comms, f64::from(mbs)));
         let base = eval(&p, &m).step_time;
         let (mut q, mut n) = (p.clone(), m.clone());
         match which {
@@ -255,7 +302,7 @@ proptest! {
     ) {
         let mut m = h100();
         m[t::COMM_SHARE] = share;
-        let p = program(fwd, bwd, upd, f64::from(mbs), comms);
+        let p = program(fwd, bwd, upd, f64::from(mbs), within(comms, f64::from(mbs)));
         let step = eval(&p, &m).step_time;
         let (compute, links) = busy(&p, &m);
         prop_assert!(step >= compute * (1.0 - 1e-12), "{step} < compute {compute}");

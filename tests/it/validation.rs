@@ -252,9 +252,10 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // A100 at sequence 32,768); with a strong-scaling point of the same source, 5.193 % over 191.
     // Then an interleaved schedule's data-parallel windows and the H100's BF16 efficiency fitted
     // on six rows of three stacks (0.65 assumed → 0.5682; those six leave the check set), MLPerf
-    // v4.0's GPT-3 on NeMo 24.04's stack, nine checks out of tolerance moved to the known gaps
-    // with their reasons and twelve gaps that came within left there: 5.193 → 5.244 % over 179,
-    // the largest unchanged. Admitting the twelve would read 5.44 % over 191; the limit stays.
+    // v4.0's GPT-3 on NeMo 24.04's stack, eight checks out of tolerance moved to the known gaps
+    // with their reasons and twelve gaps that came within left there (the two spreads then on
+    // micro-batches of their own, the 11,616-GPU GPT-3 +1.6 → +8.6 %): 5.193 → 5.283 % over 179,
+    // the largest unchanged. Admitting the twelve would read 5.47 % over 191; the limit stays.
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
     // with tolerances of their own, and stay out of it (they are gated like every case above);

@@ -103,14 +103,15 @@ pub(super) fn extend(end: &mut f64, at: f64) -> f64 {
 }
 
 /// The passes [`eval_traced`] makes over a stage's collectives, each naming the
-/// [`Booking::pass`] it books: the micro-batch's own released at its start (0); the step's
-/// spread over the first forwards (5), each call on a copy of that timeline; the micro-batch's
-/// behind its backward (1); the step's spread over earlier backwards (4), each call on a copy of
-/// the micro-batch's whole timeline; the step's behind the first forward (2), then the first
-/// micro-batch's backward collectives again (1) on that micro-batch's timeline, after the
-/// step's (so a link is never booked twice at once), then the step's behind the last backward
-/// (3).
-pub const PASSES: [usize; 7] = [0, 5, 1, 4, 2, 1, 3];
+/// [`Booking::pass`] it books: the micro-batch's own released at its start (0), then those behind
+/// its backward (1); the step's spread over forwards (5), each call on a copy of the timeline as
+/// the forward left it, then the micro-batch's backward collectives again (1) on that copy, after
+/// the calls (so a link is never booked twice at once, and only what the calls add counts); the
+/// step's spread over earlier backwards (4), each call on a copy of the micro-batch's whole
+/// timeline; the step's behind the first forward (2), then the first micro-batch's backward
+/// collectives again (1) on that micro-batch's timeline, after the step's, then the step's behind
+/// the last backward (3).
+pub const PASSES: [usize; 8] = [0, 1, 5, 1, 4, 2, 1, 3];
 
 /// The compute time overlapped collectives take from the operators they run beside, per stage
 /// and step (s): [`collective_tax`].

@@ -183,31 +183,42 @@ fn stage_links(
     // after its collectives released at its start (the forwards'), and after all of its own
     let (mut head, mut tail) = ([0.0f64; LINKS], [0.0f64; LINKS]);
     let (mut end_head, mut end_tail) = (0.0, 0.0);
+    // the head's windows (the most any of its collectives takes), what its calls delay the
+    // forward by, and the last of them (for the trace)
+    let (mut head_windows, mut late_head, mut last_head) = (0.0f64, 0.0f64, None);
     let (mut end_mb, mut end_step) = (busy[0], busy[1]);
     let (mut end_last, mut end_first) = (0.0, 0.0);
     let (mut late_fwd, mut late_first) = (0.0f64, 0.0f64);
-    let (mut release_bwd, mut release_first) = (0.0, 0.0);
+    let (mut release_bwd, mut release_first, mut release_head) = (0.0, 0.0, 0.0);
     let mut last_step_fwd = None;
     for (pass, &books) in PASSES.iter().enumerate() {
         match pass {
-            1 => (head, end_head) = (free, end_mb),
-            2 => {
+            1 => {
                 first = free;
                 release_bwd = busy[0] - bwd_mb + late_fwd;
             }
-            3 => (tail, end_tail) = (free, end_mb),
-            4 => {
+            // a copy of the micro-batch's timeline as its forward left it, and its end once its
+            // own collectives are all booked
+            2 => (head, end_head, late_head) = (first, end_mb, late_fwd),
+            3 => {
+                if last_head.is_none() {
+                    continue;
+                }
+                release_head = busy[0] - bwd_mb + late_head;
+            }
+            4 => (tail, end_tail) = (free, end_mb),
+            5 => {
                 (end_last, end_first) = (end_mb, end_mb);
                 late_first = late_fwd;
             }
-            5 => {
+            6 => {
                 if last_step_fwd.is_none() {
                     // nothing rode the first forward: the first micro-batch is like any other
                     continue;
                 }
                 release_first = busy[0] - bwd_mb + late_first;
             }
-            6 if p.micro_batches <= 1.0 && last_step_fwd.is_some() => {
+            7 if p.micro_batches <= 1.0 && last_step_fwd.is_some() => {
                 (free, release_bwd, end_last) = (first, release_first, end_first);
             }
             _ => {}
@@ -232,7 +243,19 @@ fn stage_links(
                 }
             }
             let o = c.coeffs.overlapped;
-            if pass == 5 {
+            if pass == 3 {
+                // a head window's backward collectives again, on its copy, after the head's
+                // calls: what they add to its end is the head's doing, once per window (traced on
+                // the last head collective); their energy counts once, in pass 1
+                let x =
+                    head_windows * extend(&mut end_head, schedule(&lt, o, release_head, &mut head));
+                br[1].communication += x;
+                if let (Some(tr), Some(j)) = (trace.as_deref_mut(), last_head) {
+                    tr[p.ops.len() + j] += x;
+                }
+                continue;
+            }
+            if pass == 6 {
                 // the first micro-batch's backward collectives again, on its timeline: what
                 // they add to its end is the step's collectives' doing (traced on the last
                 // of them); their energy counts once, in pass 1
@@ -273,6 +296,9 @@ fn stage_links(
                 }
                 Booking::StepHeadForward => {
                     let f = schedule(&lt, o, 0.0, &mut head);
+                    late_head = late_head.max(f - fwd_mb);
+                    head_windows = head_windows.max(c.count);
+                    last_head = Some(i);
                     c.count * extend(&mut end_head, f - fwd_mb + busy[0])
                 }
             };

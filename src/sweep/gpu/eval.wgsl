@@ -370,10 +370,10 @@ fn evaluate(li: u32) -> Point {
         // the step section's, and the first micro-batch's (its forward's collectives, the step's
         // behind that forward, then its backward's again), and the copies of a micro-batch's the
         // spread collectives' calls run on; passes as `cpu::PASSES`: 0 the collectives released
-        // at their section's start, 1 the step's spread over the first forwards, 2 those behind
-        // a micro-batch's backward, 3 the step's spread over earlier backwards, 4 the step's
-        // behind the first forward, 5 the first micro-batch's backward ones again on its
-        // timeline, 6 the step's behind the last backward (`Booking::pass`)
+        // at their section's start, 1 those behind a micro-batch's backward, 2 the step's spread
+        // over forwards, 3 the backward ones again on that copy, 4 the step's spread over earlier
+        // backwards, 5 the step's behind the first forward, 6 the first micro-batch's backward
+        // ones again on its timeline, 7 the step's behind the last backward (`Booking::pass`)
         var free = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var free_st = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var first = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
@@ -381,6 +381,10 @@ fn evaluate(li: u32) -> Point {
         var tail = array<f32, 5>(0.0, 0.0, 0.0, 0.0, 0.0);
         var end_head = 0.0;
         var end_tail = 0.0;
+        var late_head = 0.0;
+        var head_windows = 0.0;
+        var any_head = false;
+        var release_head = 0.0;
         var end_mb = busy[0];
         var end_st = busy[1];
         var end_last = 0.0;
@@ -391,32 +395,39 @@ fn evaluate(li: u32) -> Point {
         var release_first = 0.0;
         var any_fwd_step = false;
         // the pass of `Booking::pass` each pass books (`cpu::PASSES`)
-        var passes = array<u32, 7>(0u, 5u, 1u, 4u, 2u, 1u, 3u);
-        for (var ps = 0u; ps < 7u; ps++) {
+        var passes = array<u32, 8>(0u, 1u, 5u, 1u, 4u, 2u, 1u, 3u);
+        for (var ps = 0u; ps < 8u; ps++) {
             if (ps == 1u) {
-                head = free;
-                end_head = end_mb;
-            }
-            if (ps == 2u) {
                 first = free;
                 release_bwd = busy[0] - bwd_mb + late_fwd;
             }
+            if (ps == 2u) {
+                head = first;
+                end_head = end_mb;
+                late_head = late_fwd;
+            }
             if (ps == 3u) {
+                if (!any_head) {
+                    continue;
+                }
+                release_head = busy[0] - bwd_mb + late_head;
+            }
+            if (ps == 4u) {
                 tail = free;
                 end_tail = end_mb;
             }
-            if (ps == 4u) {
+            if (ps == 5u) {
                 end_last = end_mb;
                 end_first = end_mb;
                 late_first = late_fwd;
             }
-            if (ps == 5u) {
+            if (ps == 6u) {
                 if (!any_fwd_step) {
                     continue;
                 }
                 release_first = busy[0] - bwd_mb + late_first;
             }
-            if (ps == 6u && pr.micro_batches <= 1.0 && any_fwd_step) {
+            if (ps == 7u && pr.micro_batches <= 1.0 && any_fwd_step) {
                 free = first;
                 release_bwd = release_first;
                 end_last = end_first;
@@ -436,7 +447,13 @@ fn evaluate(li: u32) -> Point {
                         lt[j] *= c.count;
                     }
                 }
-                if (ps == 5u) {
+                if (ps == 3u) {
+                    // a head window's backward collectives again, on its copy, after the head's
+                    // calls: what they add is the head's doing, once per window
+                    comm[1] += head_windows * extend(&end_head, schedule(lt, c.overlapped, release_head, &head));
+                    continue;
+                }
+                if (ps == 6u) {
                     // what the first micro-batch's backward collectives add to its end: the
                     // step's collectives' doing; their energy counts once, in pass 1
                     comm[1] += extend(&end_first, schedule(lt, c.overlapped, release_first, &first));
@@ -462,6 +479,9 @@ fn evaluate(li: u32) -> Point {
                     exposed = c.count * extend(&end_tail, f);
                 } else if (c.booking == BOOKING_STEP_HEAD_FORWARD) {
                     let f = schedule(lt, c.overlapped, 0.0, &head);
+                    late_head = max(late_head, f - fwd_mb);
+                    head_windows = max(head_windows, c.count);
+                    any_head = true;
                     exposed = c.count * extend(&end_head, f - fwd_mb + busy[0]);
                 } else {
                     let f = schedule(lt, c.overlapped, 0.0, &first);

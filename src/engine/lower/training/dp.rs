@@ -57,7 +57,8 @@ pub(super) fn replica_reduction(b: &mut Builder, d: &Shape, grad_bytes: f64, gro
 /// gathered once the chunk before it starts its first group of forwards (l.723-732), behind
 /// `(v − 1)·g` forward chunk-passes, `(v − 1)·g/v` micro-batch forwards; the first chunk's is
 /// launched with the optimizer step (`distrib_optimizer.py` l.1336-1337) and stays where an
-/// uninterleaved step's is. The compute is counted without the schedule's idle waits, which
+/// uninterleaved step's is. The two together take no more windows than the step has
+/// micro-batches besides the one the step's own bookings ride. The compute is counted without the schedule's idle waits, which
 /// only lengthen these windows.
 pub(super) fn chunk_windows(d: &Shape) -> Option<(f64, f64)> {
     let (pp, v) = (d.m.pp as f64, d.m.interleave as f64);
@@ -66,7 +67,12 @@ pub(super) fn chunk_windows(d: &Shape) -> Option<(f64, f64)> {
     }
     let g = d.micro_batches.min(pp);
     let forwards = (v - 1.0) * g / v;
-    Some((forwards - 1.0, forwards))
+    // the windows are micro-batches of their own, other than the one the step's own bookings
+    // ride (the last backward, the first forward): where the two spreads would take more than
+    // the others, both shrink in proportion (each window's timeline holds one spread's calls)
+    let (backwards, others) = ((forwards - 1.0).max(0.0), d.micro_batches - 1.0);
+    let fit = (others / (backwards + forwards)).min(1.0);
+    Some((backwards * fit, forwards * fit))
 }
 
 /// Under an interleaved schedule (`chunk_windows`), spread the share of `c` that belongs to the
