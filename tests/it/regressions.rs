@@ -783,27 +783,9 @@ fn a_top_beyond_the_points_finishes() {
 /// the link were free).
 #[test]
 fn a_gather_behind_the_first_forward_does_not_share_the_link_with_the_backward() {
-    use tessera::engine::program::{CollKind, Comm, Op, Overlap, Phase, Role};
-    use tessera::model::precision::{Precision, NPREC};
-    // the shared H100 with a round 1 PFLOP/s matrix unit
-    let mut peak = [0.0; NPREC];
-    peak[Precision::Bf16.index()] = 1e15;
-    let mut m = common::h100();
-    m.set_row(table::MATRIX_PEAK, &peak);
-    // 1 ms of a 1 PFLOP/s matrix unit, compute-bound
-    let gemm = |phase| Op {
-        name: "gemm".into(),
-        matrix: true,
-        precision: Precision::Bf16.index(),
-        flops: 1e12,
-        occupancy: 1.0,
-        weight_bytes: 1e6,
-        act_bytes: 1e6,
-        count: 1.0,
-        section: Section::MicroBatch,
-        phase,
-        form: tessera::engine::program::Form::Both,
-    };
+    use tessera::engine::program::{CollKind, Comm, Overlap, Role};
+    // the shared H100, a 1 ms forward and a 1 ms backward of compute-bound GEMMs
+    let m = common::h100();
     let gather = |bytes, section, overlap| {
         Comm {
             role: Role::ParameterGather,
@@ -813,24 +795,16 @@ fn a_gather_behind_the_first_forward_does_not_share_the_link_with_the_backward()
         }
         .with_coeffs()
     };
-    let p = Program {
-        ops: vec![gemm(Phase::Forward), gemm(Phase::Backward)],
-        comms: vec![
+    let p = common::timed_program(
+        1e-3,
+        1e-3,
+        0.0,
+        1.0,
+        vec![
             gather(2e9, Section::MicroBatch, Overlap::Backward),
             gather(1e9, Section::Step, Overlap::Forward),
         ],
-        stages: Vec::new(),
-        micro_batches: 1.0,
-        bubble: 0.0,
-        footprint: Default::default(),
-        devices: 1.0,
-        units_per_step: 1.0,
-        unit: "samples",
-        model_flops_per_step: 1.0,
-        mfu_precision: Precision::Bf16.index(),
-        steps: None,
-        host_steps: 0.0,
-    };
+    );
     let nic: f64 = p
         .comms
         .iter()
@@ -848,7 +822,7 @@ fn a_gather_behind_the_first_forward_does_not_share_the_link_with_the_backward()
         e.breakdown
     );
     assert!(
-        close(trace[2], 0.019, 1e-9) && close(trace[3], 0.009, 1e-9),
+        close(trace[3], 0.019, 1e-9) && close(trace[4], 0.009, 1e-9),
         "{trace:?}"
     );
 }
