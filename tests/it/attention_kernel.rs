@@ -1,9 +1,9 @@
 //! Attention as it runs (`model::system::attention`, issue 43 item 2): a software stack that
 //! names an attention kernel runs the attention core at that kernel's published rate on the
 //! device, and a fused core's backward counts the 2.5 × the forward's FLOPs its score
-//! recomputation costs. Hand-checked against the FlashAttention-2 paper's figures as the shipped
-//! part files hold them, and two laws: a longer sequence never makes attention per token cheaper,
-//! and more work never makes a step shorter.
+//! recomputation costs. Hand-checked against the FlashAttention-2 and -3 papers' figures as the
+//! shipped part files hold them, and two laws: a longer sequence never makes attention per token
+//! cheaper, and more work never makes a step shorter.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
@@ -236,5 +236,60 @@ proptest! {
         let (e1, e2) = (tessera::engine::cpu::eval(&p1, &m), tessera::engine::cpu::eval(&p2, &m));
         prop_assume!(e1.feasible && e2.feasible);
         prop_assert!(e2.step_time >= e1.step_time, "{s1}: {} s, {s2}: {} s", e1.step_time, e2.step_time);
+    }
+}
+
+/// A shipped system on the named software stack.
+fn system_on(file: &str, stack: &str) -> System {
+    let mut sys = system(file, false);
+    let sw = load_software(stack, &common::CrateFs);
+    assert!(sw.diagnostics.is_empty(), "{:?}", sw.diagnostics);
+    sys.with_software(sw.value.unwrap());
+    sys
+}
+
+#[test]
+fn cudnn_attention_runs_each_pass_at_its_own_series() {
+    // NeMo 25.01 names cuDNN's fused attention: FlashAttention-3's benchmark of it on an H100
+    // (head dimension 128, causal) reads 529 TFLOP/s forward at 8,192 tokens; the backward
+    // series is derived, 518 (without the mask) × 529 / 600 = 456.7, written 457.
+    let sys = system_on(
+        "architectures/eos-h100.ron",
+        "architectures/software/nemo-25.01.ron",
+    );
+    let p = program(&sys, &mpt("workloads/mpt-1b-foundry.ron", 8192));
+    let flops = 4.0 * 8192f64.powi(2) * 2048.0 / 2.0;
+    let fwd = core(&p, Phase::Forward);
+    let bwd = core(&p, Phase::Backward);
+    assert_relative_eq!(compute_time(&sys, fwd), flops / 529e12, max_relative = 1e-9);
+    assert_relative_eq!(
+        compute_time(&sys, bwd),
+        2.5 * flops / 457e12,
+        max_relative = 1e-9
+    );
+}
+
+#[test]
+fn the_derived_causal_backward_follows_the_measured_series() {
+    // The part file writes cuDNN's causal backward as the measured backward without the mask
+    // times the forward's causal-to-full ratio at each length, rounded to 1 TFLOP/s: editing
+    // one measured series without the derived one fails here.
+    let sys = system("architectures/eos-h100.ron", false);
+    let k = sys
+        .device
+        .efficiency
+        .attention
+        .iter()
+        .find(|k| k.name == "cudnn-fused-attention")
+        .expect("the H100 lists cuDNN's fused attention");
+    use tessera::vocab::AttentionPass::{Backward, Forward};
+    for seq in [512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16384.0] {
+        let at = |causal, pass| k.rate(seq, 128.0, causal, pass).unwrap();
+        let derived = at(false, Backward) * at(true, Forward) / at(false, Forward);
+        let written = at(true, Backward);
+        assert!(
+            (written - derived).abs() <= 0.5e12,
+            "sequence {seq}: written {written:e}, derived {derived:e}"
+        );
     }
 }

@@ -140,10 +140,10 @@ fn the_estimate_counts_its_figures_by_source() {
     // `@fitted-h100-bf16` and `@fitted-h100-fp8` 2 (the bf16 and fp8 efficiencies); every other `@key` 1 + 12 + 4 = 17 (the H100's
     // `collective_compute_share` among them), and the cost block's GPU price, facility capital
     // (`@cw-dc-cost-2025`), life and rental 4; left to a default: the H100's `efficiency.vector`
-    // and `dvfs` = 2. The H100's attention-kernel rates (2 kernels × 4 series × 6 lengths = 48,
-    // under their kernel's `source: "fa2-bench"`) are sourced too: 21 + 48.
+    // and `dvfs` = 2. The H100's attention-kernel rates (3 kernels × 4 series × 6 lengths = 72,
+    // under their kernel's `source`, "fa2-bench" or "fa3-bench") are sourced too: 21 + 72.
     assert_eq!(
         v["figures"],
-        serde_json::json!({"sourced": 69, "assumed": 19, "fitted": 2, "defaulted": 2})
+        serde_json::json!({"sourced": 93, "assumed": 19, "fitted": 2, "defaulted": 2})
     );
 }

@@ -256,6 +256,13 @@ fn the_gated_set_passes_and_reaches_the_targets() {
     // with their reasons and twelve gaps that came within left there (the two spreads then on
     // micro-batches of their own, the 11,616-GPU GPT-3 +1.6 → +8.6 %): 5.193 → 5.283 % over 179,
     // the largest unchanged. Admitting the twelve would read 5.47 % over 191; the limit stays.
+    // Then MLPerf v5.0's Llama 3.1 405B rows counted their embedding and loss in the pipeline
+    // split as NVIDIA's configs do (5.5 % faster: the LM head's imbalance had stood in for what
+    // follows) and ran on their containers' stacks, NeMo 25.01 on H100 with cuDNN's fused
+    // attention at FlashAttention-3's benchmark of it, NeMo 25.04 on GB200, each stack's per-step
+    // cost fitted on its shortest step (those two rows leave the check set), the FP8
+    // efficiencies refitted (H100 0.8539 → 0.8650): 5.283 → 5.267 % over 177. Counting the split
+    // without the attention kernel read 5.34 % over 177, and was not kept.
     // The ratchet follows the performance model (times, throughputs, MFU, scaling, power,
     // energy): goodput's cases (`Goodput`, `Mtbf`) check another model, against published bounds
     // with tolerances of their own, and stay out of it (they are gated like every case above);
