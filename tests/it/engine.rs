@@ -201,8 +201,12 @@ fn pipeline_bubble() {
     let p = lower(&sys, &w, &m, 8).unwrap();
     assert_eq!(p.bubble, 7.0);
     assert_eq!(p.micro_batches, 64.0);
+    // 40 layers on 8 stages are 5 a stage: interleaving 5 chunks of one layer divides the bubble
+    // by 5; 2 chunks are 3 and 2 layers, and the schedule waits on the 3-layer one: 7 / (5 / 3).
+    let p5 = lower(&sys, &w, &Mapping { interleave: 5, ..m }, 8).unwrap();
+    assert_relative_eq!(p5.bubble, 7.0 / 5.0, max_relative = 1e-12);
     let p2 = lower(&sys, &w, &Mapping { interleave: 2, ..m }, 8).unwrap();
-    assert_eq!(p2.bubble, 3.5);
+    assert_relative_eq!(p2.bubble, 4.2, max_relative = 1e-12);
 }
 
 const SYSTEM: &str = r#"System(
@@ -822,10 +826,10 @@ fn a_throttled_clock_turns_operators_near_the_ridge_compute_bound() {
 #[test]
 fn interleaving_gives_nothing_with_fewer_micro_batches_than_stages() {
     use tessera::engine::lower::pipeline_bubble;
-    assert_relative_eq!(1.0 + pipeline_bubble(8, 1.0, 4), 8.0);
-    assert_relative_eq!(pipeline_bubble(8, 8.0, 4), 7.0 / 4.0);
-    assert_relative_eq!(pipeline_bubble(8, 16.0, 4), 7.0 / 4.0);
-    assert_relative_eq!(pipeline_bubble(8, 3.0, 1), 7.0);
+    assert_relative_eq!(1.0 + pipeline_bubble(8, 1.0, 4.0), 8.0);
+    assert_relative_eq!(pipeline_bubble(8, 8.0, 4.0), 7.0 / 4.0);
+    assert_relative_eq!(pipeline_bubble(8, 16.0, 4.0), 7.0 / 4.0);
+    assert_relative_eq!(pipeline_bubble(8, 3.0, 1.0), 7.0);
     // through the engine: 8 stages, global batch 1 → one micro-batch
     let (sys, w) = fixtures_with(&WORKLOAD.replace("global_batch: 64", "global_batch: 1"));
     let mk = |v: u64| Mapping {
@@ -863,17 +867,49 @@ proptest! {
     #[test]
     fn the_bubble_never_beats_the_pipeline(pp in 1u64..64, m in 1u64..256, v in 1u64..8) {
         use tessera::engine::lower::pipeline_bubble;
-        let b = pipeline_bubble(pp, m as f64, v);
+        let b = pipeline_bubble(pp, m as f64, v as f64);
         let step = m as f64 + b;
         prop_assert!(b >= 0.0);
         prop_assert!(step >= pp as f64 * (1.0 - 1e-12), "pp {pp} m {m} v {v}: {step}");
-        prop_assert!(b <= pipeline_bubble(pp, m as f64, 1) * (1.0 + 1e-12));
+        prop_assert!(b <= pipeline_bubble(pp, m as f64, 1.0) * (1.0 + 1e-12));
         if m >= pp {
             prop_assert!((b - (pp as f64 - 1.0) / v as f64).abs() < 1e-12);
         }
         // one more micro-batch never shortens the step
-        prop_assert!(m as f64 + 1.0 + pipeline_bubble(pp, m as f64 + 1.0, v) >= step * (1.0 - 1e-12));
+        prop_assert!(
+            m as f64 + 1.0 + pipeline_bubble(pp, m as f64 + 1.0, v as f64) >= step * (1.0 - 1e-12)
+        );
     }
+
+    /// Chunks of whole layers: the bubble is priced at between one and `v` equal chunks, at `v`
+    /// exactly when `v` divides the layers, and more chunks never price it at fewer.
+    #[test]
+    fn uneven_chunks_price_the_bubble_at_the_largest(layers in 1u64..200, v in 1u64..16) {
+        use tessera::engine::lower::bubble_chunks;
+        let c = bubble_chunks(layers, v);
+        prop_assert!(c >= 1.0 - 1e-12 && c <= v as f64 + 1e-12, "{layers} layers, v {v}: {c}");
+        if layers % v == 0 {
+            prop_assert!((c - v as f64).abs() < 1e-12);
+        }
+        prop_assert!(bubble_chunks(layers, v + 1) >= c - 1e-12);
+    }
+}
+
+/// Megatron-Core's 462B has 112 layers: on 8 stages, 14 a stage. Eight chunks of whole layers
+/// are six of 2 and two of 1 (or 2 × 7), and the schedule waits on a 2-layer chunk: the bubble is
+/// that of 7 chunks, not 8. Narayanan et al.'s 76.1B (60 layers, pp 4 × v 2): chunks of 8 and 7,
+/// priced as 15 / 8 chunks.
+#[test]
+fn uneven_chunks_by_hand() {
+    use tessera::engine::lower::{bubble_chunks, pipeline_bubble};
+    assert_relative_eq!(bubble_chunks(14, 8), 7.0);
+    assert_relative_eq!(bubble_chunks(16, 8), 8.0);
+    assert_relative_eq!(bubble_chunks(15, 2), 15.0 / 8.0);
+    assert_relative_eq!(
+        pipeline_bubble(8, 64.0, bubble_chunks(14, 8)),
+        7.0 / 7.0,
+        max_relative = 1e-12
+    );
 }
 
 /// Layers on each stage class of a lowered training program: (name, repeat, layers, holds the

@@ -147,6 +147,18 @@ fn stage_classes(t: &Transformer, m: &Mapping) -> Vec<(&'static str, StageClass,
     out
 }
 
+/// The units a stage splits into its interleaved chunks: `ceil(layers / pp)` layers on the
+/// bounding stage, or the `(layers + counted) / pp` units of a split that counts the embedding or
+/// the loss (which `check` has made divisible by the interleave).
+fn stage_layers(t: &Transformer, m: &Mapping) -> u64 {
+    let units = split_units(t, m);
+    if units == t.layers {
+        t.layers.div_ceil(m.pp.max(1))
+    } else {
+        units / m.pp.max(1)
+    }
+}
+
 /// Why `m` cannot run `t` under `tr`, if it cannot.
 fn check(t: &Transformer, tr: &Training, m: &Mapping, host_link: bool) -> Result<(), Reason> {
     let (tp, pp, cp, dp, v) = (m.tp, m.pp, m.cp, m.dp, m.interleave);
@@ -293,9 +305,26 @@ fn check(t: &Transformer, tr: &Training, m: &Mapping, host_link: bool) -> Result
 /// m, and the step is p + (m − 1) / v stage times — never less than one micro-batch's path through
 /// every stage (p stage times). Both cases in one expression (equal at m = p):
 /// (p − 1) / v + max(0, p − m) (1 − 1 / v). Without interleaving (v = 1) it is p − 1.
-pub fn pipeline_bubble(pp: u64, m: f64, v: u64) -> f64 {
-    let (p, v) = (pp as f64, v.max(1) as f64);
+///
+/// `v` is the stage's chunk count as the bubble sees it ([`bubble_chunks`]): the interleave, or
+/// less where the chunks cannot be equal.
+pub fn pipeline_bubble(pp: u64, m: f64, v: f64) -> f64 {
+    let (p, v) = (pp as f64, v.max(1.0));
     (p - 1.0) / v + (p - m).max(0.0) * (1.0 - 1.0 / v)
+}
+
+/// The chunk count the bubble is priced at: a chunk holds whole layers, so a stage of `layers`
+/// split into `v` chunks waits on its largest, ceil(layers / v) layers, and the bubble is that
+/// of layers / ceil(layers / v) equal chunks (`v` itself when it divides the layers; 14 layers in
+/// 8 chunks: chunks of 2, priced as 7). Megatron-LM asks equal chunks of the split it makes
+/// (`arguments.py` @core_v0.8.0 l.264-268); Megatron-Core's explicit layouts and torch's
+/// pipelining run uneven ones, which this prices.
+pub fn bubble_chunks(layers: u64, v: u64) -> f64 {
+    let v = v.max(1);
+    if layers == 0 {
+        return v as f64;
+    }
+    layers as f64 / layers.div_ceil(v) as f64
 }
 
 pub(super) fn transformer_training(
@@ -361,7 +390,11 @@ pub(super) fn transformer_training(
         comms: b.comms,
         stages,
         micro_batches: d.micro_batches,
-        bubble: pipeline_bubble(m.pp, d.micro_batches, m.interleave),
+        bubble: pipeline_bubble(
+            m.pp,
+            d.micro_batches,
+            bubble_chunks(stage_layers(t, m), m.interleave),
+        ),
         footprint,
         devices: m.devices() as f64,
         units_per_step: tokens,
