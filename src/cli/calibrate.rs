@@ -229,7 +229,7 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
             }
         };
         let text = super::output::read_text(&part).map_err(std::io::Error::other)?;
-        let args: Vec<String> = std::env::args().skip(1).collect();
+        let args: Vec<String> = std::env::args().skip(1).map(|a| shell_word(&a)).collect();
         let figs: Vec<String> = fit
             .figures
             .iter()
@@ -281,4 +281,35 @@ pub fn run(a: Args, out: &mut dyn Write) -> std::io::Result<Exit> {
     json["output"] = serde_json::json!(written);
     rendered(&fit, &json).write(a.format.into(), out)?;
     Ok(Exit::Ok)
+}
+
+/// `word` as a POSIX shell reads it back: as it is when it holds only characters a shell takes
+/// literally, else in single quotes (a bound written `0 us..200 us` stays one argument when the
+/// recorded command is pasted into a shell).
+fn shell_word(word: &str) -> String {
+    let literal = |c: char| c.is_ascii_alphanumeric() || "_-./=,+:@%".contains(c);
+    if !word.is_empty() && word.chars().all(literal) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    #[test]
+    fn a_recorded_word_reads_back_as_one_shell_argument() {
+        assert_eq!(
+            shell_word("device.efficiency.matmul=0.5..0.9"),
+            "device.efficiency.matmul=0.5..0.9"
+        );
+        assert_eq!(
+            shell_word("software.pipeline_stage_time=0 us..200 us"),
+            "'software.pipeline_stage_time=0 us..200 us'"
+        );
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
 }

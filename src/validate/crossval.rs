@@ -151,7 +151,10 @@ fn command(citation: &str) -> Option<(Vec<String>, Option<String>)> {
                     spec.push(words[i]);
                     i += 1;
                 }
-                fit.extend(spec.join(" ").split(',').map(|s| s.trim().to_string()));
+                // `calibrate` records a figure with a space in its bound in single quotes
+                let spec = spec.join(" ");
+                let spec = spec.trim_matches('\'');
+                fit.extend(spec.split(',').map(|s| s.trim().to_string()));
                 continue;
             }
             "--key" => key = words.get(i + 1).map(|s| s.to_string()),

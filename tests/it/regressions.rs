@@ -927,3 +927,57 @@ fn a_capacity_sweep_across_the_streaming_threshold_equals_fresh_estimates() {
         }
     }
 }
+
+/// The NorthPole stage fit's recorded command wrote its bound `0 us..200 us` bare, so pasted into
+/// a shell it split into three arguments and failed (`us..200: cannot read the file`). A recorded
+/// command now quotes such a word: split as a POSIX shell splits it, every shipped `tessera
+/// calibrate` citation gives `--fit` one argument, and the NorthPole one gives the bound whole.
+#[test]
+fn a_recorded_calibrate_command_survives_a_shell() {
+    // A POSIX shell's words, for what the citations hold: plain words and single quotes.
+    fn words(cmd: &str) -> Vec<String> {
+        let (mut out, mut cur, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
+        for c in cmd.chars() {
+            match c {
+                '\'' => (quoted, any) = (!quoted, true),
+                c if c.is_whitespace() && !quoted => {
+                    if any {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                    any = false;
+                }
+                c => (cur, any) = (cur + &c.to_string(), true),
+            }
+        }
+        if any {
+            out.push(cur);
+        }
+        out
+    }
+    let mut seen = 0;
+    for dir in ["architectures/parts", "architectures/software"] {
+        for entry in std::fs::read_dir(common::root().join(dir)).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            for (at, _) in text.match_indices("`tessera calibrate ") {
+                let cmd = &text[at + 1..];
+                let cmd = &cmd[..cmd.find('`').unwrap()];
+                let w = words(cmd);
+                let fit = w.iter().position(|x| x == "--fit").expect(cmd);
+                let spec = &w[fit + 1];
+                assert!(!spec.starts_with('-'), "{cmd}");
+                // the argument after the figures is an option or a case file, never a unit
+                if let Some(next) = w.get(fit + 2) {
+                    assert!(
+                        next.starts_with("--") || next.ends_with(".ron"),
+                        "{cmd}: {next}"
+                    );
+                }
+                if spec.starts_with("software.pipeline_stage_time") {
+                    assert_eq!(spec, "software.pipeline_stage_time=0 us..200 us", "{cmd}");
+                }
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 10, "{seen} recorded commands");
+}
