@@ -84,11 +84,21 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         ("system".to_string(), e.system.clone()),
         ("workload".into(), e.workload.clone()),
     ];
-    if let Some(sw) = &e.software {
-        r.push((
+    match &e.software {
+        Some(sw) => {
+            let line = common::software_line(sw, e.software_figures.as_ref());
+            r.push((
+                "software".into(),
+                match &e.attention_kernel {
+                    Some(k) => format!("{line}; attention on {k}"),
+                    None => line,
+                },
+            ));
+        }
+        None => r.push((
             "software".into(),
-            common::software_line(sw, e.software_figures.as_ref()),
-        ));
+            "none named: the hardware alone, no per-step cost and attention at the dense-GEMM rate (`--software FILE` names a stack)".into(),
+        )),
     }
     r.extend([
         (

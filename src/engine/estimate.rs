@@ -153,6 +153,10 @@ pub struct Estimate {
     /// `mesh_relay_time_s`, `step_overhead_s`, `memory_reserve_bytes`; `Software::figures`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub software_figures: Option<std::collections::BTreeMap<String, f64>>,
+    /// The attention kernel that stack names (`attention_kernel`), whose published rates a fused
+    /// attention core runs at; absent: none named, the core runs at the dense-GEMM rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attention_kernel: Option<String>,
     pub feasible: bool,
     pub reason: Option<String>,
     /// The stable code of `reason` (see [`Reason::code`]).
@@ -314,6 +318,10 @@ impl Estimate {
             global_batch: batch(w).0,
             global_batch_scaled_from: batch(w).1,
             software_figures: sys.software.as_ref().map(|s| s.figures()),
+            attention_kernel: sys
+                .software
+                .as_ref()
+                .and_then(|s| s.attention_kernel.clone()),
             feasible: false,
             reason: Some(reason.to_string()),
             reason_code: Some(reason.code()),
@@ -560,6 +568,10 @@ pub fn finish(
         global_batch: batch(w).0,
         global_batch_scaled_from: batch(w).1,
         software_figures: sys.software.as_ref().map(|s| s.figures()),
+        attention_kernel: sys
+            .software
+            .as_ref()
+            .and_then(|s| s.attention_kernel.clone()),
         feasible: true,
         reason: None,
         reason_code: None,

@@ -708,3 +708,47 @@ fn serve_curve() {
     assert_eq!(pts.len(), 7, "1, 2, 4, … 64 requests in flight: {v}");
     insta::assert_snapshot!("serve_curve", Shape::new(&[]).add(&v).render());
 }
+
+/// `attention_kernel`: the kernel a stack names, present only where one is, and the table's
+/// `software` row says what a run without a stack leaves out.
+#[test]
+fn estimate_names_the_attention_kernel_and_a_missing_stack() {
+    let base = [
+        "estimate",
+        "--arch",
+        "architectures/eos-h100.ron",
+        "--workload",
+        "workloads/llama3.1-405b-pretrain.ron",
+    ];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter().chain(extra).map(|s| s.to_string()).collect()
+    };
+    let args = with(&[
+        "--software",
+        "architectures/software/nemo-25.01.ron",
+        "--format",
+        "json",
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let v = tessera(&args);
+    assert_eq!(v["attention_kernel"], "cudnn-fused-attention", "{v}");
+    assert!(
+        v["software"]
+            .as_str()
+            .unwrap()
+            .starts_with("NVIDIA NeMo 25.01"),
+        "{v}"
+    );
+
+    let args = with(&["--format", "json"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let v = tessera(&args);
+    assert!(v.get("attention_kernel").is_none(), "{v}");
+    assert!(v["software"].is_null(), "{v}");
+    let out = common::tessera_ok(&base);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("none named: the hardware alone") && table.contains("dense-GEMM rate"),
+        "{table}"
+    );
+}
