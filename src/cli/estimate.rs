@@ -97,7 +97,12 @@ pub fn rows(e: &Estimate) -> Vec<(String, String)> {
         }
         None => r.push((
             "software".into(),
-            "none named: the hardware alone, no per-step cost and attention at the dense-GEMM rate (`--software FILE` names a stack)".into(),
+            if e.global_batch.is_some() {
+                "none named: the hardware alone, no per-step cost and no attention kernel (`--software FILE` names a stack)"
+            } else {
+                "none named: the hardware alone (`--software FILE` names a stack)"
+            }
+            .into(),
         )),
     }
     r.extend([

@@ -291,6 +291,17 @@ fn batch(w: &Workload) -> (Option<u64>, Option<u64>) {
     }
 }
 
+/// The attention kernel a training run's core runs at, as its lowering reads it
+/// (`lower::named_attention_kernel`); `None` for inference, which runs no such kernel.
+fn attention_kernel(sys: &System, w: &Workload) -> Option<String> {
+    match &w.task {
+        crate::model::workload::Task::Training(t) => {
+            crate::engine::lower::named_attention_kernel(sys, t).map(str::to_string)
+        }
+        _ => None,
+    }
+}
+
 /// One phase of a training run's precision schedule, as estimated.
 #[derive(Debug, Clone, Serialize)]
 pub struct PhaseReport {
@@ -318,10 +329,7 @@ impl Estimate {
             global_batch: batch(w).0,
             global_batch_scaled_from: batch(w).1,
             software_figures: sys.software.as_ref().map(|s| s.figures()),
-            attention_kernel: sys
-                .software
-                .as_ref()
-                .and_then(|s| s.attention_kernel.clone()),
+            attention_kernel: attention_kernel(sys, w),
             feasible: false,
             reason: Some(reason.to_string()),
             reason_code: Some(reason.code()),
@@ -568,10 +576,7 @@ pub fn finish(
         global_batch: batch(w).0,
         global_batch_scaled_from: batch(w).1,
         software_figures: sys.software.as_ref().map(|s| s.figures()),
-        attention_kernel: sys
-            .software
-            .as_ref()
-            .and_then(|s| s.attention_kernel.clone()),
+        attention_kernel: attention_kernel(sys, w),
         feasible: true,
         reason: None,
         reason_code: None,

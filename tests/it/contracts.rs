@@ -709,8 +709,9 @@ fn serve_curve() {
     insta::assert_snapshot!("serve_curve", Shape::new(&[]).add(&v).render());
 }
 
-/// `attention_kernel`: the kernel a stack names, present only where one is, and the table's
-/// `software` row says what a run without a stack leaves out.
+/// `attention_kernel`: the kernel a training run's attention core runs at, present only where
+/// its stack names one (never for serving, which runs none), and the table's `software` row says
+/// what a run without a stack leaves out.
 #[test]
 fn estimate_names_the_attention_kernel_and_a_missing_stack() {
     let base = [
@@ -720,17 +721,8 @@ fn estimate_names_the_attention_kernel_and_a_missing_stack() {
         "--workload",
         "workloads/llama3.1-405b-pretrain.ron",
     ];
-    let with = |extra: &[&str]| -> Vec<String> {
-        base.iter().chain(extra).map(|s| s.to_string()).collect()
-    };
-    let args = with(&[
-        "--software",
-        "architectures/software/nemo-25.01.ron",
-        "--format",
-        "json",
-    ]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let v = tessera(&args);
+    let stack = ["--software", "architectures/software/nemo-25.01.ron"];
+    let v = tessera(&[&base[..], &stack, &["--format", "json"]].concat());
     assert_eq!(v["attention_kernel"], "cudnn-fused-attention", "{v}");
     assert!(
         v["software"]
@@ -740,15 +732,27 @@ fn estimate_names_the_attention_kernel_and_a_missing_stack() {
         "{v}"
     );
 
-    let args = with(&["--format", "json"]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let v = tessera(&args);
+    let v = tessera(&[&base[..], &["--format", "json"]].concat());
     assert!(v.get("attention_kernel").is_none(), "{v}");
     assert!(v["software"].is_null(), "{v}");
     let out = common::tessera_ok(&base);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
-        table.contains("none named: the hardware alone") && table.contains("dense-GEMM rate"),
+        table.contains("none named: the hardware alone") && table.contains("no attention kernel"),
         "{table}"
     );
+
+    // serving on a stack that names a kernel: the key stays absent
+    let v = tessera(&[
+        "estimate",
+        "--arch",
+        "architectures/eos-h100.ron",
+        "--workload",
+        "workloads/llama3-70b-serving.ron",
+        "--software",
+        "architectures/software/nemo-25.01.ron",
+        "--format",
+        "json",
+    ]);
+    assert!(v.get("attention_kernel").is_none(), "{v}");
 }

@@ -23,7 +23,7 @@ use crate::model::workload::*;
 pub use inference::{kv_tokens, KV_PAGE_TOKENS};
 pub use place::{place_group, split_group, Group};
 pub(crate) use precision::run_precision;
-pub use training::{bubble_chunks, loss_bytes_per_logit, pipeline_bubble};
+pub use training::{bubble_chunks, loss_bytes_per_logit, named_attention_kernel, pipeline_bubble};
 
 /// Lower `w` under `m` onto `devices` devices of `sys`. `Err` is why the mapping is infeasible.
 pub fn lower(sys: &System, w: &Workload, m: &Mapping, devices: u64) -> Result<Program, Reason> {

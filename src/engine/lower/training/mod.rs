@@ -27,6 +27,15 @@ use crate::model::workload::{Target, Training, Transformer};
 use crate::vocab::AttentionPass;
 use shape::{Shape, StageClass};
 
+/// The name of the attention kernel a run's core runs at: the one its software stack names,
+/// where the attention is fused (FlashAttention); `None` otherwise (the dense-GEMM rate).
+pub fn named_attention_kernel<'s>(sys: &'s System, tr: &Training) -> Option<&'s str> {
+    sys.software
+        .as_ref()
+        .and_then(|s| s.attention_kernel.as_deref())
+        .filter(|_| tr.flash_attention)
+}
+
 /// The attention kernel the run's software stack names, from the device's tables, where the
 /// attention is fused (FlashAttention); `None` where no stack names one (the attention core
 /// then runs at the dense-GEMM efficiency). Unsupported where the device gives no rates for
@@ -36,11 +45,7 @@ fn attention_kernel<'s>(
     t: &Transformer,
     tr: &Training,
 ) -> Result<Option<&'s AttentionKernel>, Reason> {
-    let named = sys
-        .software
-        .as_ref()
-        .and_then(|s| s.attention_kernel.as_ref());
-    let Some(name) = named.filter(|_| tr.flash_attention) else {
+    let Some(name) = named_attention_kernel(sys, tr) else {
         return Ok(None);
     };
     let Some(k) = sys
@@ -48,7 +53,7 @@ fn attention_kernel<'s>(
         .efficiency
         .attention
         .iter()
-        .find(|k| &k.name == name)
+        .find(|k| k.name == name)
     else {
         return Err(Reason::unsupported(format!(
             "the software stack runs attention kernel `{name}`, for which device `{}` gives no rates (`efficiency.attention`)",
