@@ -96,6 +96,40 @@ impl AttentionKernel {
         self.rate(seq, head_dim, causal, pass)
             .map(|r| r / self.peak)
     }
+
+    /// The rate (as a fraction of the kernel's peak) at which a context-parallel rank runs its
+    /// share of the attention core over a sequence of `seq` split over `cp` ranks: the
+    /// time-weighted (harmonic) mean of the kernel calls ring attention makes.
+    ///
+    /// Without the causal mask, or with one rank, every call is the same: s/cp queries against
+    /// s/cp keys at the run's causality. With it, the load-balanced ring (Transformer Engine's
+    /// `AttnFuncWithCPAndKVP2P`: the sequence cut into 2·cp chunks, rank r holding chunks r and
+    /// 2·cp−1−r) makes cp calls per pass. The first is the rank's own block under the causal
+    /// mask, a causal square of s/cp: 1/cp of the rank's work. Each of the other cp−1 is one
+    /// unmasked half-block, as much work as the first: all s/cp queries against the first half
+    /// of the arriving keys (s/2cp), or the second half of the queries (s/2cp) against all s/cp
+    /// keys. Averaged over the ranks each shape takes half of them; each is priced at the
+    /// non-causal series at the length of the keys it loops over (s/2cp and s/cp). `None`
+    /// where a series it needs is missing (with the mask and cp > 1, the non-causal one too).
+    pub fn ring_fraction(
+        &self,
+        seq: f64,
+        cp: u64,
+        head_dim: f64,
+        causal: bool,
+        pass: AttentionPass,
+    ) -> Option<f64> {
+        let local = seq / cp as f64;
+        let own = self.fraction(local, head_dim, causal, pass)?;
+        if !causal || cp <= 1 {
+            return Some(own);
+        }
+        let full = self.fraction(local, head_dim, false, pass)?;
+        let half = self.fraction(local / 2.0, head_dim, false, pass)?;
+        let n = cp as f64;
+        let others = (n - 1.0) / n;
+        Some(1.0 / (1.0 / (n * own) + others * 0.5 * (1.0 / full + 1.0 / half)))
+    }
 }
 
 /// Check a device's `efficiency.attention` tables against its matrix peaks: every error of the
@@ -316,5 +350,51 @@ mod tests {
         // no series of that causality
         assert_eq!(k.rate(2048.0, 128.0, false, both), None);
         assert_eq!(k.fraction(2048.0, 128.0, true, both), Some(0.4));
+    }
+
+    #[test]
+    fn ring_attention_runs_its_own_block_causal_and_the_others_unmasked() {
+        let series = |causal, points: &[(f64, f64)]| Curve {
+            head_dim: 128.0,
+            causal,
+            pass: AttentionPass::Both,
+            points: points.to_vec(),
+        };
+        let k = AttentionKernel {
+            name: "k".into(),
+            peak: 1000e12,
+            curves: vec![
+                series(true, &[(1024.0, 300e12), (4096.0, 500e12)]),
+                series(false, &[(1024.0, 400e12), (4096.0, 600e12)]),
+            ],
+        };
+        let both = AttentionPass::Both;
+        // one rank: the causal series at the whole sequence
+        assert_eq!(k.ring_fraction(4096.0, 1, 128.0, true, both), Some(0.5));
+        // unmasked: every call s/cp against s/cp, at the non-causal series (2048: 500)
+        assert_eq!(k.ring_fraction(4096.0, 2, 128.0, false, both), Some(0.5));
+        // causal over 2 ranks of 4096 each (s = 8192): half the work is the own block, causal
+        // at 4096 (500); the other half one unmasked call, its two shapes at 4096 (600) and
+        // 2048 (500) alike: 1 / (0.5/0.5 + 0.5 · 0.5 · (1/0.6 + 1/0.5)) = 1/1.91667
+        let r = k.ring_fraction(8192.0, 2, 128.0, true, both).unwrap();
+        approx::assert_relative_eq!(
+            r,
+            1.0 / (1.0 + 0.25 * (1.0 / 0.6 + 2.0)),
+            max_relative = 1e-12
+        );
+        approx::assert_relative_eq!(r, 0.521739, max_relative = 1e-5);
+        // no non-causal series: context parallelism under the mask cannot be priced
+        let causal_only = AttentionKernel {
+            curves: vec![k.curves[0].clone()],
+            ..k.clone()
+        };
+        assert_eq!(
+            causal_only.ring_fraction(8192.0, 1, 128.0, true, both),
+            Some(0.5)
+        );
+        assert_eq!(
+            causal_only.ring_fraction(8192.0, 2, 128.0, true, both),
+            None
+        );
     }
 }

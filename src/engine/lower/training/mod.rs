@@ -39,11 +39,13 @@ pub fn named_attention_kernel<'s>(sys: &'s System, tr: &Training) -> Option<&'s 
 /// The attention kernel the run's software stack names, from the device's tables, where the
 /// attention is fused (FlashAttention); `None` where no stack names one (the attention core
 /// then runs at the dense-GEMM efficiency). Unsupported where the device gives no rates for
-/// it, or none of the run's causality.
+/// it, or none of the run's causality (under the causal mask with context parallelism, none
+/// without the mask too: the ring's other blocks run unmasked, `AttentionKernel::ring_fraction`).
 fn attention_kernel<'s>(
     sys: &'s System,
     t: &Transformer,
     tr: &Training,
+    m: &Mapping,
 ) -> Result<Option<&'s AttentionKernel>, Reason> {
     let Some(name) = named_attention_kernel(sys, tr) else {
         return Ok(None);
@@ -67,6 +69,15 @@ fn attention_kernel<'s>(
             "attention kernel `{name}` on device `{}` has no {} series for both passes",
             sys.device.name,
             if t.causal { "causal" } else { "non-causal" }
+        )));
+    }
+    let ring = |pass| k.ring_fraction(tr.seq as f64, m.cp, head_dim, t.causal, pass);
+    if ring(AttentionPass::Forward).is_none() || ring(AttentionPass::Backward).is_none() {
+        return Err(Reason::unsupported(format!(
+            "attention kernel `{name}` on device `{}` has no non-causal series for both passes, \
+             which context parallelism's ring needs under the causal mask (cp {}: all but the \
+             rank's own block run unmasked); add them, or run cp 1",
+            sys.device.name, m.cp
         )));
     }
     Ok(Some(k))
@@ -339,7 +350,7 @@ pub(super) fn transformer_training(
     m: &Mapping,
 ) -> Result<Program, Reason> {
     check(t, tr, m, sys.node.host_link.is_some())?;
-    let kernel = attention_kernel(sys, t, tr)?;
+    let kernel = attention_kernel(sys, t, tr, m)?;
     let classes = stage_classes(t, m);
     // One class: the program as it always was (no stage list: all devices run that stage).
     // More: each class's operators and collectives in turn, on its dp × tp × cp devices per stage.

@@ -179,12 +179,11 @@ impl<'a> Shape<'a> {
                     e.low_precision_matmul,
                     pa,
                 );
-                // the kernel's blocks: each rank's s / cp queries against s / cp keys at a time
-                // (the whole sequence without context parallelism)
-                let seq = tr.seq as f64 / cp as f64;
+                // the kernel calls of each rank's share: the whole sequence without context
+                // parallelism, ring attention's blocks with it (`ring_fraction`)
                 let head_dim = t.q_dim() as f64 / t.heads as f64;
                 [AttentionPass::Forward, AttentionPass::Backward].map(|pass| {
-                    k.fraction(seq, head_dim, t.causal, pass)
+                    k.ring_fraction(tr.seq as f64, cp, head_dim, t.causal, pass)
                         .map_or(1.0, |f| (f / gemm).min(1.0))
                 })
             }),
