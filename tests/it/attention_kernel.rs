@@ -2,8 +2,9 @@
 //! names an attention kernel runs the attention core at that kernel's published rate on the
 //! device, and a fused core's backward counts the 2.5 × the forward's FLOPs its score
 //! recomputation costs. Hand-checked against the FlashAttention-2 and -3 papers' figures as the
-//! shipped part files hold them, and two laws: a longer sequence never makes attention per token
-//! cheaper, and more work never makes a step shorter.
+//! shipped part files hold them, and three laws: a longer sequence never makes attention per
+//! token cheaper, more work never makes a step shorter, and context parallelism's ring runs
+//! between the rates of the kernel calls it makes.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
@@ -236,6 +237,33 @@ proptest! {
         let (e1, e2) = (tessera::engine::cpu::eval(&p1, &m), tessera::engine::cpu::eval(&p2, &m));
         prop_assume!(e1.feasible && e2.feasible);
         prop_assert!(e2.step_time >= e1.step_time, "{s1}: {} s, {s2}: {} s", e1.step_time, e2.step_time);
+    }
+
+    /// Ring attention's rate is a time-weighted mean of the calls it makes: on the shipped
+    /// cuDNN tables it lies between the slowest and the fastest of them, and with one rank it is
+    /// the causal series at the whole sequence.
+    #[test]
+    fn ring_attention_runs_between_its_calls_rates(
+        k in 2u64..128, log_cp in 0u32..5, backward in any::<bool>(),
+    ) {
+        use tessera::vocab::AttentionPass::{Backward, Forward};
+        let sys = system("architectures/eos-h100.ron", false);
+        let kernel = sys.device.efficiency.attention.iter()
+            .find(|k| k.name == "cudnn-fused-attention").unwrap();
+        let pass = if backward { Backward } else { Forward };
+        let (seq, cp) = (256.0 * k as f64, 1u64 << log_cp);
+        let local = seq / cp as f64;
+        let ring = kernel.ring_fraction(seq, cp, 128.0, true, pass).unwrap();
+        let at = |len, causal| kernel.fraction(len, 128.0, causal, pass).unwrap();
+        if cp == 1 {
+            prop_assert_eq!(ring, at(seq, true));
+        } else {
+            let calls = [at(local, true), at(local, false), at(local / 2.0, false)];
+            let lo = calls.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = calls.iter().cloned().fold(0.0, f64::max);
+            prop_assert!(ring >= lo * (1.0 - 1e-12) && ring <= hi * (1.0 + 1e-12),
+                "seq {seq}, cp {cp}: {ring} outside [{lo}, {hi}]");
+        }
     }
 }
 
