@@ -107,10 +107,13 @@ impl AttentionKernel {
     /// 2·cp−1−r) makes cp calls per pass. The first is the rank's own block under the causal
     /// mask, a causal square of s/cp: 1/cp of the rank's work. Each of the other cp−1 is one
     /// unmasked half-block, as much work as the first: all s/cp queries against the first half
-    /// of the arriving keys (s/2cp), or the second half of the queries (s/2cp) against all s/cp
-    /// keys. Averaged over the ranks each shape takes half of them; each is priced at the
-    /// non-causal series at the length of the keys it loops over (s/2cp and s/cp). `None`
-    /// where a series it needs is missing (with the mask and cp > 1, the non-causal one too).
+    /// of the arriving keys (s/2cp) on the ranks the keys come from below, the second half of
+    /// the queries (s/2cp) against all s/cp keys on the others, each priced at the non-causal
+    /// series at the length of the keys it loops over (s/2cp, s/cp). Every one of those steps
+    /// has ranks of both kinds (at step i, ranks below i run the second, the others the first)
+    /// and the last rank runs only the first kind, the first only the second: the ring, which
+    /// waits on its slowest rank, runs them all at the slower of the two. `None` where a series
+    /// it needs is missing (with the mask and cp > 1, the non-causal one too).
     pub fn ring_fraction(
         &self,
         seq: f64,
@@ -128,7 +131,7 @@ impl AttentionKernel {
         let half = self.fraction(local / 2.0, head_dim, false, pass)?;
         let n = cp as f64;
         let others = (n - 1.0) / n;
-        Some(1.0 / (1.0 / (n * own) + others * 0.5 * (1.0 / full + 1.0 / half)))
+        Some(1.0 / (1.0 / (n * own) + others / full.min(half)))
     }
 }
 
@@ -374,15 +377,25 @@ mod tests {
         // unmasked: every call s/cp against s/cp, at the non-causal series (2048: 500)
         assert_eq!(k.ring_fraction(4096.0, 2, 128.0, false, both), Some(0.5));
         // causal over 2 ranks of 4096 each (s = 8192): half the work is the own block, causal
-        // at 4096 (500); the other half one unmasked call, its two shapes at 4096 (600) and
-        // 2048 (500) alike: 1 / (0.5/0.5 + 0.5 · 0.5 · (1/0.6 + 1/0.5)) = 1/1.91667
+        // at 4096 (500); the other half one unmasked call, looping over 2048 keys on one rank
+        // (500) and 4096 on the other (600): the ring waits on the slower, 500:
+        // 1 / (0.5/0.5 + 0.5/0.5) = 0.5
         let r = k.ring_fraction(8192.0, 2, 128.0, true, both).unwrap();
-        approx::assert_relative_eq!(
-            r,
-            1.0 / (1.0 + 0.25 * (1.0 / 0.6 + 2.0)),
-            max_relative = 1e-12
-        );
-        approx::assert_relative_eq!(r, 0.521739, max_relative = 1e-5);
+        approx::assert_relative_eq!(r, 0.5, max_relative = 1e-12);
+        // a kernel whose unmasked series runs faster at 2048 (650, halfway in log between 700 and
+        // 600) than at 4096 (600) runs the unmasked steps at its 4096 figure: over 4 ranks of
+        // 4096 (s = 16384), a quarter causal at 4096 (500), three quarters at 600
+        let flipped = AttentionKernel {
+            curves: vec![
+                k.curves[0].clone(),
+                series(false, &[(1024.0, 700e12), (4096.0, 600e12)]),
+            ],
+            ..k.clone()
+        };
+        let r = flipped
+            .ring_fraction(16384.0, 4, 128.0, true, both)
+            .unwrap();
+        approx::assert_relative_eq!(r, 1.0 / (0.25 / 0.5 + 0.75 / 0.6), max_relative = 1e-12);
         // no non-causal series: context parallelism under the mask cannot be priced
         let causal_only = AttentionKernel {
             curves: vec![k.curves[0].clone()],
