@@ -221,8 +221,8 @@ machine_table! {
         "The device's own vector peaks, which derived energy per FLOP follows.";
     RAW_EPF [NPREC] "raw_energy_per_flop", EnergyPerFlop, Model, false, [],
         "Energy per FLOP as the model holds it (before the division by efficiency).";
-    RATED_TDP [1] "rated_tdp", Power, Model, false, [],
-        "The TDP the file states, which derived energy per FLOP follows (a lower power limit does not make a FLOP cheaper).";
+    RATED_TDP [1] "rated_tdp", Power, Model, true, ["device.full_clock_power"],
+        "What the device draws flat out at full clock (the file's `full_clock_power`, else its TDP), which derived energy per FLOP follows (a lower power limit does not make a FLOP cheaper).";
 }
 
 /// The slots of the machine the evaluators and `machine.*` axes address: all but the raw model

@@ -91,7 +91,7 @@ pub fn entry(file: &str, fs: &dyn Fs) -> Entry {
                     e.name = d.name.clone();
                     e.devices = Some(1);
                     device_figures(&mut e, &d, 1.0);
-                    e.power_w = Some(d.rated_tdp);
+                    e.power_w = Some(d.tdp);
                 }
                 Some(Part::Node(n)) => {
                     e.name = n.name.clone();

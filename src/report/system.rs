@@ -43,6 +43,9 @@ pub struct SystemSummary {
     /// no limit binds tighter).
     pub device_power_cap_w: f64,
     pub device_tdp_w: f64,
+    /// What the device's silicon draws flat out at full clock (W): its `full_clock_power`, else
+    /// its TDP. Above the TDP, the device throttles to its TDP under full load.
+    pub device_full_clock_power_w: f64,
     pub assumed_figures: usize,
     pub fitted_figures: usize,
 }
@@ -188,6 +191,7 @@ pub fn summarize(s: &System) -> SystemSummary {
             _ => s.device.tdp,
         },
         device_tdp_w: s.device.tdp,
+        device_full_clock_power_w: s.device.rated_tdp,
         assumed_figures: s.assumed,
         fitted_figures: s.fitted.len(),
     }
@@ -330,6 +334,15 @@ pub fn rows(s: &SystemSummary) -> Vec<(String, String)> {
         ));
     }
     r.push(("device TDP".into(), fmt_si(s.device_tdp_w, "W")));
+    if s.device_full_clock_power_w > s.device_tdp_w * (1.0 + 1e-9) {
+        r.push((
+            "device at full clock".into(),
+            format!(
+                "{} (its die flat out; the TDP throttles it)",
+                fmt_si(s.device_full_clock_power_w, "W")
+            ),
+        ));
+    }
     r.push(("rated power (IT)".into(), fmt_si(s.power_w, "W")));
     r.push((
         "facility power (× PUE)".into(),

@@ -156,7 +156,14 @@ pub struct DeviceSpec {
     pub memory: Vec<MemorySpec>,
     #[serde(default)]
     pub die_to_die: Option<LinkSpec>,
+    /// The device's power limit: what its package is rated to draw (a cap above it throttles).
     pub tdp: Q,
+    /// What the device's silicon draws running its matrix engines flat out at full clock, where
+    /// that is not its `tdp`: the same die sold under another limit (an MI300X is an MI325X's
+    /// die at 750 W instead of 1000 W). Energy per FLOP derived from power follows this figure;
+    /// above `tdp`, full load throttles the device to its limit. Default: `tdp`.
+    #[serde(default)]
+    pub full_clock_power: Option<Q>,
     #[serde(default)]
     pub idle_power: Option<Q>,
     /// How clock and voltage fall together when a power cap throttles the device.

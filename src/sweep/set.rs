@@ -83,6 +83,7 @@ impl Overrides {
         let base = sys.clone();
         let mut rederive = false;
         let mut mapped: Vec<&'static str> = Vec::new();
+        let mut full_set: Option<&String> = None;
         for (arg, pv) in &self.items {
             let Some((p, v)) = pv else {
                 diags.push(set_error(
@@ -155,7 +156,25 @@ impl Overrides {
                         continue;
                     }
                     rederive |= knob.derive && knob.device_energy.is_none();
+                    if p == "device.full_clock_power" {
+                        full_set = Some(arg);
+                    }
                 }
+            }
+        }
+        // held to what the file holds it to: the silicon draws at least its static power
+        if let Some(arg) = full_set {
+            let d = &sys.device;
+            if d.rated_tdp < d.idle_power {
+                diags.push(set_error(
+                    arg,
+                    format!(
+                        "`device.full_clock_power` ({}) is below the device's idle power ({})",
+                        crate::units::fmt_si(d.rated_tdp, "W"),
+                        crate::units::fmt_si(d.idle_power, "W")
+                    ),
+                    Some("it is what the silicon draws running flat out at full clock: its static power and the dynamic power of the work".into()),
+                ));
             }
         }
         if rederive {

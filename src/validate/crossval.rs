@@ -123,7 +123,7 @@ pub fn unfitted(path: &str, sys: Option<&System>) -> Option<(f64, &'static str)>
         | "software.mesh_relay_time"
         | "software.pipeline_stage_time" => (0.0, "the loader's default when the file gives none"),
         "device.idle_power" => (
-            0.25 * sys?.device.tdp,
+            0.25 * sys?.device.rated_tdp,
             "the loader's default (a quarter of TDP)",
         ),
         "device.efficiency.matmul" => (0.65, "the value `tessera new`'s GPU template assumes"),

@@ -111,6 +111,7 @@ fn plans() -> Vec<Plan> {
                 ("device.efficiency.kernel_overhead", "\"0 us .. 20 us\""),
                 ("device.efficiency.collective_compute_share", "\"0 .. 0.3\""),
                 ("device.tdp", "\"600 W .. 2000 W\""),
+                ("device.full_clock_power", "\"600 W .. 2000 W\""),
                 ("device.idle_power", "\"50 W .. 500 W\""),
                 ("facility.pue", "\"1 .. 1.6\""),
             ],

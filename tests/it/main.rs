@@ -25,6 +25,7 @@ mod diagnostics_ux;
 mod dropped_tokens;
 mod engine;
 mod expert_dispatch;
+mod full_clock_power;
 mod gemm_tiling;
 mod goodput;
 mod gpu_parity;

@@ -30,6 +30,7 @@ pub fn edit_system(sys: &mut System, path: &str, v: f64) -> Option<()> {
         ["device", "vector_peak", p] => d.vector_peak[Precision::parse(p)?.index()] = v,
         ["device", "energy_per_flop", p] => d.energy_per_flop[Precision::parse(p)?.index()] = v,
         ["device", "tdp"] => d.tdp = v,
+        ["device", "full_clock_power"] => d.rated_tdp = v,
         ["device", "idle_power"] => d.idle_power = v,
         ["device", "dvfs", "min_clock"] => d.dvfs.min_clock = v,
         ["device", "dvfs", "min_voltage"] => d.dvfs.min_voltage = v,

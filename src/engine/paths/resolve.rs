@@ -146,8 +146,23 @@ fn device_knob(path: &str, rest: &[&str], sys: &System) -> Result<Knob, (String,
             }
         }
         // The power limit: a cap throttles the clock; energy per FLOP stays the silicon's (it
-        // follows the rated TDP, which no path moves).
+        // follows the full-clock power, the next path).
         ["tdp"] => knob(D::Power, vec![set(f::TDP)]).with(Bound::Positive),
+        // What the silicon draws flat out: energy per FLOP derived from power follows it, so on
+        // a device whose file states every energy per FLOP it would move nothing.
+        ["full_clock_power"] => {
+            if !d.energy_per_flop_from_tdp.contains(&true) {
+                return Err((
+                    format!("`{path}` moves nothing here: the device's file states its energy per FLOP, which nothing derives from power"),
+                    Some("vary `device.energy_per_flop.<precision>` instead".into()),
+                ));
+            }
+            Knob {
+                derive: true,
+                ..knob(D::Power, vec![set(f::RATED_TDP)])
+            }
+            .with(Bound::Positive)
+        }
         ["dvfs", w] => {
             let field = match *w {
                 "min_clock" => f::DVFS_MIN_CLOCK,

@@ -26,7 +26,7 @@ pub(super) fn lower_device(
     cx.enter_part(d.file, d.path.clone(), s.source.as_ref());
     check_version(cx, s.version, top);
     let dies = cx.count("dies", s.dies as u64).unwrap_or(1) as u32;
-    let (tdp, idle, dvfs) = lower_power(cx, s);
+    let (tdp, full, idle, dvfs) = lower_power(cx, s);
     // Die.
     let dl = lower_die(cx, die);
     let e = &s.efficiency;
@@ -83,12 +83,12 @@ pub(super) fn lower_device(
         );
     }
     cx.leave();
-    let (tdp, idle, dvfs) = (tdp?, idle?, dvfs?);
+    let (tdp, full, idle, dvfs) = (tdp?, full?, idle?, dvfs?);
     // Fastest first: by bandwidth, descending.
     memory.sort_by(|a, b| b.bandwidth.total_cmp(&a.bandwidth));
     let (energy_per_flop, derived, from_tdp) = derive_energy_per_flop(
         epf,
-        (tdp, idle),
+        (full, idle),
         (&matrix_peak, &vector_peak),
         [matmul, lowp, vector, memory_eff],
         &memory,
@@ -104,7 +104,7 @@ pub(super) fn lower_device(
         vector_peak,
         memory,
         tdp,
-        rated_tdp: tdp,
+        rated_tdp: full,
         idle_power: idle,
         dvfs,
         efficiency: Efficiency {

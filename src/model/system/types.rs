@@ -100,7 +100,8 @@ pub struct Device {
     /// The device's power limit (W): its TDP as the file states it, or as a sweep or `--set`
     /// lowers it (a cap throttles the device, see [`Dvfs`]).
     pub tdp: f64,
-    /// The TDP the file states (W): what derived energy per FLOP follows, however the limit moves.
+    /// What the device's silicon draws flat out at full clock (W): the file's `full_clock_power`,
+    /// else the TDP it states. Derived energy per FLOP follows it, however the limit moves.
     pub rated_tdp: f64,
     pub idle_power: f64,
     pub dvfs: Dvfs,

@@ -10,31 +10,42 @@ use crate::spec::arch::*;
 use crate::spec::Located;
 use crate::units::Dimension as D;
 
-/// The device's power: its TDP, its idle power (a quarter of the TDP where the file gives none,
-/// and never above it) and its DVFS line (an assumed one where the file gives none).
-pub(super) fn lower_power(
-    cx: &mut Ctx,
-    s: &DeviceSpec,
-) -> (Option<f64>, Option<f64>, Option<Dvfs>) {
+/// What [`lower_power`] reads: the power limit, the full-clock draw derived energy per FLOP
+/// follows (the limit where the file gives none), the idle power and the DVFS line.
+pub(super) type Power = (Option<f64>, Option<f64>, Option<f64>, Option<Dvfs>);
+
+/// The device's power: its TDP, the draw of its silicon at full clock (its TDP where the file
+/// gives none; above the TDP, full load throttles the device, below it the limit never binds),
+/// its idle power (a quarter of that draw where the file gives none, and above neither) and its
+/// DVFS line (an assumed one where the file gives none).
+pub(super) fn lower_power(cx: &mut Ctx, s: &DeviceSpec) -> Power {
     let tdp = cx.positive("tdp", &s.tdp, D::Power);
+    let full = match &s.full_clock_power {
+        Some(q) => cx.positive("full_clock_power", q, D::Power),
+        None => tdp,
+    };
     let idle = match &s.idle_power {
         Some(q) => cx.non_negative("idle_power", q, D::Power),
-        None => tdp.map(|t| 0.25 * t),
+        // the silicon's: a quarter of what it draws flat out
+        None => full.map(|f| 0.25 * f),
     };
-    if let (Some(t), Some(i)) = (tdp, idle) {
-        if i > t {
-            cx.error(
-                "idle_power",
-                format!(
-                    "`idle_power` ({}) is above `tdp` ({})",
-                    crate::units::fmt_si(i, "W"),
-                    crate::units::fmt_si(t, "W")
-                ),
-                Some(
-                    "idle power is what the device draws doing nothing; it is below its TDP".into(),
-                ),
-            );
-        }
+    // idle power is what the device draws doing nothing: below its limit and below its draw flat out
+    above(
+        cx,
+        "idle_power",
+        ("idle_power", idle),
+        ("tdp", tdp),
+        "idle power is what the device draws doing nothing; it is below its TDP",
+    );
+    if s.full_clock_power.is_some() {
+        above(
+            cx,
+            "full_clock_power",
+            ("idle_power", idle),
+            ("full_clock_power", full),
+            "`full_clock_power` is what the silicon draws running flat out at full clock: its \
+             static power and the dynamic power of the work",
+        );
     }
     let dvfs = match &s.dvfs {
         None => Some(Dvfs::ASSUMED),
@@ -53,7 +64,27 @@ pub(super) fn lower_power(
             }
         }
     };
-    (tdp, idle, dvfs)
+    (tdp, full, idle, dvfs)
+}
+
+/// An error at `field` where the power `low` is above `high` (each named as the file writes it).
+fn above(
+    cx: &mut Ctx,
+    field: &str,
+    (low_name, low): (&str, Option<f64>),
+    (high_name, high): (&str, Option<f64>),
+    hint: &str,
+) {
+    if let (Some(l), Some(h)) = (low, high) {
+        if l > h {
+            let w = |v| crate::units::fmt_si(v, "W");
+            cx.error(
+                field,
+                format!("`{low_name}` ({}) is above `{high_name}` ({})", w(l), w(h)),
+                Some(hint.into()),
+            );
+        }
+    }
 }
 
 /// The `efficiency` figures of a device file as read (each `None` where absent or invalid; the
@@ -177,8 +208,13 @@ pub(super) fn unset_figures(
     if s.idle_power.is_none() {
         unset(
             format!(
-                "device `{}` gives no `idle_power`: its static power is taken as a quarter of its TDP ({})",
+                "device `{}` gives no `idle_power`: its static power is taken as a quarter of its {} ({})",
                 s.name,
+                if s.full_clock_power.is_some() {
+                    "full-clock power"
+                } else {
+                    "TDP"
+                },
                 crate::units::fmt_si(idle, "W")
             ),
             "add `idle_power` with its source (a measured idle draw), or mark a guess `@assumed`",
