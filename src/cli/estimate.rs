@@ -148,7 +148,7 @@ fn mapping_rows(m: &MappingReport) -> Vec<(String, String)> {
     r.push((
         "mapping".into(),
         format!(
-            "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}{}, recompute {}{}{}{})",
+            "dp {} × tp {} × pp {} × cp {} (ep {}{}, interleave {}, micro-batch {}, ZeRO {}{}, recompute {}{}{}{}{})",
             m.dp, m.tp, m.pp, m.cp, m.ep,
             // expert tensor parallelism, where it differs from tp (MoE parallel folding)
             if m.etp != m.tp { format!(", etp {}", m.etp) } else { String::new() },
@@ -156,6 +156,8 @@ fn mapping_rows(m: &MappingReport) -> Vec<(String, String)> {
             // hybrid sharding, where the shard group is smaller than dp × cp
             m.hybrid_shard().map_or(String::new(), |g| format!(" sharded over {g}")),
             m.recompute,
+            // the first layers of each model chunk only (Megatron-Core's block method)
+            m.recompute_layers.map_or(String::new(), |n| format!(" on {n} layers a chunk")),
             if m.sp { ", sequence parallel" } else { "" },
             // how userbuffer overlap runs the row-parallel GEMMs, where it is in effect
             match m.tp_overlap_method {

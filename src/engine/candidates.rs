@@ -335,6 +335,7 @@ fn layout_variants(
                 micro_batch: mb,
                 interleave: v,
                 recompute: rc,
+                recompute_layers: None,
                 overlap_grad_reduce: true,
                 embedding_in_pipeline_split: counted,
                 loss_in_pipeline_split: counted,

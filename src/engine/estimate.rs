@@ -28,6 +28,10 @@ pub struct MappingReport {
     pub micro_batch: u64,
     pub interleave: u64,
     pub recompute: Recompute,
+    /// Training: the layers of each model chunk that run `recompute` (Megatron-Core's block
+    /// method), where the mapping names fewer than all; absent: every layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recompute_layers: Option<u64>,
     /// Inference pipelines: the stages per model instance (runs of equal stages), when the
     /// mapping places layers stage by stage.
     pub stages: Option<String>,
@@ -113,6 +117,7 @@ impl From<&Mapping> for MappingReport {
             micro_batch: m.micro_batch,
             interleave: m.interleave,
             recompute: m.recompute,
+            recompute_layers: m.recompute_layers,
             stages: (m.placement.n > 0).then(|| m.placement.describe()),
             embedding_in_pipeline_split: m.embedding_in_pipeline_split,
             loss_in_pipeline_split: m.loss_in_pipeline_split,

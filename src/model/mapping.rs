@@ -74,6 +74,7 @@ pub struct MappingPlan {
     pub micro_batch: Option<u64>,
     pub interleave: Option<u64>,
     pub recompute: Option<Recompute>,
+    pub recompute_layers: Option<u64>,
     pub overlap_grad_reduce: Option<bool>,
     pub embedding_in_pipeline_split: Option<bool>,
     pub loss_in_pipeline_split: Option<bool>,
@@ -112,6 +113,7 @@ impl From<&MappingSpec> for MappingPlan {
             micro_batch: s.micro_batch,
             interleave: s.interleave,
             recompute: s.recompute.as_ref().map(Into::into),
+            recompute_layers: s.recompute_layers,
             overlap_grad_reduce: s.overlap_grad_reduce,
             embedding_in_pipeline_split: s.embedding_in_pipeline_split,
             loss_in_pipeline_split: s.loss_in_pipeline_split,
@@ -332,6 +334,10 @@ pub struct Mapping {
     pub micro_batch: u64,
     pub interleave: u64,
     pub recompute: Recompute,
+    /// Training: the layers of each model chunk (a pipeline stage, or a virtual stage under
+    /// `interleave`) that run `recompute`, the first ones (Megatron-Core's block method); the
+    /// others keep every activation. `None`: every layer.
+    pub recompute_layers: Option<u64>,
     pub overlap_grad_reduce: bool,
     /// Training: the pipeline split counts the input embedding as a layer, and the output head
     /// with its loss as another (Megatron-Core `account_for_embedding_in_pipeline_split`,
@@ -435,6 +441,7 @@ impl Mapping {
             micro_batch: 1,
             interleave: 1,
             recompute: Recompute::None,
+            recompute_layers: None,
             overlap_grad_reduce: true,
             embedding_in_pipeline_split: false,
             loss_in_pipeline_split: false,
@@ -604,6 +611,7 @@ impl Mapping {
                 .unwrap_or(default_micro_batch),
             interleave: spec.interleave.unwrap_or(1).max(1),
             recompute: spec.recompute.unwrap_or(Recompute::None),
+            recompute_layers: spec.recompute_layers.map(|n| n.max(1)),
             overlap_grad_reduce: spec.overlap_grad_reduce.unwrap_or(true),
             embedding_in_pipeline_split: spec.embedding_in_pipeline_split.unwrap_or(false),
             loss_in_pipeline_split: spec.loss_in_pipeline_split.unwrap_or(false),
@@ -630,6 +638,11 @@ impl Mapping {
             expert_dispatch: spec.expert_dispatch.unwrap_or_default(),
             tp_overlap_method: spec.tp_overlap_method,
         };
+        if m.recompute_layers.is_some() && m.recompute == Recompute::None {
+            return Err(
+                "`recompute_layers` names the layers that run `recompute`, and the mapping recomputes nothing (add e.g. `recompute: Full`)".into(),
+            );
+        }
         if m.shard > 0 {
             let n = m.dp * m.cp;
             if !n.is_multiple_of(m.shard) {

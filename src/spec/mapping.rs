@@ -47,6 +47,12 @@ pub struct MappingSpec {
     pub interleave: Option<u64>,
     #[serde(default)]
     pub recompute: Option<RecomputeSpec>,
+    /// Training: how many transformer layers of each model chunk (each pipeline stage, or each
+    /// virtual stage under `interleave`) run the `recompute` policy; the chunk's other layers
+    /// keep every activation (Megatron-Core's `recompute_method: block` with
+    /// `recompute_num_layers`). Default: every layer.
+    #[serde(default)]
+    pub recompute_layers: Option<u64>,
     /// Overlap the data-parallel gradient reduction with the backward pass.
     #[serde(default)]
     pub overlap_grad_reduce: Option<bool>,

@@ -91,8 +91,11 @@ fn mapping_words(e: &engine::Estimate) -> String {
             let shard = m
                 .hybrid_shard()
                 .map_or(String::new(), |g| format!(" shard {g}"));
+            let layers = m
+                .recompute_layers
+                .map_or(String::new(), |n| format!(" on {n} layers"));
             format!(
-                "dp {} tp {} pp {} cp {} v {} mb {} zero {}{shard} {}",
+                "dp {} tp {} pp {} cp {} v {} mb {} zero {}{shard} {}{layers}",
                 m.dp, m.tp, m.pp, m.cp, m.interleave, m.micro_batch, m.zero, m.recompute
             )
             .to_lowercase()

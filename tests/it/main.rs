@@ -49,6 +49,7 @@ mod picture_text;
 mod plots;
 mod precision_schedule;
 mod queue;
+mod recompute_layers;
 mod recompute_policy;
 mod regressions;
 mod regressions_io;

@@ -7,7 +7,7 @@ use crate::model::system::System;
 use crate::vocab::MemoryKind;
 
 /// Mapping fields that may be sweep axes (`mapping.tp`).
-pub const MAPPING_AXES: [&str; 17] = [
+pub const MAPPING_AXES: [&str; 18] = [
     "dp",
     "tp",
     "pp",
@@ -19,6 +19,7 @@ pub const MAPPING_AXES: [&str; 17] = [
     "zero",
     "shard",
     "recompute",
+    "recompute_layers",
     "sp",
     "offload_activation_layers",
     "offload_optimizer",

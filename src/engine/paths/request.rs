@@ -150,6 +150,7 @@ pub fn set_mapping(s: &mut crate::model::mapping::MappingPlan, field: &str, v: &
         ("zero", MapVal::Count(c)) => s.zero = Some((*c).min(255) as u8),
         ("shard", MapVal::Count(c)) => s.shard = Some(*c),
         ("recompute", MapVal::Recompute(r)) => s.recompute = Some(*r),
+        ("recompute_layers", MapVal::Count(c)) => s.recompute_layers = Some(*c),
         ("sp", MapVal::Bool(b)) => s.sp = Some(*b),
         ("offload_activation_layers", MapVal::Count(c)) => s.offload_activation_layers = Some(*c),
         ("offload_optimizer", MapVal::Fraction(f)) => s.offload_optimizer = Some(*f),

@@ -16,6 +16,7 @@ pub(super) fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
         ("micro_batch", m.micro_batch),
         ("interleave", m.interleave),
         ("shard", m.shard),
+        ("recompute_layers", m.recompute_layers),
     ] {
         if let Some(v) = v {
             cx.check(f, mapping_count(f, v));
@@ -55,6 +56,18 @@ pub(super) fn check_mapping(cx: &mut Ctx, m: &MappingSpec) {
                 Some("list what the backward re-runs, from Qkv, Attention, OutProj, FfnUp, FfnDown, Elementwise; or write `recompute: None`".into()),
             );
         }
+    }
+    if m.recompute_layers.is_some()
+        && matches!(
+            m.recompute,
+            None | Some(crate::spec::mapping::RecomputeSpec::None)
+        )
+    {
+        cx.error(
+            "recompute_layers",
+            "`recompute_layers` names the layers that run `recompute`, and the mapping recomputes nothing",
+            Some("add the policy those layers run, e.g. `recompute: Full` (Megatron-Core's `recompute_granularity: full` with `recompute_method: block`)".into()),
+        );
     }
     if let Some(f) = m.offload_optimizer {
         cx.check(

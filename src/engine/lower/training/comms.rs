@@ -28,10 +28,11 @@ struct RedoShare {
 }
 
 impl RedoShare {
-    fn of(r: Recompute, sp: bool) -> RedoShare {
+    /// `layers`: the share of the stage's layers that run the policy.
+    fn of(r: Recompute, sp: bool, layers: f64) -> RedoShare {
         use crate::vocab::LayerPart::*;
         let p = r.parts();
-        let on = |x| if p.has(x) { 1.0 } else { 0.0 };
+        let on = |x| if p.has(x) { layers } else { 0.0 };
         RedoShare {
             tp: if sp {
                 (on(Qkv) + on(OutProj) + on(FfnUp) + on(FfnDown)) / 4.0
@@ -111,7 +112,7 @@ impl Groups {
 /// reductions and parameter gathers.
 pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape, state: &State) {
     let g = Groups::of(sys, d.m);
-    let redo = RedoShare::of(d.m.recompute, d.sp);
+    let redo = RedoShare::of(d.m.recompute, d.sp, d.redone_share());
     tensor(b, sys, d, &g, redo.tp);
     micro_batch(b, d, &g, redo);
     step(b, d, state, &g);

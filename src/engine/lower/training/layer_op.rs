@@ -123,12 +123,13 @@ impl LayerOp {
         }
     }
 
-    /// Its recomputation, labelled `label`, by [`Redo`].
+    /// Its recomputation, labelled `label`, by [`Redo`], once per layer that runs the policy.
     pub(super) fn recompute(&self, d: &Shape, label: &'static str) -> Op {
         Op {
             name: std::borrow::Cow::Borrowed(label),
             act_bytes: self.redo.act_bytes.unwrap_or(self.act_bytes),
             phase: Phase::Recompute,
+            count: d.redo_l,
             ..self.forward(d)
         }
     }

@@ -230,16 +230,10 @@ pub(super) fn activations(d: &Shape) -> Activations {
     // Latent attention also keeps the latents, the up projections' inputs (computed whole on
     // every tensor-parallel rank by the unsplit down projections).
     let replicated = 2.0 * h * e + dropout_masks + (h + t.latent_dim()) * keep_qkv + h * keep_ffn;
-    let split = (qd + 2.0 * kvd) * e
-        + d.vd * keep_proj
-        + act_in * ffn_inner * e
-        + ffn_inner * keep_ffn
-        + if m.recompute == Recompute::None {
-            scores
-        } else {
-            0.0
-        };
-    let per_token = match m.recompute {
+    let split =
+        (qd + 2.0 * kvd) * e + d.vd * keep_proj + act_in * ffn_inner * e + ffn_inner * keep_ffn;
+    // What one layer keeps per token under the policy `r`.
+    let kept = |r: Recompute| match r {
         // full recomputation keeps the layer input only
         Recompute::Full => h * e / act_shard,
         // A policy of its own keeps the layer input and what the parts it does not re-run
@@ -260,8 +254,13 @@ pub(super) fn activations(d: &Shape) -> Activations {
                 + keep(LayerPart::Attention) * scores;
             replicated / act_shard + split / tpf
         }
-        _ => replicated / act_shard + split / tpf,
+        // selective recomputation re-runs the attention core and keeps no score matrix
+        Recompute::Selective => replicated / act_shard + split / tpf,
+        Recompute::None => replicated / act_shard + (split + scores) / tpf,
     };
+    // Only the layers that run the policy keep what it keeps; the others keep everything.
+    let redone = d.redone_share();
+    let per_token = redone * kept(m.recompute) + (1.0 - redone) * kept(Recompute::None);
     let per_layer = per_token * tok;
     // 1F1B: the first stage holds the activations of min(micro-batches, pp) micro-batches; the
     // interleaved schedule raises that by 1 + (pp − 1) / (pp · v) (Korthikanti et al. 2022,

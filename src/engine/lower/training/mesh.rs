@@ -63,7 +63,7 @@ pub(super) fn build(b: &mut Builder, sys: &System, d: &Shape) {
     .map(|(_, g)| mesh_gemm_bytes(&[*g], side))
     .sum::<f64>();
     let redo = if per_core > 0.0 {
-        redone / per_core
+        redone / per_core * d.redone_share()
     } else {
         0.0
     };

@@ -44,6 +44,9 @@ pub(super) struct Shape<'a> {
     pub(super) tpf: f64,
     /// Layers on the pipeline stage this shape describes.
     pub(super) l: f64,
+    /// Of those, the layers that run the mapping's `recompute` policy: all of them, or the
+    /// first `recompute_layers` of each model chunk (Megatron-Core's block method).
+    pub(super) redo_l: f64,
     /// That stage holds the input embedding (the first stage, or the only one) and the output
     /// head with its loss (the last stage, or the only one).
     pub(super) embedding: bool,
@@ -93,6 +96,16 @@ pub(super) struct Shape<'a> {
 }
 
 impl<'a> Shape<'a> {
+    /// The share of the stage's layers that run the recomputation policy (all of them unless
+    /// the mapping names `recompute_layers`).
+    pub(super) fn redone_share(&self) -> f64 {
+        if self.l > 0.0 {
+            self.redo_l / self.l
+        } else {
+            1.0
+        }
+    }
+
     pub(super) fn new(
         sys: &'a System,
         t: &'a Transformer,
@@ -151,6 +164,10 @@ impl<'a> Shape<'a> {
             kvd: t.kv_dim(),
             tpf,
             l: stage.layers as f64,
+            // the first n layers of each of the stage's `interleave` chunks
+            redo_l: m.recompute_layers.map_or(stage.layers as f64, |n| {
+                (n as f64 * m.interleave.max(1) as f64).min(stage.layers as f64)
+            }),
             embedding: stage.embedding,
             head: stage.head,
             micro_batches: (tr.global_batch / (dp * m.micro_batch)) as f64,
