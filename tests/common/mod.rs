@@ -352,3 +352,22 @@ pub fn timed_program(
         host_steps: 0.0,
     }
 }
+
+/// FLOPs a training program's recomputation re-runs per micro-batch on one device.
+pub fn recomputed_flops(p: &tessera::engine::program::Program) -> f64 {
+    p.ops
+        .iter()
+        .filter(|o| o.phase == tessera::engine::program::Phase::Recompute)
+        .map(|o| o.flops * o.count)
+        .sum()
+}
+
+/// The step time of program `p` on the system of file text `system` with `devices` devices.
+pub fn step_time_on(system: &str, p: &tessera::engine::program::Program, devices: u64) -> f64 {
+    let mut fs = tessera::model::system::MemFs::default();
+    fs.0.insert("s.ron".into(), system.as_bytes().to_vec());
+    let s = tessera::model::system::load_system("s.ron", &fs);
+    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
+    let sys = s.value.unwrap();
+    tessera::engine::cpu::eval(p, &tessera::engine::lower::machine(&sys, devices)).step_time
+}

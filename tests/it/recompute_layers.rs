@@ -7,9 +7,8 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // a test: may use the disk
 
 use approx::assert_relative_eq;
-use tessera::engine::cpu::eval;
-use tessera::engine::lower::{lower, machine};
-use tessera::engine::program::{Phase, Program};
+use tessera::engine::lower::lower;
+use tessera::engine::program::Program;
 use tessera::model::mapping::{Mapping, Recompute};
 
 use crate::common;
@@ -37,16 +36,11 @@ fn program(recompute: Recompute, layers: Option<u64>, pp: u64, interleave: u64) 
 }
 
 fn recomputed_flops(p: &Program) -> f64 {
-    p.ops
-        .iter()
-        .filter(|o| o.phase == Phase::Recompute)
-        .map(|o| o.flops * o.count)
-        .sum()
+    common::recomputed_flops(p)
 }
 
 fn step_time(p: &Program) -> f64 {
-    let (sys, _) = common::load_texts(SYSTEM, WORKLOAD);
-    eval(p, &machine(&sys, 8)).step_time
+    common::step_time_on(SYSTEM, p, 8)
 }
 
 /// One stage of 8 layers: n recomputed layers re-run n/8 of full recomputation's FLOPs, and keep

@@ -7,8 +7,7 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // not the library: may use the disk
 
 use approx::assert_relative_eq;
-use tessera::engine::cpu::eval;
-use tessera::engine::lower::{lower, machine};
+use tessera::engine::lower::lower;
 use tessera::engine::program::{Phase, Program};
 use tessera::model::mapping::{Mapping, Recompute};
 use tessera::vocab::{LayerPart, Parts};
@@ -49,16 +48,11 @@ fn ops(parts: &[LayerPart]) -> Recompute {
 
 /// FLOPs the recomputation re-runs per micro-batch on one device.
 fn recomputed_flops(p: &Program) -> f64 {
-    p.ops
-        .iter()
-        .filter(|o| o.phase == Phase::Recompute)
-        .map(|o| o.flops * o.count)
-        .sum()
+    common::recomputed_flops(p)
 }
 
 fn step_time(p: &Program) -> f64 {
-    let (sys, _) = common::load_texts(SYSTEM, WORKLOAD);
-    eval(p, &machine(&sys, 8)).step_time
+    common::step_time_on(SYSTEM, p, 8)
 }
 
 #[test]
