@@ -44,6 +44,16 @@ pub fn tessera_ok(args: &[&str]) -> std::process::Output {
     out
 }
 
+/// Run `tessera ARGS`, which must fail as invalid input (exit 1) with each of `wants` on stderr.
+pub fn refused(args: &[&str], wants: &[&str]) {
+    let out = tessera(args);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for w in wants {
+        assert!(err.contains(w), "{args:?}: no `{w}` in {err}");
+    }
+}
+
 /// The stdout of `tessera ARGS...` (run as `out`) as JSON; panics with its stderr when it is not.
 pub fn stdout_json(args: &[&str], out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {

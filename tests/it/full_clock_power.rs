@@ -90,16 +90,6 @@ fn the_lower_rating_throttles_the_same_die() {
     assert!(f(&capped, "throughput_per_s") < f(&free, "throughput_per_s"));
 }
 
-/// `tessera ARGS` exits 1 (invalid input) with every one of `wants` on stderr.
-fn refused(args: &[&str], wants: &[&str]) {
-    let out = common::tessera(args);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    for w in wants {
-        assert!(err.contains(w), "{w:?} not in {err}");
-    }
-}
-
 /// The figure is held where it enters: in a device file (at its line) and through `--set`, a
 /// full-clock power below the idle power is an error, as is one set where nothing derives from
 /// it; `show` reports it beside the TDP.
@@ -117,14 +107,14 @@ fn a_full_clock_power_below_idle_is_an_error_wherever_it_enters() {
         .expect("the MI300X states its full-clock power");
     let file = common::scratch_dir("full-clock").join("mi300x.ron");
     std::fs::write(&file, text).unwrap();
-    refused(
+    common::refused(
         &["check", file.to_str().unwrap()],
         &[
             &format!("mi300x.ron:{line}:"),
             "`idle_power` (250 W) is above `full_clock_power` (100 W)",
         ],
     );
-    refused(
+    common::refused(
         &[
             "estimate",
             "--arch",
@@ -141,7 +131,7 @@ fn a_full_clock_power_below_idle_is_an_error_wherever_it_enters() {
     );
 
     // where the file states every energy per FLOP, the figure would move nothing: refused
-    refused(
+    common::refused(
         &[
             "estimate",
             "--arch",

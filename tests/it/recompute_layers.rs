@@ -35,14 +35,6 @@ fn program(recompute: Recompute, layers: Option<u64>, pp: u64, interleave: u64) 
     lower(&sys, &w, &m, 8).unwrap_or_else(|r| panic!("{recompute} {layers:?}: {r}"))
 }
 
-fn recomputed_flops(p: &Program) -> f64 {
-    common::recomputed_flops(p)
-}
-
-fn step_time(p: &Program) -> f64 {
-    common::step_time_on(SYSTEM, p, 8)
-}
-
 /// One stage of 8 layers: n recomputed layers re-run n/8 of full recomputation's FLOPs, and keep
 /// n/8 of its activations plus (8 − n)/8 of what no recomputation keeps. Counts above the
 /// stage's layers recompute them all; an absent count is every layer.
@@ -51,7 +43,7 @@ fn the_first_layers_run_the_policy_and_the_rest_keep_everything() {
     let full = program(Recompute::Full, None, 1, 1);
     let none = program(Recompute::None, None, 1, 1);
     let (f_flops, f_act, n_act) = (
-        recomputed_flops(&full),
+        common::recomputed_flops(&full),
         full.footprint.activations,
         none.footprint.activations,
     );
@@ -59,7 +51,11 @@ fn the_first_layers_run_the_policy_and_the_rest_keep_everything() {
     for n in [1u64, 3, 8] {
         let p = program(Recompute::Full, Some(n), 1, 1);
         let share = n as f64 / 8.0;
-        assert_relative_eq!(recomputed_flops(&p), share * f_flops, max_relative = 1e-12);
+        assert_relative_eq!(
+            common::recomputed_flops(&p),
+            share * f_flops,
+            max_relative = 1e-12
+        );
         assert_relative_eq!(
             p.footprint.activations,
             share * f_act + (1.0 - share) * n_act,
@@ -67,9 +63,12 @@ fn the_first_layers_run_the_policy_and_the_rest_keep_everything() {
         );
     }
     let all = program(Recompute::Full, Some(21), 1, 1);
-    assert_eq!(recomputed_flops(&all), f_flops);
+    assert_eq!(common::recomputed_flops(&all), f_flops);
     assert_eq!(all.footprint.activations, f_act);
-    assert_eq!(step_time(&all), step_time(&full));
+    assert_eq!(
+        common::step_time_on(SYSTEM, &all, 8),
+        common::step_time_on(SYSTEM, &full, 8)
+    );
 }
 
 /// Under an interleaved schedule the count is per model chunk: 2 stages × 2 chunks of 2 layers,
@@ -79,8 +78,8 @@ fn the_count_is_per_model_chunk() {
     let full = program(Recompute::Full, None, 2, 2);
     let half = program(Recompute::Full, Some(1), 2, 2);
     assert_relative_eq!(
-        recomputed_flops(&half),
-        0.5 * recomputed_flops(&full),
+        common::recomputed_flops(&half),
+        0.5 * common::recomputed_flops(&full),
         max_relative = 1e-12
     );
 }
@@ -91,7 +90,11 @@ fn more_recomputed_layers_never_shorten_a_step_nor_keep_more() {
     let mut last: Option<(f64, f64, f64)> = None;
     for n in 1..=8u64 {
         let p = program(Recompute::Full, Some(n), 1, 1);
-        let now = (recomputed_flops(&p), p.footprint.activations, step_time(&p));
+        let now = (
+            common::recomputed_flops(&p),
+            p.footprint.activations,
+            common::step_time_on(SYSTEM, &p, 8),
+        );
         if let Some((flops, act, t)) = last {
             assert!(now.0 > flops, "{n}: re-runs {} after {flops}", now.0);
             assert!(now.1 < act, "{n}: keeps {} after {act}", now.1);
@@ -115,10 +118,7 @@ fn a_count_without_a_policy_is_an_error() {
     ] {
         let file = dir.join("m.ron");
         std::fs::write(&file, format!("Mapping(version: 1, tp: 1, {body})")).unwrap();
-        let out = common::tessera(&["check", file.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(1), "{out:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("m.ron:1:") && err.contains(want), "{err}");
+        common::refused(&["check", file.to_str().unwrap()], &["m.ron:1:", want]);
     }
     // through `--set`, a mapping that cannot run: an infeasible result with its reason
     let args = [

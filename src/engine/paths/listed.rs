@@ -71,7 +71,7 @@ pub fn listed(sys: &System) -> Vec<Listed> {
         Some("scale_out") => sys.scale_out.is_some(),
         Some("weight_store") => sys.weight_store.is_some(),
         // moves only energy per FLOP derived from power
-        _ if path == "device.full_clock_power" => d.energy_per_flop_from_tdp.contains(&true),
+        _ if path == "device.full_clock_power" => d.energy_follows_power(),
         _ => !path.starts_with("device.mesh.") || d.mesh.is_some(),
     };
     for slot in f::SLOTS {

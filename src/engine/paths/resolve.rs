@@ -151,7 +151,7 @@ fn device_knob(path: &str, rest: &[&str], sys: &System) -> Result<Knob, (String,
         // What the silicon draws flat out: energy per FLOP derived from power follows it, so on
         // a device whose file states every energy per FLOP it would move nothing.
         ["full_clock_power"] => {
-            if !d.energy_per_flop_from_tdp.contains(&true) {
+            if !d.energy_follows_power() {
                 return Err((
                     format!("`{path}` moves nothing here: the device's file states its energy per FLOP, which nothing derives from power"),
                     Some("vary `device.energy_per_flop.<precision>` instead".into()),

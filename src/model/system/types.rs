@@ -516,6 +516,11 @@ impl System {
 }
 
 impl Device {
+    /// Some precision's energy per FLOP is derived from power (the file states none for it), so
+    /// the full-clock power (`rated_tdp`) moves it; otherwise that figure moves nothing.
+    pub fn energy_follows_power(&self) -> bool {
+        self.energy_per_flop_from_tdp.contains(&true)
+    }
     /// The device is a mesh of more than one core (a wafer, a tile of cores), whose serving
     /// phases take core `regions` rather than pools of devices.
     pub fn has_mesh(&self) -> bool {
